@@ -1,0 +1,61 @@
+"""The one exception tree of the project: every error raised on purpose derives from MAError."""
+
+from __future__ import annotations
+
+
+class MAError(Exception):
+    """Root of every error the SDK raises on purpose."""
+
+
+class ExpressionError(MAError):
+    """An expression that cannot be parsed or evaluated.
+
+    ``text`` is the expression, ``column`` the 1-based column of the problem (0 when it concerns the
+    whole expression) and ``expected`` a short description of what would have been valid there.
+    """
+
+    def __init__(self, text: str, message: str, column: int = 0, expected: str = "") -> None:
+        self.text = text
+        self.column = column
+        self.expected = expected
+        where = f" at column {column}" if column else ""
+        hint = f" (expected {expected})" if expected else ""
+        pointer = f"\n    {text}\n    {' ' * (column - 1)}^" if column else ""
+        super().__init__(f"expression {text!r}{where}: {message}{hint}{pointer}")
+
+
+class UndefinedVariableError(ExpressionError):
+    """An expression names a variable that is not declared in the scope where it is evaluated."""
+
+    def __init__(self, text: str, name: str, column: int = 0) -> None:
+        self.name = name
+        super().__init__(text, f"variable {name!r} is not defined", column,
+                         "a variable declared with ma.variable or ma.assign")
+
+
+class ExpressionDomainError(ExpressionError):
+    """Division by zero, the logarithm of a non-positive number and the like."""
+
+
+class AnnotationError(MAError):
+    """An annotation used wrongly (bad identifier, wrong type of value, misuse of the API)."""
+
+
+class CounterError(MAError):
+    """A counter provider that cannot be set up as asked."""
+
+
+class LaunchError(MAError):
+    """``ma run`` could not start the job (no launcher, bad arguments)."""
+
+
+class ToolBuildError(MAError):
+    """A C part of the project (PMPI library, C runtime, Valgrind tool) could not be built."""
+
+
+class TraceError(MAError):
+    """A trace file that is missing, truncated, corrupt or of an unknown schema version."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}")

@@ -1,0 +1,89 @@
+"""The expression language of modeling assertions (grammar in grammar.lark)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Union
+
+from ..errors import ExpressionDomainError, ExpressionError, UndefinedVariableError
+from .compiler import DomainProblem, Evaluator, compile_node
+from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols
+from .parser import parse_tree
+
+Number = Union[int, float]
+
+__all__ = [
+    "Expression", "parse_expression", "Number", "FUNCTIONS",
+    "Node", "Num", "Var", "Neg", "BinOp", "Call",
+]
+
+
+class Expression:
+    """A parsed expression: its text, the names it reads and a compiled evaluator."""
+
+    __slots__ = ("text", "tree", "symbols", "_evaluate")
+
+    def __init__(self, text: str, tree: Node) -> None:
+        self.text = text
+        self.tree = tree
+        self.symbols: frozenset[str] = free_symbols(tree)
+        self._evaluate: Evaluator = compile_node(tree)
+
+    def evaluate(self, mapping: Mapping[str, Number]) -> Number:
+        """Value of the expression with the variables in ``mapping``."""
+        try:
+            return self._evaluate(mapping)
+        except KeyError as exc:
+            name = exc.args[0] if exc.args else "?"
+            if name not in self.symbols:
+                raise
+            raise UndefinedVariableError(self.text, name, _column_of(self.tree, name)) from None
+        except DomainProblem as exc:
+            raise ExpressionDomainError(self.text, str(exc), exc.column) from None
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ExpressionDomainError(self.text, f"cannot evaluate: {exc}") from None
+
+    def __repr__(self) -> str:
+        return f"Expression({self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Expression) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+_CACHE: dict[str, Expression] = {}
+_CACHE_LIMIT = 65536
+
+
+def parse_expression(text: str) -> Expression:
+    """Parse ``text`` once; later calls with the same text return the same compiled Expression."""
+    cached = _CACHE.get(text)
+    if cached is not None:
+        return cached
+    expression = Expression(text, parse_tree(text))
+    if len(_CACHE) >= _CACHE_LIMIT:
+        _CACHE.clear()
+    _CACHE[text] = expression
+    return expression
+
+
+def _column_of(node: Node, name: str) -> int:
+    if isinstance(node, Var):
+        return node.column if node.name == name else 0
+    children: tuple[Node, ...] = ()
+    if isinstance(node, Neg):
+        children = (node.operand,)
+    elif isinstance(node, BinOp):
+        children = (node.left, node.right)
+    elif isinstance(node, Call):
+        children = node.args
+    for child in children:
+        column = _column_of(child, name)
+        if column:
+            return column
+    return 0
+
+
+del ExpressionError  # re-exported from ma, not from here

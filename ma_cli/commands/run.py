@@ -1,0 +1,34 @@
+"""``ma run [-n N] [--trace-dir D] [--counters SPEC] [--launcher L] -- COMMAND...``"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "run", help="run an annotated program under mpiexec with the runtime configured",
+        description="Run COMMAND on N processes (the mpiexec beside this Python, or --launcher), "
+                    "with traces written to --trace-dir.")
+    parser.add_argument("-n", "--nprocs", type=int, default=1, help="number of MPI processes (default 1)")
+    parser.add_argument("--trace-dir", default="ma-traces", help="where rank-<r>.ma.json go (default ma-traces)")
+    parser.add_argument("--counters", default=None,
+                        help="counter providers: auto (default), papi, valgrind, tracemalloc, none; comma-separated")
+    parser.add_argument("--launcher", default=None,
+                        help="launcher command instead of the environment's mpiexec, e.g. 'srun' (or MA_LAUNCHER)")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the program and its arguments")
+    parser.set_defaults(handler=handle)
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ma_runtime import launch
+
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher)
+    status = launch.run(plan)
+    written = launch.written_traces(plan.trace_dir, args.nprocs)
+    print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",
+          file=sys.stderr)
+    return status

@@ -1,0 +1,43 @@
+"""Entry point of the ``ma`` command: finds the subcommand modules, parses, runs, prints errors.
+
+Library code raises MAError; this is the one place that turns it into a message and an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from ma.errors import MAError
+
+from . import commands
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ma", description="Modeling assertions: run, validate, model.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status = args.handler(args)
+    except MAError as exc:
+        print(f"ma {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(status or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

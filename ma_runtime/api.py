@@ -1,0 +1,144 @@
+"""The functions of the annotation API that are not context-manager classes (see ma/__init__.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, Union
+
+from ma.errors import AnnotationError
+
+from .annotations import MPI_TYPES, MpiRegion, Region, flop, loadstore, loop, subroutine
+from .mars import current_runtime, runtime, thread_state
+
+Number = Union[int, float]
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def variable(name: str, value: Number) -> Number:
+    """Declare an input parameter (the paper's ``ma_def_variable_int``); returns ``value``."""
+    return runtime().declare(thread_state(), "variable", name, None, value)
+
+
+def assign(name: str, expr: str, value: Number | None = None) -> Number:
+    """Declare a derived variable (``ma_def_variable_assign_int``); returns the evaluated expression.
+
+    When ``value`` (the program's own number) is given and differs from the evaluation, the trace says so.
+    """
+    if not isinstance(expr, str):
+        raise AnnotationError(f"ma.assign({name!r}, ...): the expression must be a str, not {expr!r}")
+    return runtime().declare(thread_state(), "assign", name, expr, value)
+
+
+def subroutine_site(id: str | Callable[..., Any]) -> Any:
+    """``with ma.subroutine("id"):``, ``@ma.subroutine("id")`` or bare ``@ma.subroutine``."""
+    if callable(id):
+        return subroutine(id.__name__)(id)
+    return subroutine(id)
+
+
+def _mpi(type_: str) -> Callable[..., MpiRegion]:
+    def factory(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> MpiRegion:
+        return MpiRegion(type_, id, expr, value, count)
+
+    factory.__name__ = factory.__qualname__ = type_
+    factory.__doc__ = (f"``with ma.{type_}(id, bytes_expr, value=None, count=1):`` — asserts the size in bytes "
+                       f"and the number of the {type_[4:]} calls made inside, measured through PMPI.")
+    return factory
+
+
+MPI_FACTORIES = {type_: _mpi(type_) for type_ in MPI_TYPES}
+
+
+def tracing(enabled: bool) -> None:
+    """Switch recording on or off at run time (``ma_set_tracing`` / ``ma_unset_tracing``)."""
+    runtime().set_enabled(bool(enabled))
+
+
+@contextmanager
+def no_tracing() -> Iterator[None]:
+    """Nothing inside is recorded; variables declared inside still take effect."""
+    rt = runtime()
+    previous = rt.enabled
+    rt.set_enabled(False)
+    try:
+        yield
+    finally:
+        rt.set_enabled(previous)
+
+
+# --- the paper's start/end pairs, for code that cannot use `with` ---------------------------------
+def loop_start(id: str, expr: str, value: Number | None = None) -> loop:
+    return loop(id, expr, value).__enter__()  # type: ignore[no-any-return]
+
+
+def loop_end(id: str, measured: int) -> None:
+    frame = _open_frame("loop", id)
+    if frame is not None:
+        frame.end(measured)  # type: ignore[attr-defined]
+        frame.__exit__(None, None, None)
+
+
+def subroutine_start(id: str) -> subroutine:
+    return subroutine(id).__enter__()  # type: ignore[no-any-return]
+
+
+def subroutine_end(id: str) -> None:
+    frame = _open_frame("subroutine", id)
+    if frame is not None:
+        frame.__exit__(None, None, None)
+
+
+def flop_start(id: str, expr: str, value: Number | None = None) -> flop:
+    return flop(id, expr, value).__enter__()  # type: ignore[no-any-return]
+
+
+def flop_stop(id: str) -> None:
+    frame = _open_frame("flop", id)
+    if frame is not None:
+        frame.__exit__(None, None, None)
+
+
+def loadstore_start(id: str, expr: str, value: Number | None = None) -> loadstore:
+    return loadstore(id, expr, value).__enter__()  # type: ignore[no-any-return]
+
+
+def loadstore_stop(id: str) -> None:
+    frame = _open_frame("loadstore", id)
+    if frame is not None:
+        frame.__exit__(None, None, None)
+
+
+def _open_frame(type_: str, id: str) -> Region | None:
+    """The innermost open annotation of this type and id; an end for anything else is an anomaly."""
+    state = thread_state()
+    if not state.enabled:
+        return None
+    for frame in reversed(state.stack):
+        if frame.TYPE == type_ and frame.id == id:
+            if frame is not state.stack[-1]:
+                top = state.stack[-1]
+                state.runtime.anomaly("mismatched_end", top.node,
+                                      f"end of {type_} {id!r} while {top.TYPE} {top.id!r} is the innermost open "
+                                      "annotation; the annotations opened after it are closed as unbalanced")
+            return frame
+    innermost = state.stack[-1] if state.stack else None
+    where = f"the innermost open annotation is {innermost.TYPE} {innermost.id!r}" if innermost else "none is open"
+    state.runtime.anomaly("mismatched_end", innermost.node if innermost else None,
+                          f"end of {type_} {id!r}, which is not open ({where}); ignored")
+    return None
+
+
+def flush() -> None:
+    """Write this rank's trace now (it is also written periodically and at exit)."""
+    rt = current_runtime()
+    if rt is not None:
+        rt.write("running")
+
+
+def finalize() -> None:
+    """Close the runtime and write the final trace now (``ma_finalize``); later annotations are not recorded."""
+    rt = current_runtime()
+    if rt is not None:
+        rt.finish("complete")
+        rt.set_enabled(False)

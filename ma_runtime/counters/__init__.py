@@ -1,0 +1,52 @@
+"""Counter providers (PAPI, the Valgrind tool, tracemalloc) behind one interface (see base.py).
+
+``MA_COUNTERS`` names the providers to use, comma-separated: ``auto`` (PAPI where its events exist, else
+none), ``papi``, ``valgrind``, ``tracemalloc``, ``none``. For each kind the first provider that can measure it
+wins. Timers are not providers: wall and CPU time are always recorded.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ma.errors import CounterError
+
+from .base import CounterProvider, ProviderStatus, Reader
+
+MEASURABLE_KINDS = ("flop", "loadstore", "heap_memory", "stack_memory")
+
+# name -> "module:Class", imported only when asked for.
+PROVIDERS = {
+    "papi": "ma_runtime.counters.papi:PapiProvider",
+    "valgrind": "ma_runtime.counters.valgrind:ValgrindProvider",
+    "tracemalloc": "ma_runtime.counters.memory:TracemallocProvider",
+}
+
+__all__ = ["CounterProvider", "ProviderStatus", "Reader", "MEASURABLE_KINDS", "PROVIDERS", "open_providers",
+           "parse_spec"]
+
+
+def parse_spec(spec: str) -> list[str]:
+    names = [n.strip().lower() for n in spec.split(",") if n.strip()]
+    for name in names:
+        if name not in PROVIDERS and name not in ("auto", "none"):
+            known = ", ".join(["auto", "none", *PROVIDERS])
+            raise CounterError(f"MA_COUNTERS: unknown counter provider {name!r} (expected one of {known})")
+    return names
+
+
+def _create(name: str) -> CounterProvider:
+    module_name, _, class_name = PROVIDERS[name].partition(":")
+    provider_class = getattr(importlib.import_module(module_name), class_name)
+    return provider_class()
+
+
+def open_providers(spec: str) -> list[CounterProvider]:
+    """Providers named by ``spec``; ``auto`` keeps PAPI only when it has working events."""
+    providers: list[CounterProvider] = []
+    for name in parse_spec(spec):
+        if name == "none":
+            continue
+        # auto is PAPI: where it has no events it measures nothing, and the header says why.
+        providers.append(_create("papi" if name == "auto" else name))
+    return providers

@@ -1,0 +1,105 @@
+"""``ma run``: start an annotated program under the environment's MPI launcher, with the runtime configured.
+
+The launcher is the ``mpiexec`` beside the running Python (the one pip installed with the ``mpich`` wheel),
+not whatever comes first on PATH; ``--launcher`` / ``MA_LAUNCHER`` names another (``srun``, a site
+``mpirun``). With one process and no launcher asked for, the command runs directly.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ma.errors import LaunchError
+
+from .counters import parse_spec
+from .toolchain import env_bin_dir, find_program
+from .trace import trace_path
+
+
+@dataclass
+class LaunchPlan:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # additions to the parent's environment
+    trace_dir: Path = Path("ma-traces")
+
+
+def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[str] = "ma-traces",
+         counters: str | None = None, launcher: str | None = None) -> LaunchPlan:
+    """Work out the argv and environment of a run without starting it."""
+    if not command:
+        raise LaunchError("no command to run: write it after `--`, e.g. ma run -n 2 -- python app.py")
+    if nprocs < 1:
+        raise LaunchError(f"-n must be at least 1, not {nprocs}")
+    trace_dir = Path(trace_dir).absolute()
+    env = {"MA_TRACE_DIR": str(trace_dir), "MA_RUN_ID": uuid.uuid4().hex,
+           # Keep the environment's own MPI tools first for anything the program starts itself.
+           "PATH": f"{env_bin_dir()}{os.pathsep}{os.environ.get('PATH', '')}"}
+    prefix: list[str] = []
+    if counters is not None:
+        names = parse_spec(counters)
+        env["MA_COUNTERS"] = counters
+        if "valgrind" in names:
+            from .counters.valgrind import valgrind_launch_prefix
+
+            prefix, valgrind_env = valgrind_launch_prefix()
+            env.update(valgrind_env)
+    _preload_pmpi(env)
+    launcher = launcher or os.environ.get("MA_LAUNCHER")
+    if launcher:
+        launch = [*shlex.split(launcher), "-n", str(nprocs)]
+    elif nprocs == 1:
+        launch = []
+    else:
+        mpiexec = find_program("mpiexec")
+        if mpiexec is None:
+            raise LaunchError("no mpiexec beside this Python or on PATH: pip install mpich, or name a launcher "
+                              "with --launcher / MA_LAUNCHER")
+        launch = [str(mpiexec), "-n", str(nprocs)]
+    return LaunchPlan([*launch, *prefix, *command], env, trace_dir)
+
+
+def _preload_pmpi(env: dict[str, str]) -> None:
+    """Interpose the PMPI library in every rank (Python or C), when it is built."""
+    try:
+        from . import pmpi
+    except ImportError:
+        return
+    library = pmpi.library_path()
+    if not library.exists():
+        return
+    preload = os.environ.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = f"{library}{' ' + preload if preload else ''}"
+    env["MA_PMPI_PRELOADED"] = "1"
+
+
+def clear_traces(trace_dir: Path) -> None:
+    """Remove the rank files of an earlier run, so a smaller run cannot be mixed with a larger one's."""
+    if not trace_dir.is_dir():
+        return
+    for stale in trace_dir.glob("rank-*.ma.json"):
+        stale.unlink()
+    for stale in trace_dir.glob(".rank-*.tmp"):
+        stale.unlink()
+
+
+def run(launch: LaunchPlan) -> int:
+    """Start the job, wait for it, return its exit status (never raises for the job's own failure)."""
+    clear_traces(launch.trace_dir)
+    environment = {**os.environ, **launch.env}
+    try:
+        completed = subprocess.run(launch.argv, env=environment, check=False)
+    except FileNotFoundError:
+        raise LaunchError(f"cannot start {launch.argv[0]!r}: no such program") from None
+    except PermissionError:
+        raise LaunchError(f"cannot start {launch.argv[0]!r}: not executable") from None
+    return completed.returncode
+
+
+def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
+    return [p for p in (trace_path(trace_dir, r) for r in range(nprocs)) if p.exists()]

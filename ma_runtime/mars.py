@@ -1,0 +1,341 @@
+"""MARS, the modeling-assertion runtime: settings, counters, MPI bridge, variables, anomalies, trace output.
+
+One ``Runtime`` per process, created by the first annotation that runs (never by ``import ma``). Each thread
+gets a ``ThreadState`` (threadstate.py) holding its site tree and its stack of open annotations.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable, Union
+
+from ma.expr import parse_expression
+
+from . import COMPILED, trace
+from .config import Settings
+from .counters import MEASURABLE_KINDS, open_providers
+from .threadstate import ThreadState
+from .tree import Node, Stats, values_differ
+
+if TYPE_CHECKING:
+    from .annotations import Region
+
+Number = Union[int, float]
+PRODUCER = "ma_runtime 0.1.0" + (" (compiled)" if COMPILED else "")
+
+
+class VariableRecord:
+    """Entry of the trace's variable table: one per (name, declaring scope)."""
+
+    __slots__ = ("name", "kind", "expr", "scope", "stats", "last")
+
+    def __init__(self, name: str, kind: str, expr: str | None, scope: str) -> None:
+        self.name, self.kind, self.expr, self.scope = name, kind, expr, scope
+        self.stats = Stats()
+        self.last: Number = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "kind": self.kind, "expr": self.expr, "scope": self.scope,
+                "defs": self.stats.n, "value": self.last, "min": self.stats.min, "max": self.stats.max}
+
+
+class Anomaly:
+    __slots__ = ("kind", "path", "message", "count", "file", "line")
+
+    def __init__(self, kind: str, path: str, message: str, file: str | None, line: int | None) -> None:
+        self.kind, self.path, self.message, self.file, self.line = kind, path, message, file, line
+        self.count = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "path": self.path, "message": self.message, "count": self.count,
+                "file": self.file, "line": self.line}
+
+
+class Runtime:
+    """Process-wide part of MARS: settings, counters, MPI bridge, variable table, anomalies, output."""
+
+    def __init__(self) -> None:
+        self.settings = Settings.from_environment()
+        self.enabled = True
+        self.start_time = time.time()
+        self.command = list(sys.orig_argv) if hasattr(sys, "orig_argv") else [sys.executable, *sys.argv]
+        self.lock = threading.RLock()
+        self.threads: list[ThreadState] = []
+        self.global_env: dict[str, Number] = {}
+        self.variables: dict[tuple[str, str], VariableRecord] = {}
+        self.anomalies: dict[tuple[str, str], Anomaly] = {}
+        self.flush_interval_ns = int(self.settings.flush_seconds * 1e9) if self.settings.flush_seconds > 0 else 0
+        self.flush_deadline = (time.perf_counter_ns() + self.flush_interval_ns
+                               if self.flush_interval_ns else 1 << 62)
+        self.rank, self.size = _launcher_rank_size()
+        self.finished = False
+        self.providers = open_providers(self.settings.counters)
+        self.readers: dict[str, Callable[[], int] | None] = {}
+        self.measures: dict[str, dict[str, str] | None] = {}
+        for kind in MEASURABLE_KINDS:
+            self.readers[kind], self.measures[kind] = self._pick_reader(kind)
+        self.pmpi, self.mpi_reason = _open_pmpi()
+        self._mpi_readers: dict[str, Callable[[], tuple[int, int]]] = {}
+        atexit.register(self.finish, "complete")
+        _install_signal_handler(self)
+
+    def _pick_reader(self, kind: str) -> tuple[Callable[[], int] | None, dict[str, str] | None]:
+        for provider in self.providers:
+            reader = provider.reader(kind)
+            if reader is not None:
+                return reader, {"provider": provider.name, "source": provider.source(kind)}
+        return None, None
+
+    def mpi_reader(self, mpi_type: str) -> Callable[[], tuple[int, int]] | None:
+        if self.pmpi is None:
+            return None
+        reader = self._mpi_readers.get(mpi_type)
+        if reader is None:
+            reader = self._mpi_readers[mpi_type] = self.pmpi.reader(mpi_type)
+        return reader
+
+    # --- threads and variables ---------------------------------------------------------------
+    def thread_state(self) -> ThreadState:
+        with self.lock:
+            thread = threading.current_thread()
+            state = ThreadState(self, len(self.threads), thread.name, dict(self.global_env))
+            self.threads.append(state)
+            return state
+
+    def define_global(self, name: str, value: Number) -> None:
+        """A declaration outside any scope is visible in every thread."""
+        with self.lock:
+            self.global_env[name] = value
+            for state in self.threads:
+                state.env[name] = value
+                state.version += 1
+
+    def declare(self, state: ThreadState, type_: str, name: str, expr_text: str | None,
+                value: Number | None) -> Number:
+        """ma.variable / ma.assign: evaluate, bind in the current scope, record node and table entry."""
+        if not isinstance(name, str) or not name.isidentifier():
+            raise _annotation_error(f"variable name must be an identifier, not {name!r}")
+        if expr_text is None:
+            if not _is_number(value):
+                raise _annotation_error(f"ma.variable({name!r}, ...): value must be a number, not {value!r}")
+            evaluated: Number = value  # type: ignore[assignment]
+        else:
+            evaluated = parse_expression(expr_text).evaluate(state.env)
+            if value is not None and not _is_number(value):
+                raise _annotation_error(f"ma.assign({name!r}, ...): value must be a number, not {value!r}")
+        scope_frame = state.scope_frame()
+        scope = scope_frame.node.path if scope_frame is not None and scope_frame.node is not None else ""
+        if state.enabled:
+            node = state.child(type_, name, expr_text)
+            node.calls += 1
+            if expr_text is None:
+                node.record(evaluated, None)
+                node.unmeasured -= 1  # a declared input is not an assertion
+            else:
+                node.record(evaluated, value)
+                if value is not None:
+                    node.note_value(value, evaluated)
+            with self.lock:
+                record = self.variables.get((name, scope))
+                if record is None:
+                    kind = "input" if expr_text is None else "derived"
+                    record = self.variables[(name, scope)] = VariableRecord(name, kind, expr_text, scope)
+                record.stats.add(evaluated)
+                record.last = evaluated
+        state.define(name, evaluated)
+        return evaluated
+
+    # --- nodes, anomalies --------------------------------------------------------------------
+    def new_node(self, parent: Node, type_: str, id_: str, expr_text: str | None,
+                 count_text: str | None) -> Node:
+        if not isinstance(id_, str) or not id_ or "/" in id_:
+            raise _annotation_error(f"a site id must be a non-empty string without '/', not {id_!r}")
+        file, line = _caller()
+        track_cpu = self.settings.cpu_time == "all" or self.settings.cpu_time == "subroutines" and type_ == "subroutine"
+        return Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count_text,
+                    track_cpu)
+
+    def anomaly(self, kind: str, node: Node | None, message: str) -> None:
+        path = node.path if node is not None else ""
+        with self.lock:
+            entry = self.anomalies.get((kind, path))
+            if entry is None:
+                file, line = (node.file, node.line) if node is not None else (None, None)
+                entry = self.anomalies[(kind, path)] = Anomaly(kind, path, message, file, line)
+            entry.count += 1
+
+    def set_enabled(self, enabled: bool) -> None:
+        with self.lock:
+            self.enabled = enabled
+            for state in self.threads:
+                state.enabled = enabled
+
+    # --- output ----------------------------------------------------------------------------
+    def refresh_rank(self) -> None:
+        mpi = sys.modules.get("mpi4py.MPI")
+        if mpi is None:
+            return
+        try:
+            if mpi.Is_initialized() and not mpi.Is_finalized():
+                self.rank, self.size = mpi.COMM_WORLD.Get_rank(), mpi.COMM_WORLD.Get_size()
+        except Exception:  # MPI in a state where it cannot answer: keep what the launcher told us
+            pass
+
+    def flush(self) -> None:
+        """Periodic write, from the annotation exit path when the flush deadline passed."""
+        for state in self.threads:
+            state.flush_deadline = 1 << 62  # no re-entry while writing
+        try:
+            self.write("running")
+        finally:
+            self.flush_deadline = time.perf_counter_ns() + self.flush_interval_ns
+            for state in self.threads:
+                state.flush_deadline = self.flush_deadline
+
+    def finish(self, status: str, reason: str | None = None) -> None:
+        """Final write: close what is still open, then write the trace. Runs once."""
+        if self.finished:
+            return
+        self.finished = True
+        now_wall, now_cpu = time.perf_counter_ns(), time.process_time_ns()
+        for state in self.threads:
+            while state.stack:
+                frame = state.stack[-1]
+                self.anomaly("unbalanced", frame.node, f"{frame.TYPE} {frame.id!r} was still open at exit"
+                             + (f" ({status}: {reason})" if reason else ""))
+                frame.finish(None, now_wall, now_cpu, unbalanced=True)
+        self.write(status, reason, final=True)
+        for provider in self.providers:
+            provider.close()
+
+    def write(self, status: str, reason: str | None = None, final: bool = False) -> None:
+        self.refresh_rank()
+        document = self.snapshot(status, reason, final)
+        trace.write_atomic(self.settings.trace_dir, self.rank, document)
+
+    def snapshot(self, status: str, reason: str | None, final: bool) -> dict[str, Any]:
+        with self.lock:
+            header = {
+                "language": "python", "producer": PRODUCER, "rank": self.rank, "size": self.size,
+                "host": socket.gethostname(), "pid": os.getpid(), "run_id": self.settings.run_id,
+                "command": self.command, "start_time": self.start_time,
+                "end_time": time.time() if final else None, "status": status, "exit_reason": reason,
+                "tolerance": {"default": self.settings.tolerance, "by_type": dict(self.settings.tolerance_by_type)},
+                "counters": {"providers": [p.status().to_json() for p in self.providers],
+                             "measures": dict(self.measures)},
+                "mpi": {"profiling": self.pmpi is not None,
+                        "library": str(self.pmpi.path) if self.pmpi is not None else None,
+                        "reason": self.mpi_reason},
+            }
+            return {
+                "format": trace.FORMAT, "version": trace.VERSION, "header": header,
+                "variables": [v.to_json() for v in self.variables.values()],
+                "threads": [{"thread": s.index, "name": s.name, "root": s.root.to_json()} for s in self.threads],
+                "anomalies": [a.to_json() for a in self.anomalies.values()],
+                "mpi_profile": self.pmpi.profile() if self.pmpi is not None else None,
+            }
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or _is_numpy_number(value)
+
+
+def _is_numpy_number(value: object) -> bool:
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, (numpy.integer, numpy.floating))
+
+
+def _annotation_error(message: str) -> Exception:
+    from ma.errors import AnnotationError
+
+    return AnnotationError(message)
+
+
+def _caller() -> tuple[str | None, int | None]:
+    """File and line of the first frame outside the SDK: where the annotation is written."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_sdk_module(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return None, None
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _is_sdk_module(name: str) -> bool:
+    return name == "ma" or name.startswith("ma_runtime.") or name == "contextlib"
+
+
+def _launcher_rank_size() -> tuple[int, int]:
+    """Rank and size from the launcher's environment, before (or without) MPI initialisation."""
+    for rank_name, size_name in (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
+                                 ("PMIX_RANK", "PMIX_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
+        rank, size = os.environ.get(rank_name), os.environ.get(size_name)
+        if rank is not None and rank.isdigit():
+            return int(rank), int(size) if size and size.isdigit() else int(rank) + 1
+    return 0, 1
+
+
+def _open_pmpi() -> tuple[Any, str | None]:
+    try:
+        from . import pmpi
+    except ImportError:
+        return None, "the PMPI bridge is not installed"
+    library = pmpi.loaded_library()
+    if library is not None:
+        return library, None
+    if "mpi4py.MPI" not in sys.modules:
+        return None, "MPI is not in use in this process (or the PMPI library was not loaded before it)"
+    return None, ("the PMPI library was not loaded before MPI: run under `ma run`, or import ma before "
+                  "mpi4py.MPI (after `ma tools build`)")
+
+
+def _install_signal_handler(runtime: Runtime) -> None:
+    """On SIGTERM (what launchers send when a job is killed) write the trace, then die as asked."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        return  # the program has its own handler; leave it alone
+
+    def on_term(signum: int, frame: object) -> None:
+        runtime.finish("terminated", "SIGTERM")
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
+# --- the process-wide runtime and the per-thread state -------------------------------------------
+_runtime: Runtime | None = None
+_start_lock = threading.Lock()
+_local = threading.local()
+
+
+def runtime() -> Runtime:
+    global _runtime
+    if _runtime is None:
+        with _start_lock:
+            if _runtime is None:
+                _runtime = Runtime()
+    return _runtime
+
+
+def thread_state() -> ThreadState:
+    """This thread's state, creating the runtime on the first annotation of the process."""
+    try:
+        return _local.state  # type: ignore[no-any-return]
+    except AttributeError:
+        state = _local.state = runtime().thread_state()
+        return state
+
+
+def current_runtime() -> Runtime | None:
+    return _runtime
+
+
+__all__ = ["Runtime", "ThreadState", "runtime", "thread_state", "current_runtime", "values_differ"]

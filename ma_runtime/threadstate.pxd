@@ -1,0 +1,10 @@
+# Cython declarations for threadstate.py (compiled when Cython is available; see setup.py).
+from ma_runtime.tree cimport Node
+
+cdef class ThreadState:
+    cdef public object runtime, name
+    cdef public long long index, version, flush_deadline
+    cdef public Node root, current
+    cdef public list stack
+    cdef public dict env
+    cdef public bint enabled

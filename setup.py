@@ -1,0 +1,25 @@
+"""Compiles the runtime's hot path (site tree, thread state, annotation objects) with Cython.
+
+The compiled modules come from the same .py sources, typed by the .pxd files beside them; without Cython,
+or with MA_PURE_PYTHON=1 at build time, the package installs as plain Python and works the same, slower.
+"""
+
+import os
+
+from setuptools import setup
+
+HOT_MODULES = ["ma_runtime/tree.py", "ma_runtime/threadstate.py", "ma_runtime/annotations.py"]
+
+
+def extensions() -> list:
+    if os.environ.get("MA_PURE_PYTHON"):
+        return []
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        return []
+    return cythonize(HOT_MODULES, language_level=3, quiet=True,
+                     compiler_directives={"binding": True, "embedsignature": True})
+
+
+setup(ext_modules=extensions())

@@ -1,0 +1,68 @@
+"""Shared fixtures: run a small annotated program in a fresh interpreter and read its trace."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test process's environment without any MA_* setting, the venv's bin/ first on PATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MA_") and k != "LD_PRELOAD"}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    env.update(extra)
+    return env
+
+
+@dataclass
+class ProgramRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    trace_dir: Path
+
+    def trace(self, rank: int = 0) -> dict[str, Any]:
+        return json.loads((self.trace_dir / f"rank-{rank}.ma.json").read_text())
+
+    def tree(self, rank: int = 0, thread: int = 0) -> dict[str, Any]:
+        return self.trace(rank)["threads"][thread]["root"]
+
+
+def find_node(root: dict[str, Any], path: str) -> dict[str, Any]:
+    for child in root["children"]:
+        if child["path"] == path:
+            return child
+        if path.startswith(child["path"] + "/"):
+            return find_node(child, path)
+    raise KeyError(f"no node {path!r}; children: {[c['path'] for c in root['children']]}")
+
+
+def count_nodes(node: dict[str, Any]) -> int:
+    return 1 + sum(count_nodes(c) for c in node["children"])
+
+
+@pytest.fixture
+def run_program(tmp_path: Path):
+    """run_program(source, env=..., timeout=...) -> ProgramRun, in tmp_path with MA_TRACE_DIR=tmp_path/traces."""
+
+    def run(source: str, timeout: float = 120, args: tuple[str, ...] = (), **env: str) -> ProgramRun:
+        script = tmp_path / "prog.py"
+        script.write_text(textwrap.dedent(source))
+        trace_dir = tmp_path / "traces"
+        environment = clean_env(MA_TRACE_DIR=str(trace_dir), **env)
+        done = subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, env=environment,
+                              capture_output=True, text=True, timeout=timeout)
+        return ProgramRun(done.returncode, done.stdout, done.stderr, trace_dir)
+
+    return run

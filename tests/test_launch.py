@@ -1,0 +1,116 @@
+"""`ma run` end to end under the environment's real mpiexec."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import VENV_BIN, clean_env, find_node
+
+PROGRAM = """
+import sys
+import ma
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+n = int(sys.argv[1])
+ma.variable("n", n)
+ma.variable("nprocs", comm.size)
+ma.assign("local", "n/nprocs", n // comm.size)
+with ma.subroutine("main"):
+    with ma.loop("work", "local") as lp:
+        for i in lp.range(n // comm.size):
+            pass
+print("rank", comm.rank, "of", comm.size, "done", flush=True)
+"""
+
+
+def ma_run(tmp_path: Path, *args: str, source: str = PROGRAM, timeout: float = 120,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "prog.py"
+    script.write_text(textwrap.dedent(source))
+    environment = env or clean_env()
+    return subprocess.run([str(VENV_BIN / "ma"), "run", *args], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def load(trace_dir: Path, rank: int) -> dict:
+    return json.loads((trace_dir / f"rank-{rank}.ma.json").read_text())
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_ma_run_writes_one_trace_per_rank(tmp_path: Path, nprocs: int) -> None:
+    done = ma_run(tmp_path, "-n", str(nprocs), "--trace-dir", "out", "--", sys.executable, "prog.py", "64")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("done") == nprocs
+    traces = [load(tmp_path / "out", r) for r in range(nprocs)]
+    assert [t["header"]["rank"] for t in traces] == list(range(nprocs))
+    assert {t["header"]["size"] for t in traces} == {nprocs}
+    assert len({t["header"]["run_id"] for t in traces}) == 1 and traces[0]["header"]["run_id"]
+    for trace in traces:
+        assert trace["header"]["status"] == "complete"
+        work = find_node(trace["threads"][0]["root"], "main/work")
+        assert work["predicted"]["sum"] == 64 // nprocs and work["pass"] == 1
+    assert f"{nprocs} of {nprocs} rank traces" in done.stderr
+
+
+@pytest.mark.mpi
+def test_stale_traces_of_a_larger_run_are_removed(tmp_path: Path) -> None:
+    assert ma_run(tmp_path, "-n", "2", "--trace-dir", "out", "--", sys.executable, "prog.py", "8").returncode == 0
+    assert ma_run(tmp_path, "-n", "1", "--trace-dir", "out", "--", sys.executable, "prog.py", "8").returncode == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["rank-0.ma.json"]
+
+
+@pytest.mark.mpi
+def test_an_uncaught_exception_on_one_rank_aborts_the_job(tmp_path: Path) -> None:
+    source = """
+        import ma
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        ma.variable("n", 1)
+        with ma.subroutine("main"):
+            if comm.rank == 1:
+                raise RuntimeError("rank 1 fails")
+            comm.recv(source=1)   # would wait forever without the abort
+    """
+    done = ma_run(tmp_path, "-n", "2", "--", sys.executable, "prog.py", source=source, timeout=60)
+    assert done.returncode != 0
+    assert "rank 1 fails" in done.stderr
+    failed = load(tmp_path / "ma-traces", 1)["header"]
+    assert failed["status"] == "exception" and "rank 1 fails" in failed["exit_reason"]
+
+
+@pytest.mark.mpi
+def test_the_environments_mpiexec_wins_over_path(tmp_path: Path) -> None:
+    from ma_runtime.launch import plan
+
+    launch = plan(["python", "x.py"], 2)
+    assert launch.argv[0] == str(VENV_BIN / "mpiexec")
+    assert launch.env["PATH"].startswith(str(VENV_BIN))
+    assert plan(["python", "x.py"], 1).argv == ["python", "x.py"]
+    custom = plan(["python", "x.py"], 4, launcher="srun --mpi=pmi2")
+    assert custom.argv[:4] == ["srun", "--mpi=pmi2", "-n", "4"]
+
+
+@pytest.mark.mpi
+def test_launcher_option_runs_the_job(tmp_path: Path) -> None:
+    done = ma_run(tmp_path, "-n", "2", "--launcher", str(VENV_BIN / "mpiexec"), "--",
+                  sys.executable, "prog.py", "10")
+    assert done.returncode == 0, done.stderr
+    assert load(tmp_path / "ma-traces", 1)["header"]["size"] == 2
+
+
+def test_bad_invocations_are_clear_errors(tmp_path: Path) -> None:
+    no_command = ma_run(tmp_path, "-n", "2")
+    assert no_command.returncode == 2 and "no command to run" in no_command.stderr
+    bad_counter = ma_run(tmp_path, "--counters", "perf", "--", "true")
+    assert bad_counter.returncode == 2 and "unknown counter provider 'perf'" in bad_counter.stderr
+    missing = ma_run(tmp_path, "--", "/nonexistent/program")
+    assert missing.returncode == 2 and "no such program" in missing.stderr
+    assert "Traceback" not in no_command.stderr + bad_counter.stderr + missing.stderr
