@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ma.errors import LaunchError
+from ma.errors import LaunchError, ToolBuildError
 
 from .counters import parse_spec
 from .toolchain import env_bin_dir, find_program
@@ -27,6 +27,7 @@ class LaunchPlan:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)  # additions to the parent's environment
     trace_dir: Path = Path("ma-traces")
+    notes: list[str] = field(default_factory=list)  # what the user should know (e.g. MPI not measured)
 
 
 def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[str] = "ma-traces",
@@ -49,7 +50,7 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
 
             prefix, valgrind_env = valgrind_launch_prefix()
             env.update(valgrind_env)
-    _preload_pmpi(env)
+    notes = _preload_pmpi(env)
     launcher = launcher or os.environ.get("MA_LAUNCHER")
     if launcher:
         launch = [*shlex.split(launcher), "-n", str(nprocs)]
@@ -61,21 +62,21 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
             raise LaunchError("no mpiexec beside this Python or on PATH: pip install mpich, or name a launcher "
                               "with --launcher / MA_LAUNCHER")
         launch = [str(mpiexec), "-n", str(nprocs)]
-    return LaunchPlan([*launch, *prefix, *command], env, trace_dir)
+    return LaunchPlan([*launch, *prefix, *command], env, trace_dir, notes)
 
 
-def _preload_pmpi(env: dict[str, str]) -> None:
-    """Interpose the PMPI library in every rank (Python or C), when it is built."""
+def _preload_pmpi(env: dict[str, str]) -> list[str]:
+    """Interpose the PMPI library in every rank, Python or C (built first if it is not yet)."""
+    from . import pmpi
+
     try:
-        from . import pmpi
-    except ImportError:
-        return
-    library = pmpi.library_path()
-    if not library.exists():
-        return
+        library = pmpi.build_pmpi()
+    except ToolBuildError as exc:
+        return [f"MPI calls will not be measured: {exc}"]
     preload = os.environ.get("LD_PRELOAD", "")
     env["LD_PRELOAD"] = f"{library}{' ' + preload if preload else ''}"
     env["MA_PMPI_PRELOADED"] = "1"
+    return []
 
 
 def clear_traces(trace_dir: Path) -> None:

@@ -82,6 +82,7 @@ class Runtime:
             self.readers[kind], self.measures[kind] = self._pick_reader(kind)
         self.pmpi, self.mpi_reason = _open_pmpi()
         self._mpi_readers: dict[str, Callable[[], tuple[int, int]]] = {}
+        self.mpi_live = False
         atexit.register(self.finish, "complete")
         _install_signal_handler(self)
 
@@ -93,8 +94,13 @@ class Runtime:
         return None, None
 
     def mpi_reader(self, mpi_type: str) -> Callable[[], tuple[int, int]] | None:
+        """Running (calls, bytes) of the routines behind ``mpi_type``; None while MPI is not running."""
         if self.pmpi is None:
             return None
+        if not self.mpi_live:
+            self.mpi_live = _mpi_initialized()  # once MPI runs, stop asking
+            if not self.mpi_live:
+                return None
         reader = self._mpi_readers.get(mpi_type)
         if reader is None:
             reader = self._mpi_readers[mpi_type] = self.pmpi.reader(mpi_type)
@@ -187,6 +193,11 @@ class Runtime:
         except Exception:  # MPI in a state where it cannot answer: keep what the launcher told us
             pass
 
+    def _mpi_unused(self) -> str | None:
+        if self.pmpi is None or self.mpi_live or _mpi_initialized():
+            return None
+        return "MPI was never initialised in this process: its assertions are unmeasured"
+
     def flush(self) -> None:
         """Periodic write, from the annotation exit path when the flush deadline passed."""
         for state in self.threads:
@@ -231,7 +242,7 @@ class Runtime:
                              "measures": dict(self.measures)},
                 "mpi": {"profiling": self.pmpi is not None,
                         "library": str(self.pmpi.path) if self.pmpi is not None else None,
-                        "reason": self.mpi_reason},
+                        "reason": self.mpi_reason or self._mpi_unused()},
             }
             return {
                 "format": trace.FORMAT, "version": trace.VERSION, "header": header,
@@ -282,17 +293,22 @@ def _launcher_rank_size() -> tuple[int, int]:
 
 
 def _open_pmpi() -> tuple[Any, str | None]:
-    try:
-        from . import pmpi
-    except ImportError:
-        return None, "the PMPI bridge is not installed"
+    from . import bootstrap, pmpi
+
     library = pmpi.loaded_library()
     if library is not None:
         return library, None
+    if bootstrap.mpi_profiling_problem:
+        return None, bootstrap.mpi_profiling_problem
     if "mpi4py.MPI" not in sys.modules:
         return None, "MPI is not in use in this process (or the PMPI library was not loaded before it)"
     return None, ("the PMPI library was not loaded before MPI: run under `ma run`, or import ma before "
                   "mpi4py.MPI (after `ma tools build`)")
+
+
+def _mpi_initialized() -> bool:
+    mpi = sys.modules.get("mpi4py.MPI")
+    return mpi is not None and bool(mpi.Is_initialized())
 
 
 def _install_signal_handler(runtime: Runtime) -> None:

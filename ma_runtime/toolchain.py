@@ -2,6 +2,9 @@
 
 The PMPI library, the C runtime and the Valgrind tool are built per Python environment (they bind to the
 environment's MPI), into ``MA_BUILD_DIR`` or ``<sys.prefix>/lib/ma-sdk``.
+
+``import ma`` reaches this module (to find the PMPI library), so it imports ``ma.errors`` only where it
+raises: importing it at the top would re-enter the ``ma`` package while it initialises.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-from ma.errors import ToolBuildError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -41,6 +42,8 @@ def find_program(name: str) -> Path | None:
 
 
 def find_mpicc() -> Path:
+    from ma.errors import ToolBuildError
+
     mpicc = os.environ.get("MA_MPICC") or find_program("mpicc")
     if not mpicc:
         raise ToolBuildError("no mpicc found beside this Python or on PATH: install the 'mpich' wheel "
@@ -50,6 +53,8 @@ def find_mpicc() -> Path:
 
 def run_compiler(args: Sequence[str | os.PathLike[str]], what: str) -> None:
     """Run a compiler command; on failure raise ToolBuildError with the command and its output."""
+    from ma.errors import ToolBuildError
+
     argv = [str(a) for a in args]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False)

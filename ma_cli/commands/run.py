@@ -27,6 +27,8 @@ def handle(args: argparse.Namespace) -> int:
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher)
+    for note in plan.notes:
+        print(f"ma run: {note}", file=sys.stderr)
     status = launch.run(plan)
     written = launch.written_traces(plan.trace_dir, args.nprocs)
     print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",

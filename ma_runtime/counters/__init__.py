@@ -1,13 +1,15 @@
 """Counter providers (PAPI, the Valgrind tool, tracemalloc) behind one interface (see base.py).
 
-``MA_COUNTERS`` names the providers to use, comma-separated: ``auto`` (PAPI where its events exist, else
-none), ``papi``, ``valgrind``, ``tracemalloc``, ``none``. For each kind the first provider that can measure it
+``MA_COUNTERS`` names the providers to use, comma-separated: ``auto`` (the Valgrind tool when the program
+runs under it, else PAPI where its events exist, else none), ``papi``, ``valgrind``, ``tracemalloc``,
+``none``. For each kind the first provider that can measure it
 wins. Timers are not providers: wall and CPU time are always recorded.
 """
 
 from __future__ import annotations
 
 import importlib
+import os
 
 from ma.errors import CounterError
 
@@ -47,6 +49,18 @@ def open_providers(spec: str) -> list[CounterProvider]:
     for name in parse_spec(spec):
         if name == "none":
             continue
-        # auto is PAPI: where it has no events it measures nothing, and the header says why.
-        providers.append(_create("papi" if name == "auto" else name))
+        if name == "auto":
+            providers.extend(_auto())
+        else:
+            providers.append(_create(name))
     return providers
+
+
+def _auto() -> list[CounterProvider]:
+    """The tool when ``ma run --counters valgrind`` started us under it; PAPI otherwise (where it has no
+    events it measures nothing, and the header says why)."""
+    if os.environ.get("MA_VALGRIND_TOOL_DIR"):
+        valgrind = _create("valgrind")
+        if valgrind.status().available:
+            return [valgrind]
+    return [_create("papi")]

@@ -1,0 +1,281 @@
+"""NPB 3.4 MPI CG in Python + mpi4py: driver, report and command line.
+
+    mpiexec -n P python examples/npb_cg/cg.py --class S [--niter N]
+
+P must be a power of two. Exit status: 0 verified (or no verification asked for, with a non-standard
+--niter), 1 verification failed, 2 bad process count, class or iteration count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if __package__ in (None, ""):
+    # Run as a script: put the repository root (not this folder) on the path, import as the package.
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    __package__ = "examples.npb_cg"
+
+import numpy as np
+
+from .classes import CLASSES, RCOND, VERIFY_EPSILON, ProblemClass, official_op_count, relative_error
+from .conj_grad import ROOT, CGState, butterfly_sum, conj_grad, local_dot
+from .grid import CGSetupError, decompose
+from .makea import generate_vectors, makea
+from .randlc import MULTIPLIER, SEED, LcgStream, randlc
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+EXIT_OK, EXIT_UNVERIFIED, EXIT_SETUP = 0, 1, 2
+
+
+@dataclass
+class Result:
+    """Outcome on one rank. ``time`` is the slowest rank's timed loop on the root, the own one elsewhere."""
+
+    class_name: str
+    na: int
+    nonzer: int
+    niter: int
+    nprocs: int
+    zeta: float
+    rnorm: float
+    verified: bool | None            # None: niter differs from the class, so nothing to compare with
+    error: float | None              # |zeta - ref| / ref when verified is not None
+    time: float
+    mops: float
+    init_time: float
+    zetas: list[float] = field(default_factory=list)
+
+    @property
+    def mops_per_process(self) -> float:
+        return self.mops / self.nprocs
+
+
+def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
+    """The class parameters and the number of timed iterations, or CGSetupError."""
+    problem = CLASSES.get(class_name.upper())
+    if problem is None:
+        raise CGSetupError(f"unknown class {class_name!r}; expected one of {', '.join(CLASSES)}")
+    if niter is None:
+        return problem, problem.niter
+    if niter < 1:
+        raise CGSetupError(f"--niter must be a positive integer, got {niter}")
+    return problem, niter
+
+
+def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> CGState:
+    """Partition, generate this rank's matrix block and allocate the work vectors."""
+    grid = decompose(problem.na, comm.Get_size(), comm.Get_rank())
+    tran, _ = randlc(SEED, MULTIPLIER)          # NPB discards the first draw before makea
+    vectors = generate_vectors(problem.na, problem.nonzer, LcgStream(tran, MULTIPLIER))
+    a = makea(vectors, grid, RCOND, problem.shift)
+    return CGState(class_name=problem.name, na=problem.na, nonzer=problem.nonzer, niter=niter,
+                   shift=problem.shift, grid=grid, comm=comm, a=a)
+
+
+def reset_x(st: CGState) -> None:
+    """x = (1, ..., 1) over naa+1 entries: NPB's starting vector."""
+    st.x[:st.grid.naa + 1] = 1.0
+
+
+def norms_x_z(st: CGState) -> tuple[float, float]:
+    """(x.z, z.z) summed over the whole matrix order (local sums, then the row butterfly)."""
+    local = np.array([local_dot(st, st.x, st.z), local_dot(st, st.z, st.z)])
+    xz, zz = butterfly_sum(st, local)
+    return float(xz), float(zz)
+
+
+def normalize_x(st: CGState, inv_norm_z: float) -> None:
+    """x = z / ||z|| over this rank's columns."""
+    n = st.grid.ncols
+    st.x[:n] = inv_norm_z * st.z[:n]
+
+
+def power_iteration(st: CGState) -> tuple[float, float]:
+    """One outer iteration: solve A z = x, then zeta = shift + 1/(x.z) and x = z/||z||."""
+    rnorm = conj_grad(st)
+    xz, zz = norms_x_z(st)
+    normalize_x(st, 1.0 / math.sqrt(zz))
+    return rnorm, st.shift + 1.0 / xz
+
+
+def timed_loop(st: CGState,
+               on_iteration: Callable[[int, float, float], None] | None) -> list[tuple[float, float]]:
+    """The niter timed outer iterations; returns (rnorm, zeta) after each one."""
+    history = []
+    for it in range(1, st.niter + 1):
+        rnorm, zeta = power_iteration(st)
+        history.append((rnorm, zeta))
+        if on_iteration is not None:
+            on_iteration(it, rnorm, zeta)
+    return history
+
+
+def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = None,
+        verbose: bool = False) -> Result:
+    """Run CG on ``comm`` (default COMM_WORLD); ``verbose`` prints NPB's report on the root rank."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD if comm is None else comm
+    problem, niter = resolve_class(class_name, niter)
+    me = comm.Get_rank()
+    say = print if verbose and me == ROOT else (lambda *a, **k: None)
+
+    t0 = MPI.Wtime()
+    st = setup(problem, niter, comm)
+    init_time = MPI.Wtime() - t0
+    say(banner(problem, niter, comm.Get_size(), init_time))
+
+    reset_x(st)
+    power_iteration(st)                       # untimed warm-up: pages in code and data
+    reset_x(st)
+
+    comm.Barrier()
+    say("\n   iteration           ||r||                 zeta")
+    t_start = MPI.Wtime()
+    history = timed_loop(st, lambda it, rn, z: say(f"    {it:5d}      {fortran_e(rn, 21, 14)}{z:20.13f}"))
+    t_local = MPI.Wtime() - t_start
+
+    t_max = np.zeros(1)
+    comm.Reduce(np.array([t_local]), t_max, op=MPI.MAX, root=ROOT)
+    elapsed = float(t_max[0]) if me == ROOT else t_local
+    mops = 1.0e-6 * official_op_count(problem.na, problem.nonzer, niter) / elapsed if elapsed > 0 else 0.0
+
+    rnorm, zeta = history[-1]
+    if niter == problem.niter:
+        error = relative_error(zeta, problem.zeta_verify)
+        verified: bool | None = bool(error <= VERIFY_EPSILON)   # NaN compares False
+    else:
+        error, verified = None, None
+    result = Result(class_name=problem.name, na=problem.na, nonzer=problem.nonzer, niter=niter,
+                    nprocs=comm.Get_size(), zeta=zeta, rnorm=rnorm, verified=verified,
+                    error=error, time=elapsed, mops=mops, init_time=init_time,
+                    zetas=[z for _, z in history])
+    say(report(result, problem))
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# Report (NPB layout)
+# --------------------------------------------------------------------------------------------------
+
+def fortran_e(value: float, width: int, digits: int) -> str:
+    """Fortran ``Ew.d``: 0.ddddE+xx, right-aligned in ``width``."""
+    if not np.isfinite(value):
+        return str(value).rjust(width)
+    if value == 0.0:
+        return f"0.{'0' * digits}E+00".rjust(width)
+    sci = f"{abs(value):.{digits - 1}e}"            # d.ddd e±xx -> 0.dddd with exponent + 1
+    digits_str, exp = sci.split("e")
+    mantissa = "0." + digits_str.replace(".", "")
+    exponent = int(exp) + 1
+    sign = "-" if value < 0 else ""
+    return f"{sign}{mantissa}E{exponent:+03d}".rjust(width)
+
+
+def banner(problem: ProblemClass, niter: int, nprocs: int, init_time: float) -> str:
+    return "\n".join([
+        "\n\n NAS Parallel Benchmarks 3.4 -- CG Benchmark (Python + mpi4py port)\n",
+        f" Size: {problem.na:10d}  (class {problem.name})",
+        f" Iterations: {niter:5d}",
+        f" Number of processes: {nprocs:5d}",
+        f" Number of nonzeroes per row: {problem.nonzer:8d}",
+        f" Eigenvalue shift: {problem.shift:9.3f}",
+        f" Initialization time = {init_time:15.3f} seconds",
+    ])
+
+
+def report(result: Result, problem: ProblemClass) -> str:
+    lines = ["\n Benchmark completed "]
+    if result.verified is None:
+        lines += [f" NO VERIFICATION PERFORMED (niter={result.niter}, class {problem.name} "
+                  f"verifies after {problem.niter})",
+                  f" Zeta is    {fortran_e(result.zeta, 20, 13)}"]
+        status = "NOT PERFORMED"
+    elif result.verified:
+        lines += [" VERIFICATION SUCCESSFUL ",
+                  f" Zeta is    {fortran_e(result.zeta, 20, 13)}",
+                  f" Error is   {fortran_e(result.error or 0.0, 20, 13)}"]
+        status = "SUCCESSFUL"
+    else:
+        lines += [" VERIFICATION FAILED",
+                  f" Zeta                {fortran_e(result.zeta, 20, 13)}",
+                  f" The correct zeta is {fortran_e(problem.zeta_verify, 20, 13)}",
+                  f" Error is   {fortran_e(result.error if result.error is not None else float('nan'), 20, 13)}"]
+        status = "UNSUCCESSFUL"
+    field_w = 12
+    lines += [
+        "\n\n CG Benchmark Completed.",
+        f" Class           = {'':12s}{result.class_name:>{field_w}s}",
+        f" Size            = {'':12s}{result.na:{field_w}d}",
+        f" Iterations      = {'':12s}{result.niter:{field_w}d}",
+        f" Time in seconds = {'':12s}{result.time:{field_w}.2f}",
+        f" Total processes = {'':12s}{result.nprocs:{field_w}d}",
+        f" Mop/s total     = {'':12s}{result.mops:{field_w}.2f}",
+        f" Mop/s/process   = {'':12s}{result.mops_per_process:{field_w}.2f}",
+        f" Operation type  = {'floating point':>24s}",
+        f" Verification    = {'':12s}{status:>{field_w}s}",
+        f" Version         = {'':12s}{'3.4 (py)':>{field_w}s}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------
+
+class _ArgumentError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises on errors and prints help on the root rank only (every rank parses)."""
+
+    def __init__(self, rank: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.rank = rank
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise _ArgumentError(message)
+
+    def print_help(self, file: object = None) -> None:  # type: ignore[override]
+        if self.rank == ROOT:
+            super().print_help(file)  # type: ignore[arg-type]
+
+
+def _parse(argv: Sequence[str] | None, rank: int) -> argparse.Namespace:
+    parser = _Parser(rank, prog="cg.py", description="NAS Parallel Benchmarks 3.4 CG (Python + mpi4py)")
+    parser.add_argument("--class", dest="class_name", default="S", metavar="{S,W,A,B,C,D}",
+                        help="problem class (default S)")
+    parser.add_argument("--niter", type=int, default=None,
+                        help="timed iterations (default: the class's; verification needs the default)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    try:
+        args = _parse(argv, comm.Get_rank())
+        resolve_class(args.class_name, args.niter)
+        decompose(CLASSES[args.class_name.upper()].na, comm.Get_size(), comm.Get_rank())
+    except (_ArgumentError, CGSetupError) as exc:
+        # Every rank reaches the same verdict from the same arguments, so all exit without talking.
+        if comm.Get_rank() == ROOT:
+            print(f"cg.py: error: {exc}", file=sys.stderr, flush=True)
+        return EXIT_SETUP
+    result = run(args.class_name, args.niter, comm, verbose=True)
+    sys.stdout.flush()
+    return EXIT_OK if result.verified in (True, None) else EXIT_UNVERIFIED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

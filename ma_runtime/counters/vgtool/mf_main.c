@@ -1,0 +1,439 @@
+/*--------------------------------------------------------------------*/
+/*--- maflops: counts floating-point operations, loads and stores. ---*/
+/*---                                                  mf_main.c   ---*/
+/*--------------------------------------------------------------------*/
+
+/*
+   maflops -- a Valgrind tool of the Modeling Assertions SDK.
+
+   Copyright (C) the Modeling Assertions SDK developers.
+
+   This program is free software; you can redistribute it and/or
+   modify it under the terms of the GNU General Public License as
+   published by the Free Software Foundation; either version 2 of the
+   License, or (at your option) any later version.
+
+   This program is distributed in the hope that it will be useful, but
+   WITHOUT ANY WARRANTY; without even the implied warranty of
+   MERCHANTABILITY or FITNESS FOR A PARTICULAR PURPOSE.  See the GNU
+   General Public License for more details.
+
+   You should have received a copy of the GNU General Public License
+   along with this program; if not, see <http://www.gnu.org/licenses/>.
+
+   The GNU General Public License is contained in the file LICENSE
+   next to this file. (It is GPL-2 because Valgrind's tool interface,
+   which this file links against, is GPL-2; the rest of the SDK is
+   BSD-3-Clause.)
+*/
+
+/* How it counts.
+
+   Every superblock's flat VEX IR is walked once, at translation time.
+   Each floating-point IROp gets a static weight (lanes x ops, fused
+   multiply-add = 2 per lane), split by precision; each guest
+   instruction that reads (writes) memory counts one load (store), and
+   the accessed sizes are summed into byte counts.  The weights of the
+   statements between two side exits are added to the running totals
+   by a few inline IR statements placed just before the next exit (and
+   at the end of the block), so a total is exact whichever exit the
+   block takes, and the cost is a handful of host instructions per
+   block segment, not per guest instruction.  Guarded loads/stores add
+   their bytes only when their guard holds.
+
+   The totals are per process (Valgrind runs one thread at a time).
+   Client requests (ma_vgcount.h) read them. */
+
+#include "pub_tool_basics.h"
+#include "pub_tool_tooliface.h"
+#include "pub_tool_libcassert.h"
+#include "pub_tool_libcprint.h"
+#include "pub_tool_libcbase.h"
+#include "pub_tool_options.h"
+#include "pub_tool_aspacemgr.h"
+#include "pub_tool_vki.h"
+#include "pub_tool_clreq.h"
+
+#define MA_VG_TOOL_SIDE 1
+#include "ma_vgcount.h"
+
+#define MF_VERSION_MAJOR 0
+#define MF_VERSION_MINOR 1
+#define MF_VERSION_PATCH 0
+#define MF_VERSION_STRING "0.1.0"
+
+/* The running totals, indexed by enum ma_vg_counter. */
+static ULong mf_totals[MA_VG_N_COUNTERS];
+
+/*------------------------------------------------------------*/
+/*--- Floating-point IROps                                 ---*/
+/*------------------------------------------------------------*/
+
+/* Flops done by one evaluation of `op`: *dp or *sp gets lanes x ops.
+   Counted: add, sub, mul, div, sqrt (1 per lane) and fused
+   multiply-add/sub (2 per lane), scalar ("F64", "F32", lowest-lane
+   "64F0x2", "32F0x4") and packed.  Not counted: min/max, neg/abs,
+   compares, conversions and rounding, reciprocal and rsqrt estimates,
+   x87 transcendentals, F16/F128/decimal arithmetic. */
+static void fp_weight(IROp op, UInt* dp, UInt* sp)
+{
+   *dp = 0;
+   *sp = 0;
+   switch (op) {
+      /* double precision, one lane */
+      case Iop_AddF64: case Iop_SubF64: case Iop_MulF64: case Iop_DivF64:
+      case Iop_SqrtF64:
+      case Iop_Add64F0x2: case Iop_Sub64F0x2: case Iop_Mul64F0x2:
+      case Iop_Div64F0x2: case Iop_Sqrt64F0x2:
+         *dp = 1; return;
+      case Iop_MAddF64: case Iop_MSubF64:
+         *dp = 2; return;
+      /* double precision, packed */
+      case Iop_Add64Fx2: case Iop_Sub64Fx2: case Iop_Mul64Fx2:
+      case Iop_Div64Fx2: case Iop_Sqrt64Fx2:
+         *dp = 2; return;
+      case Iop_Add64Fx4: case Iop_Sub64Fx4: case Iop_Mul64Fx4:
+      case Iop_Div64Fx4: case Iop_Sqrt64Fx4:
+         *dp = 4; return;
+      /* single precision, one lane (PowerPC's "F64r32" ops round to single) */
+      case Iop_AddF32: case Iop_SubF32: case Iop_MulF32: case Iop_DivF32:
+      case Iop_SqrtF32:
+      case Iop_Add32F0x4: case Iop_Sub32F0x4: case Iop_Mul32F0x4:
+      case Iop_Div32F0x4: case Iop_Sqrt32F0x4:
+      case Iop_AddF64r32: case Iop_SubF64r32: case Iop_MulF64r32:
+      case Iop_DivF64r32:
+         *sp = 1; return;
+      case Iop_MAddF32: case Iop_MSubF32:
+      case Iop_MAddF64r32: case Iop_MSubF64r32:
+         *sp = 2; return;
+      /* single precision, packed */
+      case Iop_Add32Fx2: case Iop_Sub32Fx2: case Iop_Mul32Fx2:
+      case Iop_PwAdd32Fx2:
+         *sp = 2; return;
+      case Iop_Add32Fx4: case Iop_Sub32Fx4: case Iop_Mul32Fx4:
+      case Iop_Div32Fx4: case Iop_Sqrt32Fx4:
+         *sp = 4; return;
+      case Iop_Add32Fx8: case Iop_Sub32Fx8: case Iop_Mul32Fx8:
+      case Iop_Div32Fx8: case Iop_Sqrt32Fx8:
+         *sp = 8; return;
+      default:
+         return;
+   }
+}
+
+/* VEX translates ADDSUBPD/ADDSUBPS (and their AVX forms) into a full
+   packed add AND a full packed sub of the same operands, then blends
+   the lanes: twice the work the instruction does.  An add/sub pair of
+   one shape on the same operands inside one guest instruction is that
+   pattern; its partner's weight is taken back. */
+static IROp addsub_partner(IROp op)
+{
+   switch (op) {
+      case Iop_Add64Fx2: return Iop_Sub64Fx2;
+      case Iop_Sub64Fx2: return Iop_Add64Fx2;
+      case Iop_Add64Fx4: return Iop_Sub64Fx4;
+      case Iop_Sub64Fx4: return Iop_Add64Fx4;
+      case Iop_Add32Fx4: return Iop_Sub32Fx4;
+      case Iop_Sub32Fx4: return Iop_Add32Fx4;
+      case Iop_Add32Fx8: return Iop_Sub32Fx8;
+      case Iop_Sub32Fx8: return Iop_Add32Fx8;
+      default:           return Iop_INVALID;
+   }
+}
+
+#define MAX_PACKED_PER_INSN 8
+
+/* Packed add/sub ops seen in the current guest instruction. */
+typedef struct {
+   IROp    op;
+   IRExpr* a;
+   IRExpr* b;
+} PackedOp;
+
+/*------------------------------------------------------------*/
+/*--- Instrumentation state for one superblock              ---*/
+/*------------------------------------------------------------*/
+
+typedef struct {
+   IRSB*    out;
+   ULong    pending[MA_VG_N_COUNTERS]; /* static weights not yet added */
+   Bool     insn_loads;                /* current guest insn already counted a load */
+   Bool     insn_stores;
+   PackedOp packed[MAX_PACKED_PER_INSN];
+   Int      n_packed;
+} SBState;
+
+static IRExpr* total_addr(Int which)
+{
+   return mkIRExpr_HWord((HWord)&mf_totals[which]);
+}
+
+/* mf_totals[which] += amount (an I64 atom) */
+static void emit_add(IRSB* out, Int which, IRExpr* amount)
+{
+   IRTemp old = newIRTemp(out->tyenv, Ity_I64);
+   IRTemp sum = newIRTemp(out->tyenv, Ity_I64);
+   addStmtToIRSB(out, IRStmt_WrTmp(old, IRExpr_Load(Iend_LE, Ity_I64, total_addr(which))));
+   addStmtToIRSB(out, IRStmt_WrTmp(sum, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(old), amount)));
+   addStmtToIRSB(out, IRStmt_Store(Iend_LE, total_addr(which), IRExpr_RdTmp(sum)));
+}
+
+/* Add the pending static weights; called before every side exit and at the end. */
+static void flush_pending(SBState* s)
+{
+   Int i;
+   for (i = 0; i < MA_VG_N_COUNTERS; i++) {
+      if (s->pending[i] != 0) {
+         emit_add(s->out, i, IRExpr_Const(IRConst_U64(s->pending[i])));
+         s->pending[i] = 0;
+      }
+   }
+}
+
+/* bytes counter += (guard ? size : 0), at this point of the block */
+static void emit_guarded_bytes(SBState* s, Int which, IRExpr* guard, UInt size)
+{
+   IRTemp amount = newIRTemp(s->out->tyenv, Ity_I64);
+   addStmtToIRSB(s->out, IRStmt_WrTmp(amount,
+      IRExpr_ITE(guard, IRExpr_Const(IRConst_U64(size)), IRExpr_Const(IRConst_U64(0)))));
+   emit_add(s->out, which, IRExpr_RdTmp(amount));
+}
+
+static Bool guard_always_true(IRExpr* guard)
+{
+   return guard == NULL
+          || (guard->tag == Iex_Const && guard->Iex.Const.con->tag == Ico_U1
+              && guard->Iex.Const.con->Ico.U1);
+}
+
+/* One memory access of `size` bytes by the current guest instruction. */
+static void note_access(SBState* s, Bool is_store, UInt size, IRExpr* guard)
+{
+   Bool* seen = is_store ? &s->insn_stores : &s->insn_loads;
+   if (!*seen) {
+      s->pending[is_store ? MA_VG_STORES : MA_VG_LOADS] += 1;
+      *seen = True;
+   }
+   if (guard_always_true(guard))
+      s->pending[is_store ? MA_VG_STORE_BYTES : MA_VG_LOAD_BYTES] += size;
+   else
+      emit_guarded_bytes(s, is_store ? MA_VG_STORE_BYTES : MA_VG_LOAD_BYTES, guard, size);
+}
+
+/* The flops of `e` (the right-hand side of a WrTmp in flat IR). */
+static void note_expr(SBState* s, IRExpr* e)
+{
+   IROp op;
+   IRExpr *a = NULL, *b = NULL;
+   UInt dp, sp;
+
+   switch (e->tag) {
+      case Iex_Unop:  op = e->Iex.Unop.op; break;
+      case Iex_Binop: op = e->Iex.Binop.op; a = e->Iex.Binop.arg1; b = e->Iex.Binop.arg2; break;
+      case Iex_Triop: op = e->Iex.Triop.details->op;
+                      a = e->Iex.Triop.details->arg2; b = e->Iex.Triop.details->arg3; break;
+      case Iex_Qop:   op = e->Iex.Qop.details->op; break;
+      default:        return;
+   }
+   fp_weight(op, &dp, &sp);
+   if (dp == 0 && sp == 0)
+      return;
+   s->pending[MA_VG_DP_FLOPS] += dp;
+   s->pending[MA_VG_SP_FLOPS] += sp;
+
+   IROp partner = addsub_partner(op);
+   if (partner == Iop_INVALID || a == NULL)
+      return;
+   Int i;
+   for (i = 0; i < s->n_packed; i++) {
+      PackedOp* p = &s->packed[i];
+      if (p->op == partner && eqIRAtom(p->a, a) && eqIRAtom(p->b, b)) {
+         s->pending[MA_VG_DP_FLOPS] -= dp; /* an ADDSUB: this half was already counted */
+         s->pending[MA_VG_SP_FLOPS] -= sp;
+         p->op = Iop_INVALID;
+         return;
+      }
+   }
+   if (s->n_packed < MAX_PACKED_PER_INSN) {
+      s->packed[s->n_packed].op = op;
+      s->packed[s->n_packed].a = a;
+      s->packed[s->n_packed].b = b;
+      s->n_packed++;
+   }
+}
+
+static UInt loadg_size(IRLoadGOp cvt)
+{
+   IRType wide, narrow;
+   typeOfIRLoadGOp(cvt, &wide, &narrow);
+   return sizeofIRType(narrow);
+}
+
+static void note_stmt(SBState* s, IRTypeEnv* tyenv, IRStmt* st)
+{
+   switch (st->tag) {
+      case Ist_IMark:
+         s->insn_loads = s->insn_stores = False;
+         s->n_packed = 0;
+         break;
+      case Ist_WrTmp: {
+         IRExpr* data = st->Ist.WrTmp.data;
+         if (data->tag == Iex_Load)
+            note_access(s, False, sizeofIRType(data->Iex.Load.ty), NULL);
+         else
+            note_expr(s, data);
+         break;
+      }
+      case Ist_Store:
+         note_access(s, True, sizeofIRType(typeOfIRExpr(tyenv, st->Ist.Store.data)), NULL);
+         break;
+      case Ist_LoadG: {
+         IRLoadG* lg = st->Ist.LoadG.details;
+         note_access(s, False, loadg_size(lg->cvt), lg->guard);
+         break;
+      }
+      case Ist_StoreG: {
+         IRStoreG* sg = st->Ist.StoreG.details;
+         note_access(s, True, sizeofIRType(typeOfIRExpr(tyenv, sg->data)), sg->guard);
+         break;
+      }
+      case Ist_CAS: {
+         IRCAS* cas = st->Ist.CAS.details;
+         UInt size = sizeofIRType(typeOfIRExpr(tyenv, cas->dataLo)) * (cas->dataHi ? 2 : 1);
+         note_access(s, False, size, NULL);
+         note_access(s, True, size, NULL);
+         break;
+      }
+      case Ist_LLSC:
+         if (st->Ist.LLSC.storedata == NULL)
+            note_access(s, False, sizeofIRType(typeOfIRTemp(tyenv, st->Ist.LLSC.result)), NULL);
+         else
+            note_access(s, True, sizeofIRType(typeOfIRExpr(tyenv, st->Ist.LLSC.storedata)), NULL);
+         break;
+      case Ist_Dirty: {
+         IRDirty* d = st->Ist.Dirty.details;
+         if (d->mFx == Ifx_Read || d->mFx == Ifx_Modify)
+            note_access(s, False, d->mSize, d->guard);
+         if (d->mFx == Ifx_Write || d->mFx == Ifx_Modify)
+            note_access(s, True, d->mSize, d->guard);
+         break;
+      }
+      default:
+         break;
+   }
+}
+
+static
+IRSB* mf_instrument(VgCallbackClosure* closure,
+                    IRSB* sbIn,
+                    const VexGuestLayout* layout,
+                    const VexGuestExtents* vge,
+                    const VexArchInfo* archinfo_host,
+                    IRType gWordTy, IRType hWordTy)
+{
+   SBState s;
+   Int i;
+
+   VG_(memset)(&s, 0, sizeof s);
+   s.out = deepCopyIRSBExceptStmts(sbIn);
+
+   for (i = 0; i < sbIn->stmts_used; i++) {
+      IRStmt* st = sbIn->stmts[i];
+      if (st == NULL || st->tag == Ist_NoOp)
+         continue;
+      note_stmt(&s, sbIn->tyenv, st);
+      if (st->tag == Ist_Exit)
+         flush_pending(&s); /* what ran before a taken exit is counted */
+      addStmtToIRSB(s.out, st);
+   }
+   flush_pending(&s);
+   return s.out;
+}
+
+/*------------------------------------------------------------*/
+/*--- Client requests                                      ---*/
+/*------------------------------------------------------------*/
+
+static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
+{
+   Int i;
+   if (!VG_IS_TOOL_USERREQ('M', 'F', arg[0]))
+      return False;
+
+   switch (arg[0]) {
+      case MA_VG_REQ_PING:
+         *ret = MA_VG_MAGIC;
+         return True;
+      case MA_VG_REQ_VERSION:
+         *ret = MF_VERSION_MAJOR * 10000 + MF_VERSION_MINOR * 100 + MF_VERSION_PATCH;
+         return True;
+      case MA_VG_REQ_CORE_VERSION:
+         *ret = __VALGRIND_MAJOR__ * 100 + __VALGRIND_MINOR__;
+         return True;
+      case MA_VG_REQ_SUM: {
+         ULong sum = 0;
+         for (i = 0; i < MA_VG_N_COUNTERS; i++)
+            if (arg[1] & (1UL << i))
+               sum += mf_totals[i];
+         *ret = sum;
+         return True;
+      }
+      case MA_VG_REQ_READ: {
+         Addr out = (Addr)arg[1];
+         SizeT size = arg[2] < sizeof mf_totals ? arg[2] : sizeof mf_totals;
+         SizeT n = size / sizeof(ULong);
+         if (out == 0 || !VG_(am_is_valid_for_client)(out, n * sizeof(ULong), VKI_PROT_WRITE)) {
+            *ret = 0;
+            return True;
+         }
+         VG_(memcpy)((void*)out, mf_totals, n * sizeof(ULong));
+         *ret = n;
+         return True;
+      }
+      default:
+         VG_(message)(Vg_UserMsg, "maflops: unknown client request 0x%lx\n", arg[0]);
+         *ret = 0;
+         return True;
+   }
+}
+
+/*------------------------------------------------------------*/
+/*--- Setup and finalisation                               ---*/
+/*------------------------------------------------------------*/
+
+static void mf_post_clo_init(void)
+{
+}
+
+/* Totals of the whole run, unless -q. */
+static void mf_fini(Int exitcode)
+{
+   if (VG_(clo_verbosity) == 0)
+      return;
+   VG_(umsg)("dp_flops:    %'llu\n", mf_totals[MA_VG_DP_FLOPS]);
+   VG_(umsg)("sp_flops:    %'llu\n", mf_totals[MA_VG_SP_FLOPS]);
+   VG_(umsg)("loads:       %'llu (%'llu bytes)\n",
+             mf_totals[MA_VG_LOADS], mf_totals[MA_VG_LOAD_BYTES]);
+   VG_(umsg)("stores:      %'llu (%'llu bytes)\n",
+             mf_totals[MA_VG_STORES], mf_totals[MA_VG_STORE_BYTES]);
+}
+
+static void mf_pre_clo_init(void)
+{
+   VG_(details_name)("maflops");
+   VG_(details_version)(MF_VERSION_STRING);
+   VG_(details_description)("floating-point and memory-operation counter of the MA SDK");
+   VG_(details_copyright_author)(
+      "Copyright (C) the Modeling Assertions SDK developers; GNU GPL'd.");
+   VG_(details_bug_reports_to)("the Modeling Assertions SDK issue tracker");
+   VG_(details_avg_translation_sizeB)(275);
+
+   VG_(basic_tool_funcs)(mf_post_clo_init, mf_instrument, mf_fini);
+   VG_(needs_client_requests)(mf_handle_client_request);
+}
+
+VG_DETERMINE_INTERFACE_VERSION(mf_pre_clo_init)
+
+/*--------------------------------------------------------------------*/
+/*--- end                                                mf_main.c ---*/
+/*--------------------------------------------------------------------*/

@@ -1,0 +1,187 @@
+/*
+ * ma.h -- modeling assertions for C programs (the C side of the Modeling Assertions SDK).
+ *
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) the Modeling Assertions SDK developers.
+ *
+ * Build:   mpicc $(ma config --cflags) prog.c -o prog $(ma config --libs)
+ * Disable: add -DMA_DISABLE and every call below compiles to nothing (its arguments are not evaluated).
+ *
+ * Calls follow the MA paper (Figures 2, 4, 5, 7): an identifier, the expression text of what the author
+ * expects, and the value the program computed for it (MA_NO_VALUE when it has none: the runtime then
+ * relies on its own evaluation of the expression against the declared variables). The runtime (libma)
+ * writes one trace per rank in the format of docs/trace-format.md, the same as the Python runtime:
+ *  - it starts at the first call, at ma_init(), or inside MPI_Init (libmapmpi calls it);
+ *  - it writes the final trace at ma_finalize(), inside MPI_Finalize (before MPI shuts down), or at
+ *    exit; and every MA_FLUSH_SECONDS seconds (checked at annotation calls) while the program runs.
+ *
+ * Measurement: loop trip counts come from ma_loop_end; MPI bytes and message counts from libmapmpi (the
+ * PMPI wrapper library, always linked with libma); heap bytes from glibc mallinfo2; flops and
+ * loads/stores from the `maflops` Valgrind tool when the program runs under it (PAPI is used when libma
+ * was built against it -- see the header's `counters` in the trace for what measured what, and why not).
+ * Annotations are recorded from the thread that made the first call (MPI+threads programs annotate the
+ * master thread); calls from other threads are counted as an anomaly and otherwise ignored.
+ * See docs/c-api.md.
+ */
+#ifndef MA_H
+#define MA_H
+
+#include <limits.h>
+
+#define MA_C_API_VERSION "0.1.0"
+/* Pass as `value` when the program has no value of its own for the expression. */
+#define MA_NO_VALUE LLONG_MIN
+
+#ifdef MA_DISABLE
+/* Every call vanishes; sizeof keeps the arguments "used" without evaluating them. */
+#define MA__USE1(a) ((void)sizeof(a))
+#define MA__USE2(a, b) ((void)sizeof(a), (void)sizeof(b))
+#define MA__USE3(a, b, c) ((void)sizeof(a), (void)sizeof(b), (void)sizeof(c))
+#define MA__USE4(a, b, c, d) ((void)sizeof(a), (void)sizeof(b), (void)sizeof(c), (void)sizeof(d))
+#define ma_init() ((void)0)
+#define ma_finalize() ((void)0)
+#define ma_flush() ((void)0)
+#define ma_set_tracing() ((void)0)
+#define ma_unset_tracing() ((void)0)
+#define ma_def_variable_int(name, value) MA__USE2(name, value)
+#define ma_def_variable_double(name, value) MA__USE2(name, value)
+#define ma_def_variable_assign_int(name, expr, value) MA__USE3(name, expr, value)
+#define ma_loop_start(id, expr, value) MA__USE3(id, expr, value)
+#define ma_loop_end(id, iterations) MA__USE2(id, iterations)
+#define ma_subroutine_start(id) MA__USE1(id)
+#define ma_subroutine_end(id) MA__USE1(id)
+#define ma_flop_start(id, expr, value) MA__USE3(id, expr, value)
+#define ma_flop_stop(id) MA__USE1(id)
+#define ma_loadstore_start(id, expr, value) MA__USE3(id, expr, value)
+#define ma_loadstore_stop(id) MA__USE1(id)
+#define ma_heap_memory_start(id, expr, value) MA__USE3(id, expr, value)
+#define ma_heap_memory_stop(id) MA__USE1(id)
+#define ma_mpi(type, id, expr, value, count_expr, count) \
+    (MA__USE3(type, id, expr), MA__USE3(value, count_expr, count))
+#define ma_mpi_send(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_isend(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_recv(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_irecv(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_sendrecv(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_bcast(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_reduce(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_allreduce(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_gather(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_scatter(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_allgather(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_alltoall(id, expr, value, count) MA__USE4(id, expr, value, count)
+#define ma_mpi_barrier(id, expr, value, count) MA__USE4(id, expr, value, count)
+
+#else /* !MA_DISABLE */
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- life cycle (all optional: MPI_Init/MPI_Finalize and exit do the same) ---- */
+void ma_init(void);
+void ma_finalize(void);
+/* Write the trace now (status "running"), as the periodic flush does. */
+void ma_flush(void);
+
+/* ---- runtime tracing control: while off, annotations record nothing (variables still bind) ---- */
+void ma_set_tracing(void);
+void ma_unset_tracing(void);
+
+/* ---- variables: visible in the loop/subroutine that declares them and below it ---- */
+void ma_def_variable_int(const char *name, long long value);
+void ma_def_variable_double(const char *name, double value);
+/* A derived variable: the runtime evaluates `expr` and binds the result; `value` (the program's own
+ * number, or MA_NO_VALUE) is recorded as measured and compared with the evaluation. */
+void ma_def_variable_assign_int(const char *name, const char *expr, long long value);
+
+/* ---- structure and assertions ---- */
+void ma_loop_start(const char *id, const char *expr, long long value);
+void ma_loop_end(const char *id, long long iterations); /* the measured trip count (MA_NO_VALUE: none) */
+void ma_subroutine_start(const char *id);
+void ma_subroutine_end(const char *id);
+void ma_flop_start(const char *id, const char *expr, long long value);
+void ma_flop_stop(const char *id);
+void ma_loadstore_start(const char *id, const char *expr, long long value);
+void ma_loadstore_stop(const char *id);
+/* Net heap bytes allocated inside the region and still allocated at its end. */
+void ma_heap_memory_start(const char *id, const char *expr, long long value);
+void ma_heap_memory_stop(const char *id);
+
+/* ---- MPI assertions: `expr` = bytes per message, `count` = number of calls ----
+ * Placed just before the MPI call(s) they describe (paper, Figure 4). The assertion measures the next
+ * `count` calls of its type (ma_mpi_send: MPI_Send/Bsend/Ssend/Rsend, ...; see docs/c-api.md); it
+ * closes after the count-th call, or earlier at the next assertion of the same type, at the end of the
+ * enclosing loop/subroutine, or at finalisation -- whichever comes first. */
+void ma_mpi(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
+            long long count);
+void ma_mpi_send(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_isend(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_recv(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_irecv(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_sendrecv(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_bcast(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_reduce(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_allreduce(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_gather(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_scatter(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_allgather(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_alltoall(const char *id, const char *expr, long long value, long long count);
+void ma_mpi_barrier(const char *id, const char *expr, long long value, long long count);
+
+/* ---- the same calls with the source location (the macros below pass __FILE__ and __LINE__) ---- */
+void ma_def_variable_int_at(const char *name, long long value, const char *file, int line);
+void ma_def_variable_double_at(const char *name, double value, const char *file, int line);
+void ma_def_variable_assign_int_at(const char *name, const char *expr, long long value, const char *file,
+                                   int line);
+void ma_start_at(const char *type, const char *id, const char *expr, long long value, const char *file, int line);
+void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line);
+void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
+               long long count, const char *file, int line);
+
+/* ---- utility: evaluate `expr` with `bindings` ("n=4, x=2.5") without touching the runtime ----
+ * Writes the value (JSON number text) or the error message into out; returns 0, or -1 on error. */
+int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef MA_NO_SOURCE_LOCATION
+#define ma_def_variable_int(name, value) ma_def_variable_int_at((name), (value), __FILE__, __LINE__)
+#define ma_def_variable_double(name, value) ma_def_variable_double_at((name), (value), __FILE__, __LINE__)
+#define ma_def_variable_assign_int(name, expr, value) \
+    ma_def_variable_assign_int_at((name), (expr), (value), __FILE__, __LINE__)
+#define ma_loop_start(id, expr, value) ma_start_at("loop", (id), (expr), (value), __FILE__, __LINE__)
+#define ma_loop_end(id, iterations) ma_end_at("loop", (id), (iterations), __FILE__, __LINE__)
+#define ma_subroutine_start(id) ma_start_at("subroutine", (id), NULL, MA_NO_VALUE, __FILE__, __LINE__)
+#define ma_subroutine_end(id) ma_end_at("subroutine", (id), MA_NO_VALUE, __FILE__, __LINE__)
+#define ma_flop_start(id, expr, value) ma_start_at("flop", (id), (expr), (value), __FILE__, __LINE__)
+#define ma_flop_stop(id) ma_end_at("flop", (id), MA_NO_VALUE, __FILE__, __LINE__)
+#define ma_loadstore_start(id, expr, value) ma_start_at("loadstore", (id), (expr), (value), __FILE__, __LINE__)
+#define ma_loadstore_stop(id) ma_end_at("loadstore", (id), MA_NO_VALUE, __FILE__, __LINE__)
+#define ma_heap_memory_start(id, expr, value) \
+    ma_start_at("heap_memory", (id), (expr), (value), __FILE__, __LINE__)
+#define ma_heap_memory_stop(id) ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__)
+#define ma_mpi(type, id, expr, value, count_expr, count) \
+    ma_mpi_at((type), (id), (expr), (value), (count_expr), (count), __FILE__, __LINE__)
+#define MA__MPI(type, id, expr, value, count) ma_mpi_at(type, (id), (expr), (value), NULL, (count), __FILE__, __LINE__)
+#define ma_mpi_send(id, expr, value, count) MA__MPI("mpi_send", id, expr, value, count)
+#define ma_mpi_isend(id, expr, value, count) MA__MPI("mpi_isend", id, expr, value, count)
+#define ma_mpi_recv(id, expr, value, count) MA__MPI("mpi_recv", id, expr, value, count)
+#define ma_mpi_irecv(id, expr, value, count) MA__MPI("mpi_irecv", id, expr, value, count)
+#define ma_mpi_sendrecv(id, expr, value, count) MA__MPI("mpi_sendrecv", id, expr, value, count)
+#define ma_mpi_bcast(id, expr, value, count) MA__MPI("mpi_bcast", id, expr, value, count)
+#define ma_mpi_reduce(id, expr, value, count) MA__MPI("mpi_reduce", id, expr, value, count)
+#define ma_mpi_allreduce(id, expr, value, count) MA__MPI("mpi_allreduce", id, expr, value, count)
+#define ma_mpi_gather(id, expr, value, count) MA__MPI("mpi_gather", id, expr, value, count)
+#define ma_mpi_scatter(id, expr, value, count) MA__MPI("mpi_scatter", id, expr, value, count)
+#define ma_mpi_allgather(id, expr, value, count) MA__MPI("mpi_allgather", id, expr, value, count)
+#define ma_mpi_alltoall(id, expr, value, count) MA__MPI("mpi_alltoall", id, expr, value, count)
+#define ma_mpi_barrier(id, expr, value, count) MA__MPI("mpi_barrier", id, expr, value, count)
+#endif /* MA_NO_SOURCE_LOCATION */
+
+#endif /* MA_DISABLE */
+#endif /* MA_H */

@@ -1,0 +1,735 @@
+/*
+ * ma_expr.c -- parser and evaluator of assertion expressions for the C runtime.
+ *
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) the Modeling Assertions SDK developers.
+ *
+ * A recursive-descent parser for the grammar of ma/expr/grammar.lark:
+ *     sum     := product (('+' | '-') product)*
+ *     product := unary (('*' | '/') unary)*
+ *     unary   := '-' unary | '+' unary | power
+ *     power   := atom [POW unary]            POW is '^' or '**' (right-associative through unary)
+ *     atom    := NUMBER | NAME | NAME '(' sum (',' sum)* ')' | '(' sum ')'
+ * and an evaluator following ma/expr/compiler.py operation by operation, so that both runtimes predict
+ * the same value (and the same int-or-float type) for the same expression and variables.
+ */
+#include "ma_expr.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum node_kind { K_NUM, K_VAR, K_NEG, K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_CALL };
+enum func_id { F_CEIL, F_FLOOR, F_LOG, F_LOG2, F_LOG10, F_EXP, F_SQRT, F_ABS, F_MIN, F_MAX, F_MOD, N_FUNCS };
+
+static const struct {
+    const char *name;
+    int arity; /* -1: two or more */
+} functions[N_FUNCS] = {
+    {"ceil", 1}, {"floor", 1}, {"log", 1}, {"log2", 1}, {"log10", 1}, {"exp", 1},
+    {"sqrt", 1}, {"abs", 1},   {"min", -1}, {"max", -1}, {"mod", 2},
+};
+#define KNOWN_FUNCTIONS "one of abs, ceil, exp, floor, log, log10, log2, max, min, mod, sqrt"
+
+typedef struct enode {
+    int kind;
+    int column; /* 1-based; for / and ^ the right operand's, as in the Python parser */
+    ma_num num;
+    ma_var *var;
+    int func;
+    int nargs;
+    struct enode **args; /* operands: 1 for K_NEG, 2 for binary operators, nargs for K_CALL */
+} enode;
+
+struct ma_expr {
+    char *text;
+    enode *root;
+};
+
+/* ---- numbers -------------------------------------------------------------------------------- */
+int ma_num_cmp(ma_num a, ma_num b)
+{
+    if (a.is_int && b.is_int)
+        return (a.i > b.i) - (a.i < b.i);
+    /* long double holds every 64-bit integer exactly, so int-vs-float compares exactly as in Python */
+    long double x = a.is_int ? (long double)a.i : (long double)a.d;
+    long double y = b.is_int ? (long double)b.i : (long double)b.d;
+    return (x > y) - (x < y);
+}
+
+ma_num ma_num_add(ma_num a, ma_num b)
+{
+    long long r;
+    if (a.is_int && b.is_int && !__builtin_add_overflow(a.i, b.i, &r))
+        return ma_int(r);
+    return ma_dbl(ma_num_as_double(a) + ma_num_as_double(b));
+}
+
+ma_num ma_num_sub(ma_num a, ma_num b)
+{
+    long long r;
+    if (a.is_int && b.is_int && !__builtin_sub_overflow(a.i, b.i, &r))
+        return ma_int(r);
+    return ma_dbl(ma_num_as_double(a) - ma_num_as_double(b));
+}
+
+static ma_num num_mul(ma_num a, ma_num b)
+{
+    long long r;
+    if (a.is_int && b.is_int && !__builtin_mul_overflow(a.i, b.i, &r))
+        return ma_int(r);
+    return ma_dbl(ma_num_as_double(a) * ma_num_as_double(b));
+}
+
+ma_num ma_num_div(ma_num a, ma_num b)
+{
+    if (a.is_int && b.is_int && b.i != 0 && !(a.i == LLONG_MIN && b.i == -1) && a.i % b.i == 0)
+        return ma_int(a.i / b.i);
+    return ma_dbl(ma_num_as_double(a) / ma_num_as_double(b));
+}
+
+static int decimal_exponent(double x)
+{
+    char probe[32];
+    snprintf(probe, sizeof probe, "%.16e", x);
+    const char *e = strchr(probe, 'e');
+    return e ? atoi(e + 1) : 0;
+}
+
+int ma_num_format(ma_num n, char *buf, size_t cap)
+{
+    if (n.is_int)
+        return snprintf(buf, cap, "%lld", n.i);
+    double x = n.d;
+    if (isnan(x))
+        return snprintf(buf, cap, "NaN");
+    if (isinf(x))
+        return snprintf(buf, cap, x > 0 ? "Infinity" : "-Infinity");
+    char text[64];
+    int precision = 1;
+    for (; precision < 17; precision++) { /* shortest text that reads back the same double */
+        snprintf(text, sizeof text, "%.*g", precision, x);
+        if (strtod(text, NULL) == x)
+            break;
+    }
+    int exponent = decimal_exponent(x);
+    if (x != 0 && exponent >= -4 && exponent < 16) /* Python's repr switches to exponents outside this */
+        snprintf(text, sizeof text, "%.*f", precision - 1 - exponent > 0 ? precision - 1 - exponent : 0, x);
+    else
+        snprintf(text, sizeof text, "%.*g", precision, x);
+    if (!strpbrk(text, ".en"))
+        strcat(text, ".0");
+    return snprintf(buf, cap, "%s", text);
+}
+
+/* ---- errors --------------------------------------------------------------------------------- */
+/* Same layout as ma.errors.ExpressionError: message, column, what was expected, and a caret line. */
+static void report(char *err, size_t errlen, const char *text, int column, const char *expected,
+                   const char *format, ...)
+{
+    if (!err || !errlen)
+        return;
+    char message[512];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    size_t used = (size_t)snprintf(err, errlen, "expression '%s'", text);
+    if (column && used < errlen)
+        used += (size_t)snprintf(err + used, errlen - used, " at column %d", column);
+    if (used < errlen)
+        used += (size_t)snprintf(err + used, errlen - used, ": %s", message);
+    if (expected && *expected && used < errlen)
+        used += (size_t)snprintf(err + used, errlen - used, " (expected %s)", expected);
+    if (column && used < errlen)
+        snprintf(err + used, errlen - used, "\n    %s\n    %*s^", text, column - 1, "");
+}
+
+/* ---- tokenizer ------------------------------------------------------------------------------ */
+enum token_kind { T_END, T_NUM, T_NAME, T_PLUS, T_MINUS, T_STAR, T_SLASH, T_POW, T_LPAR, T_RPAR, T_COMMA, T_BAD };
+
+typedef struct parser {
+    const char *text;
+    size_t pos;
+    /* current token */
+    int kind;
+    size_t start, length;
+    ma_var_lookup lookup;
+    void *context;
+    char *err;
+    size_t errlen;
+    int failed;
+} parser;
+
+static int is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
+static int is_digit(char c) { return c >= '0' && c <= '9'; }
+
+static void next_token(parser *p)
+{
+    const char *s = p->text;
+    while (s[p->pos] == ' ' || s[p->pos] == '\t' || s[p->pos] == '\n' || s[p->pos] == '\r' ||
+           s[p->pos] == '\f' || s[p->pos] == '\v')
+        p->pos++;
+    p->start = p->pos;
+    char c = s[p->pos];
+    if (!c) {
+        p->kind = T_END;
+        p->length = 0;
+        return;
+    }
+    if (is_digit(c) || (c == '.' && is_digit(s[p->pos + 1]))) {
+        size_t i = p->pos;
+        while (is_digit(s[i]))
+            i++;
+        if (s[i] == '.') {
+            i++;
+            while (is_digit(s[i]))
+                i++;
+        }
+        if (s[i] == 'e' || s[i] == 'E') {
+            size_t j = i + 1;
+            if (s[j] == '+' || s[j] == '-')
+                j++;
+            if (is_digit(s[j])) {
+                while (is_digit(s[j]))
+                    j++;
+                i = j;
+            }
+        }
+        p->kind = T_NUM;
+        p->length = i - p->pos;
+        p->pos = i;
+        return;
+    }
+    if (is_name_start(c)) {
+        size_t i = p->pos;
+        while (is_name_start(s[i]) || is_digit(s[i]))
+            i++;
+        p->kind = T_NAME;
+        p->length = i - p->pos;
+        p->pos = i;
+        return;
+    }
+    p->length = 1;
+    p->pos++;
+    switch (c) {
+    case '+': p->kind = T_PLUS; return;
+    case '-': p->kind = T_MINUS; return;
+    case '/': p->kind = T_SLASH; return;
+    case '^': p->kind = T_POW; return;
+    case '(': p->kind = T_LPAR; return;
+    case ')': p->kind = T_RPAR; return;
+    case ',': p->kind = T_COMMA; return;
+    case '*':
+        if (s[p->pos] == '*') {
+            p->pos++;
+            p->length = 2;
+            p->kind = T_POW;
+        } else {
+            p->kind = T_STAR;
+        }
+        return;
+    default: p->kind = T_BAD; return;
+    }
+}
+
+static int column_of(const parser *p) { return (int)p->start + 1; }
+
+static void syntax_error(parser *p, const char *expected)
+{
+    if (p->failed)
+        return;
+    p->failed = 1;
+    if (p->kind == T_END)
+        report(p->err, p->errlen, p->text, (int)strlen(p->text) + 1, expected, "unexpected end of expression");
+    else if (p->kind == T_BAD)
+        report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected character '%c'", p->text[p->start]);
+    else
+        report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected '%.*s'", (int)p->length,
+               p->text + p->start);
+}
+
+/* ---- syntax tree ---------------------------------------------------------------------------- */
+static void free_node(enode *n)
+{
+    if (!n)
+        return;
+    int count = n->kind == K_CALL ? n->nargs : n->kind == K_NEG ? 1 : (n->kind >= K_ADD ? 2 : 0);
+    for (int i = 0; i < count && n->args; i++)
+        free_node(n->args[i]);
+    free(n->args);
+    free(n);
+}
+
+static enode *new_node(parser *p, int kind, int column, int nargs)
+{
+    enode *n = calloc(1, sizeof *n);
+    if (n && nargs) {
+        n->args = calloc((size_t)nargs, sizeof *n->args);
+        if (!n->args) {
+            free(n);
+            n = NULL;
+        }
+    }
+    if (!n && !p->failed) {
+        p->failed = 1;
+        report(p->err, p->errlen, p->text, 0, NULL, "out of memory");
+        return NULL;
+    }
+    if (n) {
+        n->kind = kind;
+        n->column = column;
+        n->nargs = nargs;
+    }
+    return n;
+}
+
+static enode *binary(parser *p, int kind, enode *left, enode *right)
+{
+    if (!left || !right) {
+        free_node(left);
+        free_node(right);
+        return NULL;
+    }
+    /* errors of / and ^ point at the right operand, as in ma/expr/parser.py */
+    enode *n = new_node(p, kind, right->column, 2);
+    if (!n) {
+        free_node(left);
+        free_node(right);
+        return NULL;
+    }
+    n->args[0] = left;
+    n->args[1] = right;
+    return n;
+}
+
+static enode *parse_sum(parser *p);
+static enode *parse_unary(parser *p);
+
+#define EXPECT_OPERAND "a number, a name or '('"
+
+static enode *parse_call(parser *p, const char *name, size_t length, int column)
+{
+    int func = -1;
+    for (int f = 0; f < N_FUNCS; f++)
+        if (strlen(functions[f].name) == length && strncmp(functions[f].name, name, length) == 0)
+            func = f;
+    if (func < 0) {
+        p->failed = 1;
+        report(p->err, p->errlen, p->text, column, KNOWN_FUNCTIONS, "unknown function '%.*s'", (int)length, name);
+        return NULL;
+    }
+    enode *args[64];
+    int nargs = 0;
+    next_token(p); /* past '(' */
+    for (;;) {
+        enode *arg = parse_sum(p);
+        if (!arg)
+            goto fail;
+        if (nargs == 64) {
+            free_node(arg);
+            p->failed = 1;
+            report(p->err, p->errlen, p->text, column, NULL, "too many arguments");
+            goto fail;
+        }
+        args[nargs++] = arg;
+        if (p->kind == T_COMMA) {
+            next_token(p);
+            continue;
+        }
+        if (p->kind == T_RPAR) {
+            next_token(p);
+            break;
+        }
+        syntax_error(p, "',' or ')' or an operator");
+        goto fail;
+    }
+    int arity = functions[func].arity;
+    if (arity < 0 && nargs < 2) {
+        p->failed = 1;
+        report(p->err, p->errlen, p->text, column, NULL, "%s() takes two or more arguments, got %d",
+               functions[func].name, nargs);
+        goto fail;
+    }
+    if (arity >= 0 && nargs != arity) {
+        p->failed = 1;
+        report(p->err, p->errlen, p->text, column, NULL, "%s() takes %d argument%s, got %d", functions[func].name,
+               arity, arity == 1 ? "" : "s", nargs);
+        goto fail;
+    }
+    enode *n = new_node(p, K_CALL, column, nargs);
+    if (!n)
+        goto fail;
+    n->func = func;
+    memcpy(n->args, args, (size_t)nargs * sizeof *args);
+    return n;
+fail:
+    for (int i = 0; i < nargs; i++)
+        free_node(args[i]);
+    return NULL;
+}
+
+static enode *parse_atom(parser *p)
+{
+    int column = column_of(p);
+    if (p->kind == T_NUM) {
+        const char *start = p->text + p->start;
+        size_t length = p->length;
+        int all_digits = 1;
+        for (size_t i = 0; i < length; i++)
+            all_digits &= is_digit(start[i]);
+        char literal[128];
+        snprintf(literal, sizeof literal, "%.*s", (int)length, start);
+        enode *n = new_node(p, K_NUM, column, 0);
+        if (!n)
+            return NULL;
+        errno = 0;
+        long long value = all_digits ? strtoll(literal, NULL, 10) : 0;
+        n->num = all_digits && errno != ERANGE ? ma_int(value) : ma_dbl(strtod(literal, NULL));
+        next_token(p);
+        return n;
+    }
+    if (p->kind == T_NAME) {
+        const char *name = p->text + p->start;
+        size_t length = p->length;
+        next_token(p);
+        if (p->kind == T_LPAR)
+            return parse_call(p, name, length, column);
+        for (int f = 0; f < N_FUNCS; f++)
+            if (strlen(functions[f].name) == length && strncmp(functions[f].name, name, length) == 0) {
+                char expected[32];
+                snprintf(expected, sizeof expected, "'%s('", functions[f].name);
+                p->failed = 1;
+                report(p->err, p->errlen, p->text, column, expected, "function '%s' used without arguments",
+                       functions[f].name);
+                return NULL;
+            }
+        enode *n = new_node(p, K_VAR, column, 0);
+        if (!n)
+            return NULL;
+        n->var = p->lookup(p->context, name, length);
+        if (!n->var) {
+            free(n);
+            p->failed = 1;
+            report(p->err, p->errlen, p->text, column, NULL, "out of memory");
+            return NULL;
+        }
+        return n;
+    }
+    if (p->kind == T_LPAR) {
+        next_token(p);
+        enode *inner = parse_sum(p);
+        if (!inner)
+            return NULL;
+        if (p->kind != T_RPAR) {
+            syntax_error(p, "')' or an operator");
+            free_node(inner);
+            return NULL;
+        }
+        next_token(p);
+        return inner;
+    }
+    syntax_error(p, EXPECT_OPERAND);
+    return NULL;
+}
+
+static enode *parse_power(parser *p)
+{
+    enode *base = parse_atom(p);
+    if (!base || p->kind != T_POW)
+        return base;
+    next_token(p);
+    return binary(p, K_POW, base, parse_unary(p)); /* the exponent may carry its own sign: 2^-1 */
+}
+
+static enode *parse_unary(parser *p)
+{
+    if (p->kind == T_MINUS || p->kind == T_PLUS) {
+        int negate = p->kind == T_MINUS, column = column_of(p);
+        next_token(p);
+        enode *operand = parse_unary(p);
+        if (!operand || !negate)
+            return operand;
+        enode *n = new_node(p, K_NEG, column, 1);
+        if (!n) {
+            free_node(operand);
+            return NULL;
+        }
+        n->args[0] = operand;
+        return n;
+    }
+    return parse_power(p);
+}
+
+static enode *parse_product(parser *p)
+{
+    enode *left = parse_unary(p);
+    while (left && (p->kind == T_STAR || p->kind == T_SLASH)) {
+        int kind = p->kind == T_STAR ? K_MUL : K_DIV;
+        next_token(p);
+        left = binary(p, kind, left, parse_unary(p));
+    }
+    return left;
+}
+
+static enode *parse_sum(parser *p)
+{
+    enode *left = parse_product(p);
+    while (left && (p->kind == T_PLUS || p->kind == T_MINUS)) {
+        int kind = p->kind == T_PLUS ? K_ADD : K_SUB;
+        next_token(p);
+        left = binary(p, kind, left, parse_product(p));
+    }
+    return left;
+}
+
+ma_expr *ma_expr_parse(const char *text, ma_var_lookup lookup, void *context, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!text) {
+        report(err, errlen, "(null)", 0, NULL, "an expression must be a string, not NULL");
+        return NULL;
+    }
+    parser p = {text, 0, T_END, 0, 0, lookup, context, err, errlen, 0};
+    next_token(&p);
+    if (p.kind == T_END) {
+        report(err, errlen, text, 1, EXPECT_OPERAND, "empty expression");
+        return NULL;
+    }
+    enode *root = parse_sum(&p);
+    if (root && p.kind != T_END) {
+        syntax_error(&p, "an operator or end of text");
+        free_node(root);
+        root = NULL;
+    }
+    if (!root)
+        return NULL;
+    ma_expr *e = malloc(sizeof *e);
+    char *copy = strdup(text);
+    if (!e || !copy) {
+        free(e);
+        free(copy);
+        free_node(root);
+        report(err, errlen, text, 0, NULL, "out of memory");
+        return NULL;
+    }
+    e->text = copy;
+    e->root = root;
+    return e;
+}
+
+void ma_expr_free(ma_expr *e)
+{
+    if (!e)
+        return;
+    free_node(e->root);
+    free(e->text);
+    free(e);
+}
+
+/* ---- evaluation ----------------------------------------------------------------------------- */
+typedef struct evaluation {
+    const char *text;
+    char *err;
+    size_t errlen;
+} evaluation;
+
+static int domain_error(const evaluation *ev, int column, const char *format, ...)
+{
+    char message[256];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(message, sizeof message, format, args);
+    va_end(args);
+    report(ev->err, ev->errlen, ev->text, column, NULL, "%s", message);
+    return -1;
+}
+
+static int power(const evaluation *ev, ma_num a, ma_num b, int column, ma_num *out)
+{
+    if (a.is_int && b.is_int && b.i >= 0) {
+        long long result = 1, base = a.i, exponent = b.i;
+        int overflow = 0;
+        while (exponent && !overflow) {
+            if (exponent & 1)
+                overflow |= __builtin_mul_overflow(result, base, &result);
+            exponent >>= 1;
+            if (exponent)
+                overflow |= __builtin_mul_overflow(base, base, &base);
+        }
+        *out = overflow ? ma_dbl(pow((double)a.i, (double)b.i)) : ma_int(result);
+        return 0;
+    }
+    double x = ma_num_as_double(a), y = ma_num_as_double(b);
+    if (x == 0 && y < 0)
+        return domain_error(ev, column, "zero raised to a negative power");
+    if (x < 0 && y != floor(y))
+        return domain_error(ev, column, "negative number raised to a fractional power");
+    double r = pow(x, y);
+    if (isinf(r) && isfinite(x) && isfinite(y))
+        return domain_error(ev, column, "result too large");
+    *out = ma_dbl(r);
+    return 0;
+}
+
+static int integral(const evaluation *ev, double x, int column, ma_num *out)
+{
+    if (isnan(x))
+        return domain_error(ev, column, "cannot evaluate: cannot convert float NaN to integer");
+    if (isinf(x))
+        return domain_error(ev, column, "cannot evaluate: cannot convert float infinity to integer");
+    *out = fabs(x) < 9.2e18 ? ma_int((long long)x) : ma_dbl(x);
+    return 0;
+}
+
+static int call(const evaluation *ev, const enode *n, const ma_num *v, ma_num *out)
+{
+    char shown[64];
+    switch (n->func) {
+    case F_CEIL:
+        if (v[0].is_int) {
+            *out = v[0];
+            return 0;
+        }
+        return integral(ev, ceil(v[0].d), n->column, out);
+    case F_FLOOR:
+        if (v[0].is_int) {
+            *out = v[0];
+            return 0;
+        }
+        return integral(ev, floor(v[0].d), n->column, out);
+    case F_ABS:
+        if (v[0].is_int)
+            *out = v[0].i == LLONG_MIN ? ma_dbl(-(double)v[0].i) : ma_int(v[0].i < 0 ? -v[0].i : v[0].i);
+        else
+            *out = ma_dbl(fabs(v[0].d));
+        return 0;
+    case F_LOG:
+    case F_LOG2:
+    case F_LOG10: {
+        double x = ma_num_as_double(v[0]);
+        if (ma_num_cmp(v[0], ma_int(0)) <= 0) {
+            ma_num_format(v[0], shown, sizeof shown);
+            return domain_error(ev, n->column, "%s of a non-positive number (%s)", functions[n->func].name, shown);
+        }
+        *out = ma_dbl(n->func == F_LOG ? log(x) : n->func == F_LOG2 ? log2(x) : log10(x));
+        return 0;
+    }
+    case F_EXP: {
+        double r = exp(ma_num_as_double(v[0]));
+        if (isinf(r) && isfinite(ma_num_as_double(v[0])))
+            return domain_error(ev, n->column, "exp overflows");
+        *out = ma_dbl(r);
+        return 0;
+    }
+    case F_SQRT:
+        if (ma_num_cmp(v[0], ma_int(0)) < 0) {
+            ma_num_format(v[0], shown, sizeof shown);
+            return domain_error(ev, n->column, "sqrt of a negative number (%s)", shown);
+        }
+        if (v[0].is_int) { /* an exact root stays an int, as math.isqrt does in Python */
+            long long root = (long long)sqrtl((long double)v[0].i);
+            while (root > 0 && (__int128)root * root > v[0].i)
+                root--;
+            while ((__int128)(root + 1) * (root + 1) <= v[0].i)
+                root++;
+            if ((__int128)root * root == v[0].i) {
+                *out = ma_int(root);
+                return 0;
+            }
+        }
+        *out = ma_dbl(sqrt(ma_num_as_double(v[0])));
+        return 0;
+    case F_MOD: {
+        ma_num a = v[0], b = v[1];
+        if (ma_num_cmp(b, ma_int(0)) == 0) { /* Octave: mod(x, 0) = x */
+            *out = a;
+            return 0;
+        }
+        if (a.is_int && b.is_int) { /* the result takes the sign of b, as Python's % does */
+            long long r = b.i == -1 ? 0 : a.i % b.i;
+            if (r != 0 && ((r < 0) != (b.i < 0)))
+                r += b.i;
+            *out = ma_int(r);
+            return 0;
+        }
+        double x = ma_num_as_double(a), y = ma_num_as_double(b), r = fmod(x, y);
+        if (r != 0) {
+            if ((y < 0) != (r < 0))
+                r += y;
+        } else {
+            r = copysign(0.0, y);
+        }
+        *out = ma_dbl(r);
+        return 0;
+    }
+    default: { /* min, max: the first extreme argument, as Python's min()/max() return */
+        ma_num best = v[0];
+        for (int i = 1; i < n->nargs; i++) {
+            int c = ma_num_cmp(v[i], best);
+            if (n->func == F_MIN ? c < 0 : c > 0)
+                best = v[i];
+        }
+        *out = best;
+        return 0;
+    }
+    }
+}
+
+static int eval_node(const evaluation *ev, const enode *n, ma_num *out)
+{
+    switch (n->kind) {
+    case K_NUM:
+        *out = n->num;
+        return 0;
+    case K_VAR:
+        if (!n->var->defined) {
+            report(ev->err, ev->errlen, ev->text, n->column,
+                   "a variable declared with ma_def_variable_int or ma_def_variable_assign_int",
+                   "variable '%s' is not defined", n->var->name);
+            return -1;
+        }
+        *out = n->var->value;
+        return 0;
+    case K_NEG: {
+        ma_num x;
+        if (eval_node(ev, n->args[0], &x))
+            return -1;
+        *out = x.is_int && x.i != LLONG_MIN ? ma_int(-x.i) : ma_dbl(-ma_num_as_double(x));
+        return 0;
+    }
+    case K_CALL: {
+        ma_num values[64];
+        for (int i = 0; i < n->nargs; i++)
+            if (eval_node(ev, n->args[i], &values[i]))
+                return -1;
+        return call(ev, n, values, out);
+    }
+    default: break;
+    }
+    ma_num a, b;
+    if (eval_node(ev, n->args[0], &a) || eval_node(ev, n->args[1], &b))
+        return -1;
+    switch (n->kind) {
+    case K_ADD: *out = ma_num_add(a, b); return 0;
+    case K_SUB: *out = ma_num_sub(a, b); return 0;
+    case K_MUL: *out = num_mul(a, b); return 0;
+    case K_DIV:
+        if (ma_num_cmp(b, ma_int(0)) == 0)
+            return domain_error(ev, n->column, "division by zero");
+        *out = ma_num_div(a, b);
+        return 0;
+    default: return power(ev, a, b, n->column, out);
+    }
+}
+
+int ma_expr_eval(const ma_expr *e, ma_num *out, char *err, size_t errlen)
+{
+    evaluation ev = {e->text, err, errlen};
+    return eval_node(&ev, e->root, out);
+}

@@ -1,0 +1,125 @@
+/*
+ * ma_internal.h -- state of the C runtime (libma), shared by its source files. Not installed.
+ *
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) the Modeling Assertions SDK developers.
+ */
+#ifndef MA_INTERNAL_H
+#define MA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ma_expr.h"
+#include "ma_pmpi.h"
+
+#define MA_PRODUCER "libma 0.1.0"
+#define MA_TRACE_VERSION 1
+
+/* ---- statistics and site-tree nodes (mirror ma_runtime/tree.py) ---- */
+typedef struct ma_stats {
+    uint64_t n;
+    ma_num min, max, sum;
+} ma_stats;
+
+void ma_stats_add(ma_stats *s, ma_num x);
+
+typedef struct ma_node {
+    struct ma_node *parent, *first_child, *last_child, *next_sibling;
+    const char *type; /* one of the static type names */
+    char *id, *path, *expr_text, *count_text, *file;
+    int line;
+    const char *seen_expr, *seen_count; /* last argument pointers checked against expr_text/count_text */
+    uint64_t calls, pass, fail, unmeasured, mismatch;
+    ma_stats predicted, measured, count_predicted, count_measured;
+    int has_first_mismatch;
+    ma_num first_mismatch_given, first_mismatch_evaluated;
+    int has_first_fail, first_fail_has_count;
+    uint64_t first_fail_call;
+    ma_num first_fail_predicted, first_fail_measured, first_fail_count_predicted, first_fail_count_measured;
+    uint64_t wall_ns, cpu_ns;
+    double tolerance;
+    int track_cpu;
+    uint64_t cache_version; /* env version the cached prediction was computed for; 0 = none */
+    int cache_ok;
+    ma_num cache_value, cache_count;
+} ma_node;
+
+/* ---- counters (ma_counters.c) ---- */
+enum ma_kind { MA_KIND_FLOP, MA_KIND_LOADSTORE, MA_KIND_HEAP, MA_KIND_STACK, MA_N_KINDS };
+extern const char *const ma_kind_names[MA_N_KINDS];
+
+typedef long long (*ma_reader)(void);
+
+#define MA_MAX_PROVIDERS 4
+#define MA_MAX_EVENTS 6
+typedef struct ma_provider {
+    const char *name;
+    int available;
+    char version[64];
+    char reason[256];
+    int n_events;
+    const char *event_names[MA_MAX_EVENTS];
+    char event_states[MA_MAX_EVENTS][128];
+    ma_reader readers[MA_N_KINDS];
+    const char *sources[MA_N_KINDS];
+} ma_provider;
+
+typedef struct ma_counters {
+    int n_providers;
+    ma_provider providers[MA_MAX_PROVIDERS];
+    ma_reader readers[MA_N_KINDS];        /* the winning reader per kind, or NULL */
+    const ma_provider *measured_by[MA_N_KINDS];
+} ma_counters;
+
+/* Open the providers named by MA_COUNTERS (`spec`); unknown names go to `warning`. */
+void ma_counters_open(ma_counters *c, const char *spec, char *warning, size_t warnlen);
+
+/* ---- the process-wide runtime ---- */
+typedef struct ma_varrec { /* entry of the trace's variable table: one per (name, scope) */
+    char *name, *expr, *scope;
+    int derived;
+    ma_stats stats;
+    ma_num last;
+    struct ma_varrec *next;
+} ma_varrec;
+
+typedef struct ma_anomaly {
+    char *kind, *path, *message, *file;
+    int line;
+    uint64_t count;
+    struct ma_anomaly *next;
+} ma_anomaly;
+
+typedef struct ma_settings {
+    char trace_dir[4096];
+    double tolerance;
+    int n_by_type;
+    char by_type_names[32][32];
+    double by_type_values[32];
+    double flush_seconds;
+    char run_id[256];
+    int has_run_id;
+    int cpu_time; /* 0 none, 1 subroutines, 2 all */
+    char counters[256];
+} ma_settings;
+
+typedef struct ma_runtime_state ma_runtime_state;
+
+/* JSON of the whole trace document (ma_trace.c). Returns a malloc'ed NUL-terminated string. */
+char *ma_trace_document(const ma_runtime_state *rt, const char *status, const char *reason, int final);
+/* Write `text` atomically as <dir>/rank-<rank>.ma.json; 0 or -1 (errno set). */
+int ma_trace_write_atomic(const char *dir, int rank, const char *text);
+
+/* Accessors the trace writer needs (ma_runtime.c). */
+const ma_settings *ma_rt_settings(const ma_runtime_state *rt);
+const ma_counters *ma_rt_counters(const ma_runtime_state *rt);
+const ma_node *ma_rt_root(const ma_runtime_state *rt);
+const ma_varrec *ma_rt_variables(const ma_runtime_state *rt);
+const ma_anomaly *ma_rt_anomalies(const ma_runtime_state *rt);
+void ma_rt_identity(const ma_runtime_state *rt, int *rank, int *size, double *start_time);
+/* Annotation calls made from threads other than the recording one (ignored, reported as an anomaly). */
+uint64_t ma_rt_foreign_calls(const ma_runtime_state *rt);
+double ma_wall_clock(void);
+
+#endif /* MA_INTERNAL_H */

@@ -1,0 +1,103 @@
+/*
+ * ma_vgcount.h -- client-request interface of the `maflops` Valgrind tool.
+ *
+ * SPDX-License-Identifier: BSD-3-Clause
+ * Copyright (c) the Modeling Assertions SDK developers.
+ *
+ * Shared by the tool (GPL-2, ma_runtime/counters/vgtool), the ctypes shim (ma_vgclient.c) and the C
+ * runtime. The tool keeps six running 64-bit totals for the whole process (all threads); a region's
+ * count is the difference of two reads. Outside Valgrind, or under another Valgrind tool, every read
+ * reports "not under the tool" (ma_vg_running() == 0) and the totals read as zero.
+ *
+ * The client part uses the macros of <valgrind/valgrind.h> (BSD-style licensed, shipped by Valgrind):
+ * a request outside Valgrind costs a few instructions and returns the default value. Include this
+ * header with -I<ma_runtime/csrc>; nothing needs to be linked.
+ */
+#ifndef MA_VGCOUNT_H
+#define MA_VGCOUNT_H
+
+#define MA_VG_TOOL_NAME "maflops"
+/* Bumped when the request codes or the counter layout change. */
+#define MA_VG_ABI 1
+/* What MA_VG_REQ_PING answers, so that a foreign tool's zero default cannot be mistaken for ours. */
+#define MA_VG_MAGIC (0x4D464C00UL | MA_VG_ABI) /* "MFL" + ABI */
+
+/* The running totals, in this order everywhere (tool array, struct fields, mask bits). */
+enum ma_vg_counter {
+    MA_VG_DP_FLOPS = 0,   /* double-precision flops: lanes x ops, fused multiply-add = 2 */
+    MA_VG_SP_FLOPS = 1,   /* single-precision flops, same rules */
+    MA_VG_LOADS = 2,      /* executed guest instructions that read memory */
+    MA_VG_STORES = 3,     /* executed guest instructions that write memory */
+    MA_VG_LOAD_BYTES = 4, /* bytes read */
+    MA_VG_STORE_BYTES = 5,/* bytes written */
+    MA_VG_N_COUNTERS = 6
+};
+
+#define MA_VG_MASK(c) (1UL << (c))
+#define MA_VG_MASK_FLOPS (MA_VG_MASK(MA_VG_DP_FLOPS) | MA_VG_MASK(MA_VG_SP_FLOPS))
+#define MA_VG_MASK_LOADSTORE (MA_VG_MASK(MA_VG_LOADS) | MA_VG_MASK(MA_VG_STORES))
+
+typedef struct ma_vg_counts {
+    unsigned long long dp_flops;
+    unsigned long long sp_flops;
+    unsigned long long loads;
+    unsigned long long stores;
+    unsigned long long load_bytes;
+    unsigned long long store_bytes;
+} ma_vg_counts;
+
+/* Request codes: Valgrind's tool base for the letters 'M','F' (VG_USERREQ_TOOL_BASE('M','F')). */
+#define MA_VG_REQ_BASE ((((unsigned long)'M') & 0xff) << 24 | (((unsigned long)'F') & 0xff) << 16)
+enum ma_vg_request {
+    MA_VG_REQ_PING = MA_VG_REQ_BASE + 0,    /* -> MA_VG_MAGIC */
+    MA_VG_REQ_VERSION = MA_VG_REQ_BASE + 1, /* -> tool version major*10000 + minor*100 + patch */
+    MA_VG_REQ_READ = MA_VG_REQ_BASE + 2,    /* (ma_vg_counts *out, size_t size) -> counters written */
+    MA_VG_REQ_SUM = MA_VG_REQ_BASE + 3,     /* (unsigned long mask) -> sum of the masked totals */
+    MA_VG_REQ_CORE_VERSION = MA_VG_REQ_BASE + 4 /* -> Valgrind core major*100 + minor it was built for */
+};
+
+#ifndef MA_VG_TOOL_SIDE /* the client API; the tool itself only needs the codes above */
+#include <string.h>
+
+/* Without Valgrind's header (Valgrind not installed) every request yields its default: "not under the tool". */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define MA_VG_HAVE_VALGRIND_H 1
+#endif
+#else
+#include <valgrind/valgrind.h>
+#define MA_VG_HAVE_VALGRIND_H 1
+#endif
+
+#ifdef MA_VG_HAVE_VALGRIND_H
+#define MA_VG_REQUEST(dflt, req, a1, a2) VALGRIND_DO_CLIENT_REQUEST_EXPR(dflt, req, a1, a2, 0, 0, 0)
+#else
+#define MA_VG_REQUEST(dflt, req, a1, a2) ((void)(a1), (void)(a2), (unsigned long)(dflt))
+#endif
+
+/* 1 when this process runs under the maflops tool, else 0. */
+static inline int ma_vg_running(void)
+{
+    return MA_VG_REQUEST(0, MA_VG_REQ_PING, 0, 0) == MA_VG_MAGIC;
+}
+
+/* Fill *out with the running totals; returns 1, or 0 (and zeros) when not under the tool. */
+static inline int ma_vg_read(ma_vg_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    return MA_VG_REQUEST(0, MA_VG_REQ_READ, out, sizeof *out)
+           == MA_VG_N_COUNTERS;
+}
+
+/* Sum of the totals selected by `mask` (MA_VG_MASK bits); 0 when not under the tool. */
+static inline unsigned long long ma_vg_sum(unsigned long mask)
+{
+    return (unsigned long long)MA_VG_REQUEST(0, MA_VG_REQ_SUM, mask, 0);
+}
+
+static inline unsigned long long ma_vg_flops(void) { return ma_vg_sum(MA_VG_MASK_FLOPS); }
+static inline unsigned long long ma_vg_loadstores(void) { return ma_vg_sum(MA_VG_MASK_LOADSTORE); }
+
+#endif /* MA_VG_TOOL_SIDE */
+#endif /* MA_VGCOUNT_H */
