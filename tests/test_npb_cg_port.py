@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import re
 import subprocess
 import sys
@@ -245,10 +246,14 @@ def test_operation_count_is_npb_formula() -> None:
 # Real runs under mpiexec
 # --------------------------------------------------------------------------------------------------
 
+TRACE_DIR = tempfile.mkdtemp(prefix="ma-npb-cg-port-")
+
+
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{MPIEXEC.parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["MA_TRACE_DIR"] = TRACE_DIR  # the port is annotated: keep its traces out of the repository
     return env
 
 

@@ -22,8 +22,10 @@ if __package__ in (None, ""):
 
 import numpy as np
 
-from .classes import CLASSES, RCOND, VERIFY_EPSILON, ProblemClass, official_op_count, relative_error
-from .conj_grad import ROOT, CGState, butterfly_sum, conj_grad, local_dot
+import ma
+
+from .classes import CGITMAX, CLASSES, RCOND, VERIFY_EPSILON, ProblemClass, official_op_count, relative_error
+from .conj_grad import NORMS, ROOT, CGState, butterfly_sum, conj_grad, local_dot
 from .grid import CGSetupError, decompose
 from .makea import generate_vectors, makea
 from .randlc import MULTIPLIER, SEED, LcgStream, randlc
@@ -69,14 +71,35 @@ def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int
     return problem, niter
 
 
+def declare_parameters(problem: ProblemClass, niter: int, nprocs: int) -> None:
+    """The model's inputs and derived variables (MA paper, Figure 4)."""
+    ma.variable("na", problem.na)
+    ma.variable("nonzer", problem.nonzer)
+    ma.variable("niter", niter)
+    ma.variable("nprocs", nprocs)
+    ma.variable("shift", problem.shift)
+    ma.variable("cgitmax", CGITMAX)
+    ma.variable("dp", 8)                        # bytes of a double
+    grid = decompose(problem.na, nprocs, 0)
+    ma.assign("num_proc_cols", "2^ceil(log2(nprocs)/2)", grid.num_proc_cols)
+    ma.assign("num_proc_rows", "2^floor(log2(nprocs)/2)", grid.num_proc_rows)
+    ma.assign("l2npcols", "ceil(log2(nprocs)/2)", grid.l2npcols)
+
+
 def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> CGState:
-    """Partition, generate this rank's matrix block and allocate the work vectors."""
-    grid = decompose(problem.na, comm.Get_size(), comm.Get_rank())
-    tran, _ = randlc(SEED, MULTIPLIER)          # NPB discards the first draw before makea
-    vectors = generate_vectors(problem.na, problem.nonzer, LcgStream(tran, MULTIPLIER))
-    a = makea(vectors, grid, RCOND, problem.shift)
-    return CGState(class_name=problem.name, na=problem.na, nonzer=problem.nonzer, niter=niter,
-                   shift=problem.shift, grid=grid, comm=comm, a=a)
+    """Declare the model's parameters, partition, generate this rank's block, allocate the vectors."""
+    declare_parameters(problem, niter, comm.Get_size())  # at top level: visible to every site
+    with ma.subroutine("setup"):
+        grid = decompose(problem.na, comm.Get_size(), comm.Get_rank())
+        tran, _ = randlc(SEED, MULTIPLIER)      # NPB discards the first draw before makea
+        vectors = generate_vectors(problem.na, problem.nonzer, LcgStream(tran, MULTIPLIER))
+        # CSR block: 8-byte values and 4-byte column indices for its nonzeros, 4-byte row pointers.
+        with ma.heap_memory("matrix", "(dp+4)*na*nonzer*(nonzer+1)/nprocs + 4*(na/num_proc_rows+1)"):
+            a = makea(vectors, grid, RCOND, problem.shift)
+        del vectors
+        with ma.heap_memory("vectors", "6*dp*(na/num_proc_rows+2)"):  # x, z, p, q, r, w
+            return CGState(class_name=problem.name, na=problem.na, nonzer=problem.nonzer, niter=niter,
+                           shift=problem.shift, grid=grid, comm=comm, a=a)
 
 
 def reset_x(st: CGState) -> None:
@@ -86,15 +109,17 @@ def reset_x(st: CGState) -> None:
 
 def norms_x_z(st: CGState) -> tuple[float, float]:
     """(x.z, z.z) summed over the whole matrix order (local sums, then the row butterfly)."""
-    local = np.array([local_dot(st, st.x, st.z), local_dot(st, st.z, st.z)])
-    xz, zz = butterfly_sum(st, local)
+    with ma.flop("norm_dots", "4*na/num_proc_cols"):
+        local = np.array([local_dot(st, st.x, st.z), local_dot(st, st.z, st.z)])
+    xz, zz = butterfly_sum(st, local, NORMS)
     return float(xz), float(zz)
 
 
 def normalize_x(st: CGState, inv_norm_z: float) -> None:
     """x = z / ||z|| over this rank's columns."""
     n = st.grid.ncols
-    st.x[:n] = inv_norm_z * st.z[:n]
+    with ma.flop("normalize", "na/num_proc_cols"):
+        st.x[:n] = inv_norm_z * st.z[:n]
 
 
 def power_iteration(st: CGState) -> tuple[float, float]:
@@ -109,11 +134,12 @@ def timed_loop(st: CGState,
                on_iteration: Callable[[int, float, float], None] | None) -> list[tuple[float, float]]:
     """The niter timed outer iterations; returns (rnorm, zeta) after each one."""
     history = []
-    for it in range(1, st.niter + 1):
-        rnorm, zeta = power_iteration(st)
-        history.append((rnorm, zeta))
-        if on_iteration is not None:
-            on_iteration(it, rnorm, zeta)
+    with ma.loop("conj_loop", "niter") as lp:
+        for it in lp.range(1, st.niter + 1):
+            rnorm, zeta = power_iteration(st)
+            history.append((rnorm, zeta))
+            if on_iteration is not None:
+                on_iteration(it, rnorm, zeta)
     return history
 
 
@@ -133,7 +159,8 @@ def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = Non
     say(banner(problem, niter, comm.Get_size(), init_time))
 
     reset_x(st)
-    power_iteration(st)                       # untimed warm-up: pages in code and data
+    with ma.subroutine("warmup"):
+        power_iteration(st)                   # untimed warm-up: pages in code and data
     reset_x(st)
 
     comm.Barrier()

@@ -1,0 +1,26 @@
+"""``ma cfg DIR``: the control-flow model, the indented site tree with expressions (MA paper Figure 11)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_post.cli_support import add_trace_arguments
+
+    parser = subparsers.add_parser("cfg", help="control-flow model: the indented site tree with expressions",
+                                   description="Print the control-flow model of a run: the annotated sites as "
+                                               "an indented tree with their expressions.")
+    add_trace_arguments(parser)
+    parser.add_argument("--values", action="store_true",
+                        help="append calls per rank and mean predicted/measured values")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ma_post.cfg import format_cfg
+    from ma_post.cli_support import load_traces
+
+    sys.stdout.write(format_cfg(load_traces(args), values=args.values))
+    return 0

@@ -1,0 +1,72 @@
+"""``ma eval DIR --quantity Q --set na=150000 --set nprocs=64,1024``: evaluate models at any parameters."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_post.cli_support import add_model_arguments, add_set_arguments, add_trace_arguments
+
+    parser = subparsers.add_parser(
+        "eval", help="evaluate models at parameters the run never used",
+        description="Evaluate symbolic models at any input parameters (float64, the semantics of the exported "
+                    "code). Several values per --set make a grid (every combination). Inputs not set keep their "
+                    "traced values; an input that differs between ranks gives a value per traced rank, reported "
+                    "as mean and min..max unless --rank picks one.")
+    add_trace_arguments(parser)
+    parser.add_argument("--quantity", "-q", action="append", required=True, metavar="Q", help="repeatable")
+    add_set_arguments(parser)
+    add_model_arguments(parser)
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ma_post.cli_support import grid, load_traces, number, parse_rank, parse_sets, table
+    from ma_post.evaluation import evaluate
+    from ma_post.models import ModelBuilder
+
+    sets = parse_sets(args.sets)
+    rank = parse_rank(args.rank)
+    ts = load_traces(args)
+    builder = ModelBuilder(ts, conditional=args.conditional)
+    models = [builder.model(q, inline=args.inline) for q in args.quantity]
+    names, points = grid(sets)
+    columns = {n: np.array([p[i] for p in points]) for i, n in enumerate(names)} if points else {}
+    results = [evaluate(m, columns, rank=rank) for m in models]
+    for m, r in zip(models, results):
+        if r.unused:
+            print(f"ma eval: note: {m.quantity} does not depend on {', '.join(r.unused)}", file=sys.stderr)
+        for name, how in r.from_trace.items():
+            print(f"ma eval: note: {m.quantity}: {name} = {how}", file=sys.stderr)
+    n_points = max(len(points), 1)
+    rows = []
+    for k in range(n_points):
+        row = {n: float(columns[n][k]) for n in names}
+        for m, r in zip(models, results):
+            value = np.asarray(r.value, dtype=float).reshape(-1)
+            row[m.quantity] = float(value[k] if value.size > 1 else value[0])
+            if r.per_rank is not None:
+                per_rank = np.asarray(r.per_rank).reshape(len(r.ranks), -1)
+                column = per_rank[:, k if per_rank.shape[1] > 1 else 0]
+                row[f"{m.quantity}:min"] = float(np.nanmin(column))
+                row[f"{m.quantity}:max"] = float(np.nanmax(column))
+                row[f"{m.quantity}:max_rank"] = int(r.ranks[int(np.nanargmax(column))])
+        rows.append(row)
+    if args.format == "json":
+        json.dump(rows, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    header = list(rows[0])
+    if args.format == "csv":
+        sys.stdout.write(",".join(header) + "\n")
+        sys.stdout.writelines(",".join(repr(row[h]) for h in header) + "\n" for row in rows)
+        return 0
+    cells = [header] + [[number(row[h]) for h in header] for row in rows]
+    sys.stdout.write(table(cells))
+    return 0

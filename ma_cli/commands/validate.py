@@ -1,0 +1,43 @@
+"""``ma validate DIR``: every assertion's predicted vs measured value (MA paper Figure 8); exit 1 on FAIL."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_post.cli_support import add_trace_arguments
+
+    parser = subparsers.add_parser(
+        "validate", help="validate assertions: id:type:predicted:measured:error_rate:PASS=n:FAIL=m",
+        description="Validate every modeling assertion of a run against its measurement. Prints one line per "
+                    "site (id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are "
+                    "per-call means over all ranks), a table or JSON. Exit status: 0 when nothing fails, 1 when "
+                    "an assertion fails, 2 on errors.")
+    add_trace_arguments(parser)
+    parser.add_argument("--format", choices=("lines", "table", "json"), default="lines")
+    parser.add_argument("--tolerance", type=float, default=None, metavar="T",
+                        help="re-judge with relative tolerance T: a site fails when some rank's per-call error "
+                             "exceeds T (default: the runtime's PASS/FAIL under the tolerance in the trace)")
+    parser.add_argument("--no-attribution", action="store_true",
+                        help="leave out the error attribution (table and JSON)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ma_post.cli_support import load_traces
+    from ma_post.validation import format_lines, format_table, summary_line, to_json, validate
+
+    ts = load_traces(args)
+    report = validate(ts, tolerance=args.tolerance, attribution=not args.no_attribution)
+    if args.format == "json":
+        json.dump(to_json(report), sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    elif args.format == "table":
+        sys.stdout.write(format_table(report))
+    else:
+        sys.stdout.write(format_lines(report))
+        print(summary_line(report), file=sys.stderr)
+    return 0 if report.ok else 1

@@ -1,0 +1,95 @@
+"""Helpers shared by the post-processing subcommands of ``ma`` (argument parsing, loading, parameter grids)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ma.errors import MAError
+
+if TYPE_CHECKING:
+    from .traceset import TraceSet
+
+
+def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("trace_dir", metavar="DIR", help="trace directory of a run (MA_TRACE_DIR)")
+    parser.add_argument("--allow-missing", action="store_true",
+                        help="warn about missing or unreadable rank files and use the ranks present")
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--inline", action="store_true",
+                        help="substitute derived variables by their definitions (default: keep them named)")
+    parser.add_argument("--conditional", choices=("literal", "observed"), default="literal",
+                        help="sites that ran fewer times than their enclosing loops predict: count them as "
+                             "written (literal, default) or scale by the ratio the trace shows (observed)")
+
+
+def add_set_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V[,V...]",
+                        help="input parameter value(s); several values (comma-separated) make a grid; "
+                             "inputs not set keep their traced values")
+    parser.add_argument("--rank", default=None,
+                        help="for inputs that differ between ranks: a rank number, or mean|min|max over the "
+                             "traced ranks (default: mean, with the spread shown)")
+
+
+def load_traces(args: argparse.Namespace) -> "TraceSet":
+    from .traceset import load
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ts = load(args.trace_dir, allow_missing=args.allow_missing)
+    for warning in caught:
+        print(f"ma {args.command}: warning: {warning.message}", file=sys.stderr)
+    return ts
+
+
+def parse_sets(items: Sequence[str]) -> dict[str, list[float]]:
+    """``["na=1400", "nprocs=4,16"]`` -> ``{"na": [1400.0], "nprocs": [4.0, 16.0]}``."""
+    out: dict[str, list[float]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier() or not text.strip():
+            raise MAError(f"--set {item!r}: expected NAME=NUMBER or NAME=NUMBER,NUMBER,...")
+        values = []
+        for part in text.split(","):
+            try:
+                values.append(float(part))
+            except ValueError:
+                raise MAError(f"--set {item!r}: {part.strip()!r} is not a number") from None
+        out[name] = values
+    return out
+
+
+def parse_rank(text: str | None) -> int | str | None:
+    if text is None:
+        return None
+    if text in ("mean", "min", "max"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise MAError(f"--rank {text!r}: expected a rank number or mean, min, max") from None
+
+
+def grid(sets: dict[str, list[float]]) -> tuple[list[str], list[tuple[float, ...]]]:
+    """Names and the cartesian product of their values, in the order given."""
+    names = list(sets)
+    return names, list(itertools.product(*(sets[n] for n in names)))
+
+
+def number(x: Any) -> str:
+    from .validation import format_number
+
+    return format_number(float(x))
+
+
+def table(rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in rows)

@@ -1,0 +1,9 @@
+"""Exporters of symbolic models: Octave/MATLAB function files, a NumPy module, C sources."""
+
+from .c import c_sources, export_c
+from .common import function_name
+from .octave import export_octave, octave_function
+from .python import export_python, python_module
+
+__all__ = ["export_octave", "octave_function", "export_python", "python_module", "export_c", "c_sources",
+           "function_name"]

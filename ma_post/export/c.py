@@ -1,0 +1,41 @@
+"""C export: a header and a source file of ``double`` functions (and ``_v`` versions over arrays)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from types import SimpleNamespace
+
+from ..models import Model
+from .common import C_RESERVED, environment, prepare, provenance, wrap
+from .printers import C_MOD_SOURCE, CPrinter
+
+DEFAULT_MODULE = "ma_models"
+
+
+def c_sources(models: Iterable[Model], *, source: str | None = None, module: str = DEFAULT_MODULE) -> tuple[str, str]:
+    """(header text, source text)."""
+    printer = CPrinter()
+    functions = []
+    for model in models:
+        f = prepare(model, C_RESERVED)
+        fields = {**vars(f), "definitions": [(n, printer.doprint(e)) for n, e in f.definitions]}
+        functions.append(SimpleNamespace(**fields, body=printer.doprint(f.expr)))
+    env = environment()
+    stamp = provenance(source)
+    guard = module.upper() + "_H"
+    header = env.get_template("c_header.h.j2").render(functions=functions, provenance=stamp, guard=guard)
+    body = env.get_template("c_source.c.j2").render(functions=functions, provenance=stamp, module=module,
+                                                    mod_helper=C_MOD_SOURCE, wrap=wrap)
+    return header, body
+
+
+def export_c(models: Iterable[Model], directory: str | Path, *, source: str | None = None,
+             module: str = DEFAULT_MODULE) -> tuple[Path, Path]:
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    header, body = c_sources(models, source=source, module=module)
+    h, c = out / f"{module}.h", out / f"{module}.c"
+    h.write_text(header)
+    c.write_text(body)
+    return h, c

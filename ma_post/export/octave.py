@@ -1,0 +1,32 @@
+"""Octave/MATLAB export: one function file per quantity, vectorised (``.* ./ .^``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..models import Model
+from .common import OCTAVE_RESERVED, environment, prepare, provenance, wrap
+from .printers import OctavePrinter
+
+
+def octave_function(model: Model, *, source: str | None = None) -> tuple[str, str]:
+    """(file name, text) of the .m function file of ``model``."""
+    f = prepare(model, OCTAVE_RESERVED)
+    printer = OctavePrinter()
+    definitions = [(name, printer.doprint(expr)) for name, expr in f.definitions]
+    text = environment().get_template("octave_function.m.j2").render(
+        f=f, definitions=definitions, body=printer.doprint(f.expr), provenance=provenance(source), wrap=wrap)
+    return f"{f.name}.m", text
+
+
+def export_octave(models: Iterable[Model], directory: str | Path, *, source: str | None = None) -> list[Path]:
+    out = Path(directory)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for model in models:
+        name, text = octave_function(model, source=source)
+        path = out / name
+        path.write_text(text)
+        written.append(path)
+    return written

@@ -1,0 +1,98 @@
+"""SymPy code printers for the three export targets, agreeing with the runtime's semantics.
+
+- ``mod(a, b)`` takes the sign of ``b`` and ``mod(a, 0) = a`` (Octave's builtin already does this; NumPy and
+  C get a small helper, since ``numpy.mod(a, 0)`` is NaN and C's ``fmod`` takes the sign of ``a``);
+- ``log2``/``log10`` print as the native functions (exact on powers of 2 / 10);
+- every operator is elementwise, so the same function evaluates a whole grid in one call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+from sympy.printing.c import C99CodePrinter
+from sympy.printing.numpy import NumPyPrinter
+from sympy.printing.octave import OctaveCodePrinter
+
+NUMPY_MOD_HELPER = "_ma_mod"
+C_MOD_HELPER = "ma_mod"
+
+
+class OctavePrinter(OctaveCodePrinter):
+    """Octave/MATLAB code with elementwise operators (``.* ./ .^``)."""
+
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        super().__init__({"inline": True, **(settings or {})})
+
+    def _print_log2(self, expr: sympy.Expr) -> str:
+        return f"log2({self._print(expr.args[0])})"
+
+    def _print_log10(self, expr: sympy.Expr) -> str:
+        return f"log10({self._print(expr.args[0])})"
+
+    def _print_mod(self, expr: sympy.Expr) -> str:  # Octave's own mod has the runtime's semantics
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"mod({a}, {b})"
+
+
+class NumpyPrinter(NumPyPrinter):
+    """NumPy code; ``numpy`` must be imported as ``numpy`` and ``_ma_mod`` defined beside it."""
+
+    def _print_Mod(self, expr: sympy.Expr) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"{NUMPY_MOD_HELPER}({a}, {b})"
+
+    _print_mod = _print_Mod
+
+    def _nested(self, func: str, args: tuple[sympy.Expr, ...]) -> str:
+        if len(args) == 1:
+            return self._print(args[0])
+        return f"numpy.{func}({self._print(args[0])}, {self._nested(func, args[1:])})"
+
+    def _print_Min(self, expr: sympy.Expr) -> str:
+        return self._nested("minimum", expr.args)
+
+    def _print_Max(self, expr: sympy.Expr) -> str:
+        return self._nested("maximum", expr.args)
+
+
+class CPrinter(C99CodePrinter):
+    """C99 double arithmetic; no M_* macros (not in strict C99), ``ma_mod`` for Octave's mod."""
+
+    def __init__(self, settings: dict[str, Any] | None = None) -> None:
+        super().__init__({"math_macros": {}, **(settings or {})})
+
+    def _print_Mod(self, expr: sympy.Expr) -> str:
+        a, b = (self._print(arg) for arg in expr.args)
+        return f"{C_MOD_HELPER}({a}, {b})"
+
+    _print_mod = _print_Mod
+
+
+def numpy_mod(a: Any, b: Any) -> Any:
+    """Octave's mod, elementwise: sign of ``b``; ``mod(a, 0) = a``."""
+    import numpy
+
+    a, b = numpy.asarray(a, dtype=float), numpy.asarray(b, dtype=float)
+    safe = numpy.where(b == 0, 1.0, b)
+    return numpy.where(b == 0, a, numpy.mod(a, safe))
+
+
+NUMPY_MOD_SOURCE = '''def _ma_mod(a, b):
+    """Octave's mod, elementwise: the result has the sign of b, and mod(a, 0) = a."""
+    a, b = numpy.asarray(a, dtype=float), numpy.asarray(b, dtype=float)
+    return numpy.where(b == 0, a, numpy.mod(a, numpy.where(b == 0, 1.0, b)))
+'''
+
+C_MOD_SOURCE = """/* Octave's mod: the result has the sign of b, and mod(a, 0) = a. */
+static inline double ma_mod(double a, double b)
+{
+    if (b == 0.0)
+        return a;
+    double r = fmod(a, b);
+    if (r != 0.0 && ((r < 0.0) != (b < 0.0)))
+        r += b;
+    return r;
+}
+"""

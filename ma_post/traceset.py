@@ -1,0 +1,458 @@
+"""TraceSet: every rank's trace of one run, with ranks and threads as array dimensions.
+
+The hub type of post-processing. Sites are keyed by their chain of ``(type, id)`` pairs from the root
+(a path string alone is ambiguous when two sites of different types share an id), and every per-call
+aggregate of a site is a numpy array of shape ``(ranks, threads)``, so validation and model checks are
+vectorised over ranks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ma.errors import TraceError
+
+from .flat import FIELDS, FlatTrace, flatten_document
+from .reader import TraceWarning, read_trace_dir
+
+SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
+
+FIELD = {name: i for i, name in enumerate(FIELDS)}
+_MINMAX = [i for i, name in enumerate(FIELDS) if name.endswith(("_min", "_max"))]
+
+MPI_TYPES: frozenset[str] = frozenset({
+    "mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
+    "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier",
+})
+# Types that are structure or declarations, not assertions checked against a measurement.
+STRUCTURE_TYPES: frozenset[str] = frozenset({"root", "subroutine", "variable", "assign"})
+
+
+def is_mpi(site_type: str) -> bool:
+    return site_type.startswith("mpi_")
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Per-call statistics of one quantity, arrays of shape (ranks, threads); NaN min/max where absent."""
+
+    n: np.ndarray
+    min: np.ndarray
+    max: np.ndarray
+    sum: np.ndarray
+
+    def per_rank(self) -> "Stats":
+        """Reduced over threads: shape (ranks,)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: rank without the site
+            return Stats(self.n.sum(axis=1), np.nanmin(self.min, axis=1), np.nanmax(self.max, axis=1),
+                         self.sum.sum(axis=1))
+
+    def mean_per_rank(self) -> np.ndarray:
+        """Per-call mean on every rank (NaN where the rank has no values)."""
+        reduced = self.per_rank()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(reduced.n > 0, reduced.sum / np.where(reduced.n > 0, reduced.n, 1), np.nan)
+
+    def total(self) -> tuple[float, float, float, float]:
+        """(n, min, max, sum) over every rank and thread."""
+        n = float(self.n.sum())
+        if n == 0:
+            return 0.0, float("nan"), float("nan"), 0.0
+        return n, float(np.nanmin(self.min)), float(np.nanmax(self.max)), float(self.sum.sum())
+
+    def mean(self) -> float:
+        n, _, _, total = self.total()
+        return total / n if n else float("nan")
+
+
+@dataclass
+class Site:
+    """One annotation site (union over ranks and threads) and views of its aggregates."""
+
+    key: SiteKey
+    index: int
+    id: str
+    type: str
+    path: str
+    expr: str | None
+    count_expr: str | None
+    file: str | None
+    line: int | None
+    parent: SiteKey | None
+    children: list[SiteKey] = field(default_factory=list)
+    other_exprs: set[str] = field(default_factory=set)  # different expression texts seen on other ranks
+    first_fail: dict[int, dict[str, Any]] = field(default_factory=dict)  # rank -> first failing call
+    first_mismatch: dict[int, dict[str, Any]] = field(default_factory=dict)
+    _data: np.ndarray | None = field(default=None, repr=False)  # view (fields, ranks, threads)
+
+    @property
+    def depth(self) -> int:
+        """Number of sites from the root down to this one (top-level sites are 1)."""
+        return len(self.key)
+
+    def array(self, name: str) -> np.ndarray:
+        assert self._data is not None
+        return self._data[FIELD[name]]
+
+    @property
+    def present(self) -> np.ndarray:
+        """(ranks, threads) bool: where this site appears in the trace."""
+        return self.array("calls") > 0
+
+    @property
+    def calls(self) -> np.ndarray:
+        return self.array("calls")
+
+    def stats(self, prefix: str) -> Stats:
+        """``pred``, ``meas``, ``cpred`` (MPI predicted count) or ``cmeas`` (MPI measured count)."""
+        return Stats(*(self.array(f"{prefix}_{part}") for part in ("n", "min", "max", "sum")))
+
+    @property
+    def predicted(self) -> Stats:
+        return self.stats("pred")
+
+    @property
+    def measured(self) -> Stats:
+        return self.stats("meas")
+
+    def ranks_present(self) -> np.ndarray:
+        """Bool per rank: the site appears on at least one thread of the rank."""
+        return self.present.any(axis=1)
+
+    @property
+    def is_assertion(self) -> bool:
+        return self.type not in STRUCTURE_TYPES
+
+
+@dataclass
+class Variable:
+    """One (name, scope) entry of the variable tables, with per-rank values (NaN where absent)."""
+
+    name: str
+    scope: str
+    kind: str
+    expr: str | None
+    values: np.ndarray
+    mins: np.ndarray
+    maxs: np.ndarray
+    defs: np.ndarray
+    other_exprs: set[str] = field(default_factory=set)
+
+    @property
+    def present(self) -> np.ndarray:
+        return self.defs > 0
+
+    @property
+    def rank_dependent(self) -> bool:
+        """Its value differs between ranks."""
+        vals = self.values[self.present]
+        return bool(vals.size and np.nanmax(vals) != np.nanmin(vals))
+
+    @property
+    def varies_within_rank(self) -> bool:
+        """It took more than one value during the run on some rank (re-declared with a new value)."""
+        mask = self.present
+        return bool(np.any(self.mins[mask] != self.maxs[mask]))
+
+
+@dataclass
+class Anomaly:
+    kind: str
+    path: str
+    message: str
+    count: int
+    ranks: list[int]
+    file: str | None
+    line: int | None
+
+
+@dataclass
+class TraceSet:
+    """All ranks of one run. ``ranks[i]`` is the rank number of row i of every per-rank array."""
+
+    directory: Path | None
+    files: list[str]
+    ranks: np.ndarray
+    size: int
+    run_id: str | None
+    headers: list[dict[str, Any]]
+    thread_ids: list[int]
+    thread_names: dict[int, str]
+    sites: dict[SiteKey, Site]
+    variables: dict[tuple[str, str], Variable]
+    anomalies: list[Anomaly]
+    mpi_profiles: list[dict[str, Any] | None]
+    missing_ranks: list[int]
+    skipped: dict[str, str]  # file -> why it was left out (allow_missing)
+    data: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(FIELDS), 0, 0)))
+
+    # --- navigation -------------------------------------------------------------------------
+    @property
+    def root(self) -> Site:
+        return self.sites[()]
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.ranks)
+
+    @property
+    def language(self) -> str:
+        languages = sorted({str(h.get("language")) for h in self.headers})
+        return "+".join(languages)
+
+    def children(self, site: Site) -> list[Site]:
+        return [self.sites[k] for k in site.children]
+
+    def walk(self, start: Site | None = None) -> Iterator[Site]:
+        """Depth-first, in order of first appearance; the root itself is not yielded."""
+        stack = [iter(self.children(start or self.root))]
+        while stack:
+            child = next(stack[-1], None)
+            if child is None:
+                stack.pop()
+                continue
+            yield child
+            stack.append(iter(self.children(child)))
+
+    def ancestors(self, site: Site) -> list[Site]:
+        """From the top-level site down to the parent of ``site`` (root excluded)."""
+        return [self.sites[site.key[:i]] for i in range(1, len(site.key))]
+
+    def find(self, path: str, site_type: str | None = None) -> Site:
+        """The site at ``path`` (ids joined by '/'); ``site_type`` disambiguates."""
+        matches = [s for s in self.sites.values() if s.path == path and s.key
+                   and (site_type is None or s.type == site_type)]
+        if len(matches) != 1:
+            what = f"{path!r}" + (f" of type {site_type}" if site_type else "")
+            raise KeyError(f"{len(matches)} sites match {what}")
+        return matches[0]
+
+    def rank_index(self, rank: int) -> int:
+        where = np.flatnonzero(self.ranks == rank)
+        if not where.size:
+            raise KeyError(f"rank {rank} is not in this trace set (ranks {rank_ranges(self.ranks)})")
+        return int(where[0])
+
+    # --- variables --------------------------------------------------------------------------
+    def variable_names(self, kind: str | None = None) -> list[str]:
+        names: dict[str, None] = {}
+        for (name, _), var in self.variables.items():
+            if kind is None or var.kind == kind:
+                names.setdefault(name, None)
+        return list(names)
+
+    def visible_variable(self, name: str, path: str) -> Variable | None:
+        """The declaration of ``name`` that a site at ``path`` sees: the innermost enclosing scope."""
+        best: Variable | None = None
+        for (vname, scope), var in self.variables.items():
+            if vname != name or not _scope_contains(scope, path):
+                continue
+            if best is None or len(scope) > len(best.scope):
+                best = var
+        return best
+
+    def incomplete_ranks(self) -> dict[int, str]:
+        """Ranks whose trace is not from a clean exit: rank -> status (and reason)."""
+        out = {}
+        for rank, header in zip(self.ranks.tolist(), self.headers):
+            status = header.get("status", "complete")
+            if status != "complete":
+                reason = header.get("exit_reason")
+                out[rank] = f"{status}: {reason}" if reason else str(status)
+        return out
+
+    def tolerance(self, site_type: str) -> float:
+        """The relative tolerance the runtime used for ``site_type`` (first rank's header)."""
+        tol = self.headers[0].get("tolerance") or {}
+        by_type = tol.get("by_type") or {}
+        return float(by_type.get(site_type, tol.get("default", 0.0)))
+
+    def unmeasured_reason(self, site_type: str) -> str | None:
+        """Why ``site_type`` could not be measured, from the header's counter section (None if it was)."""
+        kind = "mpi" if is_mpi(site_type) else site_type
+        if kind == "mpi":
+            mpi = self.headers[0].get("mpi") or {}
+            return None if mpi.get("profiling") else (mpi.get("reason") or "MPI profiling was not loaded")
+        measures = (self.headers[0].get("counters") or {}).get("measures") or {}
+        if kind in measures and measures[kind] is None:
+            providers = (self.headers[0].get("counters") or {}).get("providers") or []
+            reasons = [f"{p.get('name')}: {p.get('reason')}" for p in providers if p.get("reason")]
+            return "no counter provider measures " + kind + (f" ({'; '.join(reasons)})" if reasons else "")
+        return None
+
+
+def _scope_contains(scope: str, path: str) -> bool:
+    return scope == "" or path == scope or path.startswith(scope + "/")
+
+
+def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
+    """Compact list: 0-3,5,7-9."""
+    values = sorted(int(r) for r in ranks)
+    parts: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[j] + 1:
+            j += 1
+        parts.append(str(values[i]) if i == j else f"{values[i]}-{values[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | None = None) -> TraceSet:
+    """Read every ``rank-<r>.ma.json`` of a run.
+
+    Raises TraceError naming the file for: no trace files, a missing rank, a truncated or corrupt file,
+    a newer schema version, a file that is not an ma-trace, a rank or size that does not match, or a
+    different run id. With ``allow_missing=True``, missing and unreadable rank files are reported with
+    ``warnings.warn`` (TraceWarning) and the ranks present are kept. ``workers`` processes parse the
+    files (default: automatic, see ma_post.flat.default_workers; 0: this process only).
+    """
+    directory = Path(trace_dir)
+    flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
+    ts = _build(flats, directory)
+    ts.skipped = skipped
+    ts.missing_ranks = missing
+    return ts
+
+
+def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None, *,
+                directory: Path | None = None) -> TraceSet:
+    """Build a TraceSet from trace documents already in memory (one per rank, in rank order)."""
+    if not traces:
+        raise TraceError(str(directory or "<traces>"), "no trace to load")
+    names = list(names) if names is not None else [f"rank-{i}.ma.json" for i in range(len(traces))]
+    return _build([flatten_document(t, n) for t, n in zip(traces, names)], directory)
+
+
+def _build(flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
+    builder = _Builder(len(flats))
+    for index, flat in enumerate(flats):
+        builder.add(index, flat)
+    return builder.finish(flats, directory)
+
+
+class _Builder:
+    """Accumulates sites, variables and anomalies of every rank, then lays out the numpy arrays."""
+
+    def __init__(self, n_ranks: int) -> None:
+        self.n_ranks = n_ranks
+        self.sites: dict[SiteKey, Site] = {}
+        self.blocks: list[tuple[list[int], int, int, np.ndarray]] = []  # (site indices, rank, thread, values)
+        self.thread_index: dict[int, int] = {}
+        self.thread_names: dict[int, str] = {}
+        self.var_rows: dict[tuple[str, str], list[Any]] = {}
+        self.anomalies: dict[tuple[str, str], Anomaly] = {}
+        self.ranks: list[int] = []
+
+    def add(self, index: int, flat: FlatTrace) -> None:
+        rank = int(flat.header["rank"])
+        self.ranks.append(rank)
+        for thread in flat.threads:
+            if thread.thread not in self.thread_index:
+                self.thread_index[thread.thread] = len(self.thread_index)
+                self.thread_names[thread.thread] = thread.name
+            thread_idx = self.thread_index[thread.thread]
+            self._site((), ("root", "", "", None, None, None, None), None)
+            keys: list[SiteKey] = []
+            indices: list[int] = []
+            for node in thread.nodes:
+                parent_row = node[0]
+                parent = keys[parent_row] if parent_row >= 0 else ()
+                key = parent + ((node[1], node[2]),)
+                keys.append(key)
+                site = self._site(key, node[1:8], parent)
+                indices.append(site.index)
+                if node[8] and rank not in site.first_fail:
+                    site.first_fail[rank] = node[8]
+                if node[9] and rank not in site.first_mismatch:
+                    site.first_mismatch[rank] = node[9]
+            self.blocks.append((indices, index, thread_idx, thread.values))
+        for var in flat.variables:
+            self._add_variable(var, index, flat.name)
+        for anomaly in flat.anomalies:
+            self._add_anomaly(anomaly, rank)
+
+    def _site(self, key: SiteKey, node: tuple[Any, ...], parent: SiteKey | None) -> Site:
+        """``node`` is (type, id, path, expr, count_expr, file, line) of the first rank that has it."""
+        site = self.sites.get(key)
+        if site is None:
+            type_, id_, path, expr, count_expr, file, line = node
+            site = Site(key=key, index=len(self.sites), id=id_, type=type_, path=path, expr=expr,
+                        count_expr=count_expr, file=file, line=line, parent=parent)
+            self.sites[key] = site
+            if parent is not None:
+                self.sites[parent].children.append(key)
+        elif node[3] is not None and node[3] != site.expr:
+            site.other_exprs.add(str(node[3]))
+        return site
+
+    def _add_variable(self, var: Mapping[str, Any], rank_idx: int, name: str) -> None:
+        try:
+            key = (str(var["name"]), str(var.get("scope") or ""))
+            values = (_num(var.get("value")), _num(var.get("min")), _num(var.get("max")), _num(var.get("defs", 1)))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise TraceError(name, f"variable entry {var!r}: bad or missing field ({exc!s})") from None
+        entry = self.var_rows.get(key)
+        if entry is None:
+            entry = [str(var.get("kind") or "input"), var.get("expr"), set(), []]
+            self.var_rows[key] = entry
+        elif var.get("expr") != entry[1] and var.get("expr") is not None:
+            entry[2].add(str(var["expr"]))
+        entry[3].append((rank_idx, *values))
+
+    def _add_anomaly(self, anomaly: Mapping[str, Any], rank: int) -> None:
+        key = (str(anomaly.get("kind")), str(anomaly.get("path", "")))
+        found = self.anomalies.get(key)
+        if found is None:
+            self.anomalies[key] = Anomaly(key[0], key[1], str(anomaly.get("message", "")),
+                                          int(anomaly.get("count", 1) or 1), [rank],
+                                          anomaly.get("file"), anomaly.get("line"))
+        else:
+            found.count += int(anomaly.get("count", 1) or 1)
+            found.ranks.append(rank)
+
+    def finish(self, flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
+        n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
+        data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
+        data[:, _MINMAX] = np.nan
+        if self.blocks:
+            s = np.concatenate([np.asarray(b[0], dtype=np.intp) for b in self.blocks])
+            r = np.concatenate([np.full(len(b[0]), b[1], dtype=np.intp) for b in self.blocks])
+            t = np.concatenate([np.full(len(b[0]), b[2], dtype=np.intp) for b in self.blocks])
+            data[s, :, r, t] = np.concatenate([b[3] for b in self.blocks])
+        sites = self.sites
+        for site in sites.values():
+            site._data = data[site.index]
+        order = np.argsort(self.ranks)
+        if not np.all(order == np.arange(len(order))):
+            raise TraceError(str(directory), "traces must be given in rank order")
+        variables = {}
+        for key, (kind, expr, others, rows) in self.var_rows.items():
+            arrays = np.full((4, self.n_ranks), np.nan)
+            arrays[3] = 0
+            for rank_idx, value, lo, hi, defs in rows:
+                arrays[:, rank_idx] = (value, lo, hi, defs)
+            variables[key] = Variable(key[0], key[1], kind, expr, arrays[0], arrays[1], arrays[2], arrays[3], others)
+        tids = sorted(self.thread_index, key=self.thread_index.__getitem__)
+        return TraceSet(
+            directory=directory, files=[f.name for f in flats], ranks=np.asarray(self.ranks, dtype=np.int64),
+            size=int(flats[0].header["size"]), run_id=flats[0].header.get("run_id"),
+            headers=[f.header for f in flats], thread_ids=tids, thread_names=self.thread_names,
+            sites=sites, variables=variables, anomalies=list(self.anomalies.values()),
+            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=[], skipped={}, data=data)
+
+
+def _num(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+__all__ = ["TraceSet", "Site", "Variable", "Anomaly", "Stats", "SiteKey", "TraceWarning", "load",
+           "from_traces", "FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "is_mpi", "rank_ranges"]

@@ -1,0 +1,405 @@
+"""Validation of modeling assertions: predicted against measured, per site, aggregated over ranks.
+
+Numbers per site (MA paper Figure 8, ``id:type:predicted:measured:error_rate:PASS=n:FAIL=m``):
+
+- *predicted* and *measured* are per-call means over every call on every rank and thread (the table and
+  JSON add min and max), *error rate* is ``(predicted - measured) / measured`` of those means;
+- PASS/FAIL are the runtime's per-call verdicts (under the tolerance in the trace header) summed over
+  ranks; calls that could not be measured are counted as UNMEASURED, never as PASS;
+- the *worst rank* is the rank with the largest per-call error bound: when the prediction is the same on
+  every call of a rank (the usual case) the bound is exact — the larger error of the smallest and the
+  largest measured value; otherwise it is the error of the rank's means.
+
+``--tolerance T`` re-judges every site from the trace with relative tolerance T: a site fails when some
+rank's per-call error bound exceeds T.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .traceset import Site, Stats, TraceSet, is_mpi, rank_ranges
+
+PASS, FAIL, UNMEASURED = "PASS", "FAIL", "UNMEASURED"
+
+
+@dataclass
+class SiteResult:
+    site: Site
+    calls: int
+    predicted: tuple[float, float, float]  # mean, min, max per call
+    measured: tuple[float, float, float]  # NaN when nothing was measured
+    error_rate: float
+    passes: int
+    fails: int
+    unmeasured: int
+    mismatch: int
+    worst_rank: int | None
+    worst_error: float  # per-call error bound of the worst rank (NaN when unmeasured)
+    failing_ranks: list[int]
+    status: str
+    unmeasured_reason: str | None = None
+    count_predicted: tuple[float, float, float] | None = None  # MPI: messages per call
+    count_measured: tuple[float, float, float] | None = None
+    first_fail: tuple[int, dict[str, Any]] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.site.id
+
+    @property
+    def type(self) -> str:
+        return self.site.type
+
+
+@dataclass
+class Contribution:
+    site: Site
+    predicted: float
+    measured: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted - self.measured
+
+
+@dataclass
+class Attribution:
+    """How the error of one quantity inside a subroutine or loop splits over the assertions below it."""
+
+    container: Site
+    type: str
+    predicted: float
+    measured: float
+    contributions: list[Contribution]
+
+    @property
+    def error_rate(self) -> float:
+        return _rate(self.predicted, self.measured)
+
+    def shares(self) -> list[tuple[Contribution, float]]:
+        """Each contribution with its share of the total absolute error (0..1), largest first."""
+        total = sum(abs(c.error) for c in self.contributions)
+        ranked = sorted(self.contributions, key=lambda c: -abs(c.error))
+        return [(c, abs(c.error) / total if total else 0.0) for c in ranked]
+
+
+@dataclass
+class Report:
+    traceset: TraceSet
+    results: list[SiteResult]
+    tolerance: float | None  # the --tolerance used for judging, None: the runtime's verdicts
+    attribution: list[Attribution] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SiteResult]:
+        return [r for r in self.results if r.status == FAIL]
+
+    @property
+    def unmeasured(self) -> list[SiteResult]:
+        return [r for r in self.results if r.status == UNMEASURED]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+
+def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool = True) -> Report:
+    """Validation report of every assertion site of ``ts``."""
+    if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
+        from ma.errors import MAError
+
+        raise MAError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
+    results = [_site_result(ts, site, tolerance) for site in ts.walk() if site.is_assertion]
+    report = Report(ts, results, tolerance)
+    if attribution:
+        report.attribution = attribute_errors(ts)
+    return report
+
+
+def _triple(stats: Stats) -> tuple[float, float, float]:
+    n, lo, hi, total = stats.total()
+    return (total / n if n else math.nan, lo, hi)
+
+
+def _rate(predicted: float, measured: float) -> float:
+    if math.isnan(predicted) or math.isnan(measured):
+        return math.nan
+    if measured == 0:
+        return 0.0 if predicted == 0 else math.copysign(math.inf, predicted)
+    return (predicted - measured) / measured
+
+
+def _bound(pred: Stats, meas: Stats) -> np.ndarray:
+    """Per-rank per-call relative error bound (see the module docstring); NaN where nothing was measured."""
+    p, m = pred.per_rank(), meas.per_rank()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p_mean = p.sum / np.where(p.n > 0, p.n, 1)
+        m_mean = m.sum / np.where(m.n > 0, m.n, 1)
+
+        def rel(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            out = np.abs(a - b) / np.abs(b)
+            return np.where(a == b, 0.0, out)  # 0/0 is agreement, x/0 is infinite
+
+        constant = (p.min == p.max) & np.isfinite(m.min)
+        exact = np.maximum(rel(p.min, m.min), rel(p.min, m.max))
+        crosses_zero = (m.min <= 0) & (m.max >= 0) & (p.min != 0) & (m.min != m.max)
+        exact = np.where(crosses_zero, np.inf, exact)
+        bound = np.where(constant, exact, rel(p_mean, m_mean))
+    return np.where(m.n > 0, bound, np.nan)
+
+
+def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResult:
+    pred, meas = site.predicted, site.measured
+    bound = _bound(pred, meas)
+    count_pred = count_meas = None
+    if is_mpi(site.type):
+        cpred, cmeas = site.stats("cpred"), site.stats("cmeas")
+        count_pred, count_meas = _triple(cpred), _triple(cmeas)
+        bound = np.fmax(bound, _bound(cpred, cmeas))
+    passes, fails = int(site.array("pass").sum()), int(site.array("fail").sum())
+    unmeasured = int(site.array("unmeasured").sum())
+    p_triple, m_triple = _triple(pred), _triple(meas)
+    worst_rank, worst_error = None, math.nan
+    if np.isfinite(bound).any() or np.isinf(bound).any():
+        idx = int(np.nanargmax(np.where(np.isnan(bound), -1.0, bound)))
+        worst_rank, worst_error = int(ts.ranks[idx]), float(bound[idx])
+    fail_per_rank = site.array("fail").sum(axis=1)
+    if tolerance is None:
+        failing = ts.ranks[fail_per_rank > 0]
+    else:
+        failing = ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
+    if meas.n.sum() == 0 and not (count_meas and count_meas[0] == count_meas[0]):
+        status = UNMEASURED
+    else:
+        status = FAIL if failing.size else PASS
+    first_fail = None
+    if site.first_fail:
+        rank = min(site.first_fail)
+        first_fail = (rank, site.first_fail[rank])
+    return SiteResult(
+        site=site, calls=int(site.calls.sum()), predicted=p_triple, measured=m_triple,
+        error_rate=_rate(p_triple[0], m_triple[0]), passes=passes, fails=fails, unmeasured=unmeasured,
+        mismatch=int(site.array("mismatch").sum()), worst_rank=worst_rank, worst_error=worst_error,
+        failing_ranks=failing.tolist(), status=status,
+        unmeasured_reason=_unmeasured_reason(ts, site) if status == UNMEASURED or unmeasured else None,
+        count_predicted=count_pred, count_measured=count_meas, first_fail=first_fail)
+
+
+def _unmeasured_reason(ts: TraceSet, site: Site) -> str:
+    if site.type == "loop":
+        return "the trip count was not reported (count with lp.range or lp.iter, or call lp.end(n))"
+    return ts.unmeasured_reason(site.type) or "no measurement"
+
+
+# --- error attribution ------------------------------------------------------------------------------
+
+
+def attribute_errors(ts: TraceSet) -> list[Attribution]:
+    """For every subroutine and loop (and the whole program), the error of each assertion type below it,
+    split over the assertions that make it. Sums are over measured calls on every rank."""
+    own: dict[tuple, Contribution] = {}
+    for site in ts.walk():
+        if not site.is_assertion or site.type == "loop":
+            continue
+        meas = site.measured.per_rank()
+        if meas.n.sum() == 0:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"):
+            p_mean = site.predicted.mean_per_rank()
+        predicted = float(np.nansum(np.where(meas.n > 0, p_mean * meas.n, 0.0)))
+        own[site.key] = Contribution(site, predicted, float(meas.sum.sum()))
+    out = []
+    containers = [ts.root] + [s for s in ts.walk() if s.type in ("subroutine", "loop")]
+    for container in containers:
+        depth = len(container.key)
+        by_type: dict[str, list[Contribution]] = {}
+        for key, contribution in own.items():
+            if key[:depth] == container.key and len(key) > depth:
+                by_type.setdefault(contribution.site.type, []).append(contribution)
+        for site_type, contributions in by_type.items():
+            if not any(c.error for c in contributions):
+                continue
+            out.append(Attribution(container, site_type, sum(c.predicted for c in contributions),
+                                   sum(c.measured for c in contributions), contributions))
+    return out
+
+
+# --- formatting -------------------------------------------------------------------------------------
+
+
+def format_number(x: float) -> str:
+    """Integers as integers, other values with up to 10 significant digits; '-' when missing."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.10g}"
+
+
+def format_rate(x: float) -> str:
+    """Error rate as in the paper: 0.0, -0.194, 1.426E-4."""
+    if math.isnan(x):
+        return "-"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == 0:
+        return "0.0"
+    if 1e-3 <= abs(x) < 1e4:
+        text = f"{x:.3g}"
+        return text if ("." in text or "e" in text) else text + ".0"
+    mantissa, exponent = f"{x:.3E}".split("E")
+    return f"{mantissa}E{int(exponent)}"
+
+
+def format_line(result: SiteResult) -> str:
+    """One line in the format of the MA paper's Figure 8."""
+    line = (f"{result.id}:ma_{result.type}:{format_number(result.predicted[0])}:"
+            f"{format_number(result.measured[0])}:{format_rate(result.error_rate)}:"
+            f"PASS={result.passes}:FAIL={result.fails}")
+    if result.unmeasured:
+        line += f":UNMEASURED={result.unmeasured}"
+    return line
+
+
+def format_lines(report: Report) -> str:
+    return "".join(format_line(r) + "\n" for r in report.results)
+
+
+def _span(triple: tuple[float, float, float] | None) -> str:
+    if triple is None or math.isnan(triple[0]):
+        return "-"
+    mean, lo, hi = triple
+    if lo == hi:
+        return format_number(mean)
+    return f"{format_number(mean)} [{format_number(lo)}..{format_number(hi)}]"
+
+
+def format_table(report: Report) -> str:
+    ts = report.traceset
+    rows = [("site", "type", "calls", "predicted", "measured", "error", "pass", "fail", "unmeas", "status",
+             "worst rank")]
+    for r in report.results:
+        worst = "-" if r.worst_rank is None or r.worst_error == 0 else f"{r.worst_rank} ({format_rate(r.worst_error)})"
+        pred, meas = _span(r.predicted), _span(r.measured)
+        if r.count_predicted is not None:
+            pred += f" x{_span(r.count_predicted)}"
+            meas += f" x{_span(r.count_measured)}" if r.count_measured and not math.isnan(r.count_measured[0]) else ""
+        rows.append((r.site.path, r.type, str(r.calls), pred, meas, format_rate(r.error_rate), str(r.passes),
+                     str(r.fails), str(r.unmeasured), r.status, worst))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    out = [f"trace: {ts.directory or '-'}  ranks: {ts.n_ranks} of {ts.size}  language: {ts.language}"
+           f"  run: {ts.run_id or '-'}", ""] + lines
+    out += ["", summary_line(report)]
+    out += _notes(report)
+    if report.attribution:
+        out += ["", "error attribution (predicted - measured, summed over ranks; share of the absolute error):"]
+        out += format_attribution(report.attribution)
+    return "\n".join(out) + "\n"
+
+
+def summary_line(report: Report) -> str:
+    n_pass = sum(1 for r in report.results if r.status == PASS)
+    judged = (f"tolerance {report.tolerance:g} (re-judged from the trace)" if report.tolerance is not None
+              else "the runtime's tolerance")
+    return (f"{len(report.results)} assertions: {n_pass} PASS, {len(report.failed)} FAIL, "
+            f"{len(report.unmeasured)} UNMEASURED ({judged})")
+
+
+def _notes(report: Report) -> list[str]:
+    ts = report.traceset
+    out: list[str] = []
+    for r in report.results:
+        if r.status == UNMEASURED:
+            out.append(f"unmeasured: {r.site.path} ({r.type}): {r.unmeasured_reason or 'no measurement'}")
+        if r.mismatch:
+            first = r.site.first_mismatch.get(min(r.site.first_mismatch)) if r.site.first_mismatch else None
+            detail = f" (first: given {first.get('given')}, evaluated {first.get('evaluated')})" if first else ""
+            out.append(f"mismatch: {r.site.path}: the program's value differed from the expression in "
+                       f"{r.mismatch} calls{detail}")
+        if r.status == FAIL and r.failing_ranks:
+            out.append(f"fail: {r.site.path}: ranks {rank_ranges(r.failing_ranks)}")
+    for site in ts.walk():
+        if site.type == "assign" and site.array("mismatch").sum():
+            out.append(f"mismatch: derived variable {site.id} = {site.expr}: the program's value differed in "
+                       f"{int(site.array('mismatch').sum())} declarations")
+    for anomaly in ts.anomalies:
+        out.append(f"anomaly: {anomaly.kind} at {anomaly.path or '(top)'}: {anomaly.message} "
+                   f"(x{anomaly.count}, ranks {rank_ranges(anomaly.ranks)})")
+    for rank, status in ts.incomplete_ranks().items():
+        out.append(f"incomplete: rank {rank}: {status}")
+    if ts.missing_ranks:
+        out.append(f"missing ranks: {rank_ranges(ts.missing_ranks)}")
+    return [""] + out if out else []
+
+
+def format_attribution(attribution: Iterable[Attribution]) -> list[str]:
+    lines = []
+    for a in attribution:
+        name = a.container.path or "(program)"
+        lines.append(f"  {name} [{a.container.type}] {a.type}: predicted {format_number(a.predicted)}, "
+                     f"measured {format_number(a.measured)}, error {format_rate(a.error_rate)}")
+        for contribution, share in a.shares():
+            if contribution.error == 0:
+                continue
+            lines.append(f"    {contribution.site.path}: {format_number(contribution.error)} "
+                         f"({100 * share:.1f}%)")
+    return lines
+
+
+def _json_number(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return int(x)
+    return x
+
+
+def _triple_json(t: tuple[float, float, float] | None) -> Any:
+    if t is None:
+        return None
+    return {"mean": _json_number(t[0]), "min": _json_number(t[1]), "max": _json_number(t[2])}
+
+
+def to_json(report: Report) -> dict[str, Any]:
+    ts = report.traceset
+    sites = []
+    for r in report.results:
+        sites.append({
+            "id": r.id, "type": r.type, "path": r.site.path, "expr": r.site.expr, "count_expr": r.site.count_expr,
+            "file": r.site.file, "line": r.site.line, "calls": r.calls,
+            "predicted": _triple_json(r.predicted), "measured": _triple_json(r.measured),
+            "count_predicted": _triple_json(r.count_predicted), "count_measured": _triple_json(r.count_measured),
+            "error_rate": _json_number(r.error_rate), "pass": r.passes, "fail": r.fails,
+            "unmeasured": r.unmeasured, "mismatch": r.mismatch, "status": r.status,
+            "unmeasured_reason": r.unmeasured_reason, "worst_rank": r.worst_rank,
+            "worst_error": _json_number(r.worst_error), "failing_ranks": r.failing_ranks,
+            "first_fail": None if r.first_fail is None else {"rank": r.first_fail[0], **r.first_fail[1]},
+            "line_text": format_line(r),
+        })
+    return {
+        "trace": {"directory": str(ts.directory) if ts.directory else None, "ranks": ts.ranks.tolist(),
+                  "size": ts.size, "run_id": ts.run_id, "language": ts.language,
+                  "missing_ranks": ts.missing_ranks, "incomplete_ranks": ts.incomplete_ranks()},
+        "tolerance": report.tolerance,
+        "summary": {"assertions": len(report.results), "pass": sum(r.status == PASS for r in report.results),
+                    "fail": len(report.failed), "unmeasured": len(report.unmeasured), "ok": report.ok},
+        "sites": sites,
+        "attribution": [{"container": a.container.path, "container_type": a.container.type, "type": a.type,
+                         "predicted": _json_number(a.predicted), "measured": _json_number(a.measured),
+                         "error_rate": _json_number(a.error_rate),
+                         "contributions": [{"path": c.site.path, "error": _json_number(c.error), "share": share}
+                                           for c, share in a.shares()]}
+                        for a in report.attribution],
+        "anomalies": [{"kind": a.kind, "path": a.path, "message": a.message, "count": a.count, "ranks": a.ranks}
+                      for a in ts.anomalies],
+    }

@@ -1,0 +1,231 @@
+"""Symbolic models: construction, notes on what a product of trip counts cannot express, evaluation, msgdist."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+
+from ma.errors import MAError
+from ma_cli.main import main
+from ma_post.evaluation import evaluate, exact_value
+from ma_post.models import DEFAULT_QUANTITIES, ModelBuilder, ModelError, model
+from ma_post.msgdist import measured_distribution, message_distribution
+from ma_post.traceset import from_traces, load
+
+from post_fixtures import Assign, If, Loop, Op, Sub, Var, cg_program, make_trace, site_node, trace_doc, write_run
+
+S = sympy.Symbol
+
+
+def run_of(program: list, size: int = 1, **kwargs) -> "object":
+    return from_traces([make_trace(program, r, size, **kwargs) for r in range(size)])
+
+
+def test_cg_model_at_one_parameter_set_predicts_another_run(tmp_path: Path) -> None:
+    small = load(write_run(tmp_path / "small", cg_program(na=1400, nonzer=7, niter=15), size=4))
+    big = load(write_run(tmp_path / "big", cg_program(na=7000, nonzer=8, niter=3), size=16))
+    small_builder, big_builder = ModelBuilder(small), ModelBuilder(big)
+    for quantity in DEFAULT_QUANTITIES + ("mpi_allreduce_bytes", "recv_count", "bytes_per_message"):
+        m = small_builder.model(quantity)
+        assert not [n for n in m.notes if n.kind == "check"], m.notes
+        # The run at the other parameters: what its own assertions predicted, per rank.
+        if quantity == "bytes_per_message":
+            truth = (big_builder.model("mpi_bytes").check.trace_predicted
+                     / big_builder.model("mpi_count").check.trace_predicted)
+        else:
+            truth = big_builder.model(quantity).check.trace_predicted
+        value = m.evaluate({"na": 7000, "nonzer": 8, "niter": 3, "nprocs": 16})
+        assert value == pytest.approx(float(truth[0]), rel=1e-12), quantity
+        assert np.all(truth == truth[0])
+
+
+def test_cg_model_structure() -> None:
+    ts = run_of(cg_program(), size=4)
+    flops = model(ts, "flops")
+    assert flops.inputs == ["cgitmax", "na", "niter", "nonzer", "nprocs"]
+    assert list(flops.definitions) == ["num_proc_cols", "num_proc_rows"]  # dependencies first
+    assert flops.definitions["num_proc_rows"] == S("nprocs") / S("num_proc_cols")
+    term = next(t for t in flops.terms if t.site.path == "conj_loop/conj_grad/cgit/flopq")
+    assert term.multiplier == S("niter") * S("cgitmax")
+    assert term.value == 2 * S("nonzer") * (S("nonzer") + 1) * S("na") / S("nprocs")
+    inline = model(ts, "flops", inline=True)
+    assert inline.definitions == {} and S("num_proc_rows") not in inline.expr.free_symbols
+    assert sympy.simplify(inline.expr - flops.inlined()) == 0
+    point = {"na": 150000, "nonzer": 15, "niter": 75, "nprocs": 1024, "cgitmax": 25}
+    assert inline.evaluate(point) == pytest.approx(flops.evaluate(point), rel=1e-14)
+    assert float(exact_value(flops, point)) == pytest.approx(flops.evaluate(point), rel=1e-14)
+    # The per-subroutine parts add up to the model.
+    parts = flops.by_subroutine()
+    assert set(parts) == {"makea", "init_loop/conj_grad", "conj_loop/conj_grad", ""}
+    assert sympy.simplify(sum(parts.values()) - flops.expr) == 0
+    by_name = flops.by_subroutine(by="name")
+    assert set(by_name) == {"makea", "conj_grad", ""}
+    assert sympy.expand(by_name["conj_grad"] - parts["init_loop/conj_grad"] - parts["conj_loop/conj_grad"]) == 0
+    mpi = model(ts, "mpi_bytes")
+    send = model(ts, "send_bytes")
+    assert 0 < send.evaluate({}) < mpi.evaluate({})
+    assert model(ts, "mpi_barrier_count").expr == 1
+
+
+def test_repeated_subroutine_gets_its_factor() -> None:
+    body = [Sub("s", [Op("flop", "f", "3*n")]), Op("flop", "g", "1"), Sub("s", [Op("flop", "f", "3*n")])]
+    ts = run_of([Var("n", 7), Loop("l", "n", body)])
+    m = model(ts, "flops")
+    assert m.expr == 2 * 3 * S("n") * S("n") + S("n")
+    assert any(n.kind == "repeated" and n.path == "l/s" and "2 times" in n.message for n in m.notes)
+    assert m.check.max_rel_diff() == 0
+
+
+def test_conditional_site_is_flagged_and_observed_factor_is_optional() -> None:
+    program = [Var("n", 10), Loop("l", "n", [If(lambda e: e["i"] % 2 == 0, [Op("flop", "f", "100")])], index="i")]
+    ts = run_of(program)
+    literal = model(ts, "flops")
+    assert literal.expr == 100 * S("n")
+    kinds = {n.kind for n in literal.notes}
+    assert {"conditional", "check"} <= kinds
+    cond = next(n for n in literal.notes if n.kind == "conditional")
+    assert cond.path == "l/f" and "runs 0.5 times per loop iteration" in cond.message and "1/2" in cond.message
+    assert literal.check.trace_predicted[0] == 500 and literal.check.model[0] == 1000
+    observed = model(ts, "flops", conditional="observed")
+    assert observed.expr == 50 * S("n")
+    assert observed.check.max_rel_diff() == 0
+    with pytest.raises(ModelError):
+        ModelBuilder(ts, conditional="maybe")
+
+
+def test_varying_trip_count_is_flagged() -> None:
+    # A triangular loop: the inner trip count depends on the outer index.
+    program = [Var("n", 6), Loop("outer", "n", [Loop("inner", "n - i", [Op("flop", "f", "1")])], index="i")]
+    m = model(run_of(program), "flops")
+    notes = {(n.kind, n.path) for n in m.notes}
+    assert ("varying", "outer/inner") in notes  # "n - i" changes between calls
+    assert ("varying", "outer") in notes  # input i takes several values
+    assert m.check.trace_predicted[0] == 21
+
+
+def test_loop_assertion_that_fails_is_flagged() -> None:
+    program = [Var("n", 8), Loop("l", "n", [Op("flop", "f", "2")], actual="n + 1")]
+    m = model(run_of(program), "flops")
+    assert any(n.kind == "loop_mismatch" and n.path == "l" for n in m.notes)
+    assert m.expr == 2 * S("n")
+
+
+def test_rank_dependent_input_gives_per_rank_values(tmp_path: Path) -> None:
+    program = [Var("local", lambda e: 100 + 2 * e["__rank"]), Var("n", 5),
+               Loop("l", "local", [Op("flop", "f", "n")])]
+    ts = run_of(program, size=3)
+    m = model(ts, "flops")
+    assert m.rank_dependent_inputs() == {"local": (100.0, 104.0)}
+    assert any(n.kind == "rank_dependent" for n in m.notes)
+    result = evaluate(m, {"n": 10})
+    assert result.per_rank.tolist() == [1000, 1020, 1040] and result.value == 1020
+    assert result.worst_rank() == (2, 1040)
+    assert evaluate(m, {"n": 10}, rank=1).value == 1020
+    assert evaluate(m, {"n": 10}, rank="max").value == 1040
+    grid = evaluate(m, {"n": np.array([1.0, 2.0])})
+    assert grid.per_rank.shape == (3, 2) and grid.value.tolist() == [102, 204]
+    assert evaluate(m, {"local": 7, "n": 2}).per_rank is None  # nothing left per rank
+    with pytest.raises(ModelError, match="rank 9 is not in the trace"):
+        evaluate(m, {}, rank=9)
+
+
+def test_conflicting_derived_definitions_resolve_by_scope() -> None:
+    program = [Var("n", 4),
+               Sub("a", [Assign("m", "2*n"), Op("flop", "fa", "m")]),
+               Sub("b", [Assign("m", "3*n"), Op("flop", "fb", "m")])]
+    m = model(run_of(program), "flops")
+    assert m.expr == 5 * S("n") and m.definitions == {}
+    assert m.check.max_rel_diff() == 0
+
+
+def test_derived_variable_redefined_from_an_outer_one() -> None:
+    program = [Var("n", 40), Assign("m", "n/2"), Sub("s", [Assign("m", "m/2"), Op("flop", "f", "m")]),
+               Op("flop", "g", "m")]
+    m = model(run_of(program), "flops")
+    assert sympy.simplify(m.inlined() - (S("n") / 4 + S("n") / 2)) == 0
+    assert m.check.max_rel_diff() == 0
+
+
+def test_undeclared_variable_becomes_a_parameter() -> None:
+    doc = trace_doc([site_node("flop", "f", "f", "q*2", 1, predicted=None)])
+    m = model(from_traces([doc]), "flops")
+    assert m.inputs == ["q"] and any(n.kind == "undeclared" for n in m.notes)
+    with pytest.raises(ModelError, match="input 'q' has no value in the trace"):
+        m.evaluate({})
+    assert m.evaluate({"q": 21}) == 42
+
+
+def test_threads_add_up() -> None:
+    work = [Var("n", 4), Loop("work", "n", [Op("flop", "f", "10")])]
+    ts = from_traces([make_trace(work, threads=[work])])
+    m = model(ts, "flops")
+    assert m.expr == 2 * 10 * S("n")
+    assert any(n.kind == "threads" for n in m.notes) and m.check.max_rel_diff() == 0
+
+
+def test_ratios_and_unknown_quantities() -> None:
+    ts = run_of(cg_program(), size=4)
+    ratio = model(ts, "bytes_per_message")
+    assert ratio.evaluate({}) == pytest.approx(model(ts, "mpi_bytes").evaluate({}) / model(ts, "mpi_count").evaluate({}))
+    generic = model(ts, "loadstore/flops")
+    assert generic.evaluate({}) == pytest.approx(model(ts, "loadstore_per_flop").evaluate({}))
+    with pytest.raises(MAError, match="unknown quantity 'flips'"):
+        model(ts, "flips")
+
+
+def test_message_distribution_matches_pmpi_and_extrapolates(tmp_path: Path) -> None:
+    small = load(write_run(tmp_path / "a", cg_program(na=1400), size=4))
+    classes = message_distribution(small)
+    measured = measured_distribution(small)
+    # Every predicted size falls in a measured bucket with the same number of messages per rank.
+    for c in classes:
+        bucket = next(b for b in measured if b.lo <= c.size <= b.hi)
+        assert bucket.per_rank == pytest.approx(c.per_rank)
+    assert sum(c.share for c in classes) == pytest.approx(1.0)
+    big = load(write_run(tmp_path / "b", cg_program(na=15000), size=16))
+    predicted = {c.size: c.per_rank for c in message_distribution(small, {"na": 15000, "nprocs": 16})}
+    for bucket in measured_distribution(big):
+        inside = sum(n for size, n in predicted.items() if bucket.lo <= size <= bucket.hi)
+        assert inside == pytest.approx(bucket.per_rank)
+
+
+# --- CLI --------------------------------------------------------------------------------------------------------
+
+
+def test_cli_model_eval_msgdist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "cg", cg_program(), size=4)
+    assert main(["model", str(run), "-q", "flops", "--by-subroutine"]) == 0
+    out = capsys.readouterr().out
+    assert "flops = " in out and "num_proc_cols = 2^ceiling(log(nprocs)/(2*log(2)))" in out
+    assert "conj_loop/conj_grad: " in out and "at the traced inputs (4 ranks)" in out
+    assert main(["model", str(run), "--format", "json", "--inline"]) == 0
+    docs = json.loads(capsys.readouterr().out)
+    assert {d["quantity"] for d in docs} == set(DEFAULT_QUANTITIES)
+    assert all(d["definitions"] == {} for d in docs)
+    assert main(["eval", str(run), "-q", "mpi_bytes", "-q", "flops", "--set", "nprocs=4,16", "--set", "na=1400",
+                 "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["nprocs"] for r in rows] == [4, 16]
+    ts = load(run)
+    assert rows[0]["mpi_bytes"] == pytest.approx(model(ts, "mpi_bytes").check.trace_predicted[0])
+    assert main(["eval", str(run), "-q", "flops", "--set", "nprocs=x"]) == 2
+    assert "'x' is not a number" in capsys.readouterr().err
+    assert main(["msgdist", str(run), "--set", "nprocs=1024", "--set", "na=150000", "--measured"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["size_bytes", "messages_per_rank", "share", "volume_share", "sites"]
+    assert "37500" in out and "measured by PMPI" in out
+
+
+def test_cli_eval_rank_dependent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path, [Var("local", lambda e: 10 + e["__rank"]), Var("k", 3),
+                               Loop("l", "local", [Op("flop", "f", "k")])], size=2)
+    assert main(["eval", str(run), "-q", "flops", "--set", "k=2"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["k  flops  flops:min  flops:max  flops:max_rank", "2  21     20         22         1"]
+    assert "local = 10..11 (per traced rank)" in captured.err
+    assert main(["eval", str(run), "-q", "flops", "--set", "k=2", "--rank", "0"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split() == ["2", "20"]
