@@ -19,7 +19,9 @@ def extensions() -> list:
     except ImportError:
         return []
     return cythonize(HOT_MODULES, language_level=3, quiet=True,
-                     compiler_directives={"binding": True, "embedsignature": True})
+                     compiler_directives={"binding": True, "embedsignature": True,
+                                          # types come from the .pxd files; the annotations are for readers
+                                          "annotation_typing": False})
 
 
 setup(ext_modules=extensions())

@@ -31,7 +31,7 @@ MPI_ANNOTATIONS = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendre
 # name -> (module, attribute) of the runtime's implementation, bound on first access.
 _RUNTIME_API = {
     **{name: ("ma_runtime.annotations", name)
-       for name in ("loop", "flop", "loadstore", "heap_memory", "stack_memory")},
+       for name in ("loop", "flop", "loadstore", "heap_memory", "stack_memory", *MPI_ANNOTATIONS)},
     "subroutine": ("ma_runtime.api", "subroutine_site"),
     **{name: ("ma_runtime.api", name)
        for name in ("variable", "assign", "tracing", "no_tracing", "flush", "finalize", "loop_start", "loop_end",
@@ -54,9 +54,7 @@ def __getattr__(name: str) -> Any:
     """Bind an annotation function on first use (PEP 562), then keep it as a plain module attribute."""
     import importlib
 
-    if name in MPI_ANNOTATIONS:
-        value = importlib.import_module("ma_runtime.api").MPI_FACTORIES[name]
-    elif name in _RUNTIME_API:
+    if name in _RUNTIME_API:
         module, attribute = _RUNTIME_API[name]
         value = getattr(importlib.import_module(module), attribute)
     else:
@@ -69,5 +67,5 @@ __all__ = [
     "MAError", "ExpressionError", "UndefinedVariableError", "ExpressionDomainError", "AnnotationError",
     "CounterError", "LaunchError", "ToolBuildError", "TraceError",
     "Expression", "parse_expression", "DISABLED",
-    *_RUNTIME_API, *MPI_ANNOTATIONS,
+    *_RUNTIME_API,
 ]

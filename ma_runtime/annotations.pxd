@@ -2,14 +2,27 @@
 from ma_runtime.tree cimport Node
 from ma_runtime.threadstate cimport ThreadState
 
+cpdef ThreadState current_state()
+
 cdef class Region:
-    cdef public object id, expr, value, undo, pred
+    cdef public object id, expr, value, count, undo, pred, outer
     cdef public Node node
     cdef public ThreadState state
     cdef public long long t0, c0
+    cpdef close(self, object exc_type, long long t1)
+    cpdef finish(self, object exc_type, long long t1, long long c1, bint unbalanced=*)
+    cpdef start(self, Node node)
+    cpdef stop(self, Node node)
+    cpdef complete(self, Node node)
+    cpdef discard(self, Node node)
+
+cdef class _Counting:
+    cdef public loop loop
+    cdef public object items
 
 cdef class loop(Region):
-    cdef public object n
+    cdef public long long n, length
+    cdef public object items
 
 cdef class subroutine(Region):
     pass
@@ -30,4 +43,43 @@ cdef class stack_memory(CounterRegion):
     pass
 
 cdef class MpiRegion(Region):
-    cdef public object TYPE, count, reader, calls0, bytes0, pcount
+    cdef public object view, calls0, bytes0, pcount
+
+cdef class mpi_send(MpiRegion):
+    pass
+
+cdef class mpi_isend(MpiRegion):
+    pass
+
+cdef class mpi_recv(MpiRegion):
+    pass
+
+cdef class mpi_irecv(MpiRegion):
+    pass
+
+cdef class mpi_sendrecv(MpiRegion):
+    pass
+
+cdef class mpi_bcast(MpiRegion):
+    pass
+
+cdef class mpi_reduce(MpiRegion):
+    pass
+
+cdef class mpi_allreduce(MpiRegion):
+    pass
+
+cdef class mpi_gather(MpiRegion):
+    pass
+
+cdef class mpi_scatter(MpiRegion):
+    pass
+
+cdef class mpi_allgather(MpiRegion):
+    pass
+
+cdef class mpi_alltoall(MpiRegion):
+    pass
+
+cdef class mpi_barrier(MpiRegion):
+    pass

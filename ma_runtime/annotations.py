@@ -1,24 +1,29 @@
 """The annotation objects behind ``ma.loop``, ``ma.flop``, ``ma.mpi_send``, ...
 
-Each is a context manager: ``__enter__`` finds (or creates) its node below the innermost open annotation,
-evaluates the expression (cached while no variable changes), and starts its measurement; ``__exit__`` takes
-the measurement and folds it into the node. Both run on every call of annotated code, so they are written
-for speed: slotted objects, one thread-local lookup, no allocation beyond the object itself.
+Each is a context manager. ``__enter__`` finds (or creates) its node below the innermost open annotation,
+evaluates the expression (cached while no variable changes) and starts the measurement; ``__exit__`` takes
+the measurement and folds it into the node. Both are shared by every kind: a kind only says how it
+measures, through ``start`` (last thing on entry) and ``stop`` (first thing on exit), so that counter
+reads enclose as little of the SDK's own work as possible. They run on every call of annotated code:
+compiled by Cython where available (annotations.pxd), slotted plain Python otherwise.
 """
 
 from __future__ import annotations
 
-import builtins
 import functools
+from builtins import range as _range
 from collections.abc import Callable, Iterable, Iterator
+from operator import length_hint as _length_hint
+from threading import get_ident, main_thread
 from time import perf_counter_ns, process_time_ns
 from types import TracebackType
 from typing import Any, TypeVar, Union
 
 from ma.errors import AnnotationError
 
-from .mars import _local, thread_state
-from .tree import Node, close_enough
+from .mars import thread_state
+from .threadstate import ThreadState
+from .tree import Node
 
 Number = Union[int, float]
 T = TypeVar("T")
@@ -27,65 +32,95 @@ F = TypeVar("F", bound=Callable[..., Any])
 MPI_TYPES = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
              "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
 
+# The main thread's state, found without a thread-local lookup (which costs more than the rest of a call).
+_MAIN_THREAD = main_thread().ident
+_main_state: ThreadState | None = None
+
+
+def current_state() -> ThreadState:
+    global _main_state
+    if get_ident() == _MAIN_THREAD:
+        if _main_state is None:
+            _main_state = thread_state()
+        return _main_state
+    return thread_state()
+
 
 class Region:
     """Common part of every annotation: site lookup, prediction, stack, timing, folding."""
 
     TYPE = "region"
-    ASSERTS = True  # False for subroutines: they structure the tree but assert nothing
 
-    __slots__ = ("id", "expr", "value", "node", "state", "undo", "pred", "t0", "c0")
+    __slots__ = ("id", "expr", "value", "count", "node", "state", "outer", "undo", "pred", "t0", "c0")
 
     def __init__(self, id: str, expr: str | None = None, value: Number | None = None) -> None:
         self.id = id
         self.expr = expr
         self.value = value
+        self.count = None
         self.undo: list[tuple[str, Any]] | None = None
 
     def __enter__(self) -> Any:
-        try:
-            state = _local.state
-        except AttributeError:
-            state = thread_state()
+        state = current_state()
         if not state.enabled:
             self.node = None
             return self
-        node = state.current.children.get(self.id)
-        if node is None or node.type is not self.TYPE or node.expr_text is not self.expr:
-            node = state.child(self.TYPE, self.id, self.expr)
-        if self.ASSERTS:
-            pred = node.cache_value if node.cache_version == state.version else state.predict(node)
+        node = state.lookup(self.id)
+        # The site of this call is the node of this class, id, expression (and count); a mismatch on any
+        # of them takes the slow path, which creates the node or reports the changed expression.
+        if (node is None or node.owner is not type(self) or node.expr_text is not self.expr
+                or node.count_raw is not self.count):
+            node = state.child(self.TYPE, self.id, self.expr, self.count)
+            node.owner = type(self)
+        if node.expression is not None:
+            self.pred = node.cache_value if node.cache_version == state.version else state.predict(node)
             if self.value is not None:
-                node.note_value(self.value, pred)
-            self.pred = pred
+                node.note_value(self.value, self.pred)
         self.node = node
         self.state = state
-        state.stack.append(self)
+        self.outer = state.top
+        state.top = self
         state.current = node
         if node.track_cpu:
             self.c0 = process_time_ns()
         self.t0 = perf_counter_ns()
+        self.start(node)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> bool:
-        t1 = perf_counter_ns()
         node = self.node
-        if node is not None:
-            self.finish(exc_type, t1, process_time_ns() if node.track_cpu else 0)
+        if node is None:
+            return False
+        self.stop(node)
+        self.close(exc_type, perf_counter_ns())
         return False
 
-    def finish(self, exc_type: type[BaseException] | None, t1: int, c1: int, unbalanced: bool = False) -> None:
-        """Close this annotation: pop it, restore the scope, fold time and measurement into the node."""
-        state, node = self.state, self.node
-        stack = state.stack
-        if stack and stack[-1] is self:
-            stack.pop()
-        elif self in stack:
-            state.close_above(self)
-            stack.pop()
+    def close(self, exc_type: type[BaseException] | None, t1: int) -> None:
+        node, state = self.node, self.state
+        if (exc_type is None and state.top is self and self.undo is None and not node.track_cpu
+                and t1 <= state.flush_deadline):
+            # The common case: the innermost annotation ends normally with nothing to restore.
+            state.top = self.outer
+            self.outer = None
+            self.node = None
+            state.current = node.parent
+            node.calls += 1
+            node.wall_ns += t1 - self.t0
+            self.complete(node)
         else:
+            self.finish(exc_type, t1, process_time_ns() if node.track_cpu else 0)
+
+    def finish(self, exc_type: type[BaseException] | None, t1: int, c1: int, unbalanced: bool = False) -> None:
+        """Close this annotation in any situation: pop it (and what is open above it), restore the scope,
+        fold time and measurement into the node, flush when due."""
+        state, node = self.state, self.node
+        if node is None:
             return  # already closed (an enclosing annotation ended first, or the runtime finished)
+        if state.top is not self:
+            state.close_above(self)
+        state.top = self.outer
+        self.outer = None
         self.node = None
         state.current = node.parent  # type: ignore[union-attr]
         if self.undo:
@@ -94,19 +129,25 @@ class Region:
         node.wall_ns += t1 - self.t0  # type: ignore[union-attr]
         if node.track_cpu:  # type: ignore[union-attr]
             node.cpu_ns += c1 - self.c0  # type: ignore[union-attr]
+        if exc_type is not None:
+            state.runtime.anomaly("exception", node, f"{exc_type.__name__} raised inside {self.TYPE} "
+                                  f"{self.id!r}; its measurement is discarded")
         if exc_type is not None or unbalanced:
-            if exc_type is not None:
-                state.runtime.anomaly("exception", node, f"{exc_type.__name__} raised inside {self.TYPE} "
-                                      f"{self.id!r}; its measurement is discarded")
-            if self.ASSERTS:
-                self.discard(node)  # type: ignore[arg-type]
-        elif self.ASSERTS:
+            self.discard(node)  # type: ignore[arg-type]
+        else:
             self.complete(node)  # type: ignore[arg-type]
         if t1 > state.flush_deadline:
             state.runtime.flush()
 
+    # --- what a kind of annotation measures ------------------------------------------------------
+    def start(self, node: Node) -> None:
+        """Begin the measurement (the last thing __enter__ does)."""
+
+    def stop(self, node: Node) -> None:
+        """End the measurement (the first thing __exit__ does)."""
+
     def complete(self, node: Node) -> None:
-        """Fold this call's measurement into ``node``; subclasses measure."""
+        """Fold this call's prediction and measurement into ``node``."""
         node.record(self.pred, None)
 
     def discard(self, node: Node) -> None:
@@ -114,120 +155,86 @@ class Region:
         node.record(self.pred, None)
 
 
+class _Counting:
+    """Iterator that counts, on its loop annotation, the iterations actually started."""
+
+    __slots__ = ("loop", "items")
+
+    def __init__(self, loop: loop, items: Iterator[Any]) -> None:
+        self.loop = loop
+        self.items = items
+        loop.n = 0
+
+    def __iter__(self) -> _Counting:
+        return self
+
+    def __next__(self) -> Any:
+        item = next(self.items)  # StopIteration ends the loop before it is counted
+        self.loop.n += 1
+        return item
+
+
+_NOT_REPORTED, _FROM_RANGE = -1, -2
+
+
 class loop(Region):
     """Trip-count assertion: ``with ma.loop("cgit", "cgitmax") as lp: for i in lp.range(n): ...``."""
 
     TYPE = "loop"
-    __slots__ = ("n",)
+    __slots__ = ("n", "items", "length")
 
     def __init__(self, id: str, expr: str, value: Number | None = None) -> None:
         self.id = id
         self.expr = expr
         self.value = value
+        self.count = None
         self.undo = None
-        self.n: int | None = None
+        self.n = _NOT_REPORTED
 
     def range(self, *args: int) -> Iterator[int]:
-        """``range(*args)`` that counts the iterations actually started (a ``break`` stops the count)."""
-        self.n = 0
-        for i in builtins.range(*args):
-            self.n += 1
-            yield i
+        """``range(*args)``, counting the iterations actually started (a ``break`` stops the count).
+
+        The plain range iterator is handed out, so iterating costs nothing extra: at the end, the
+        iterations started are its length minus what it has left.
+        """
+        values = _range(*args)
+        self.length = len(values)
+        self.items = iter(values)
+        self.n = _FROM_RANGE
+        return self.items  # type: ignore[no-any-return]
 
     def iter(self, iterable: Iterable[T]) -> Iterator[T]:
         """Iterate ``iterable``, counting the iterations actually started."""
-        self.n = 0
-        for item in iterable:
-            self.n += 1
-            yield item
+        return _Counting(self, iter(iterable))
 
     def end(self, n: int) -> None:
         """Measured trip count, as the paper's ``ma_loop_end(id, n)``."""
-        if isinstance(n, bool) or not isinstance(n, int) and not hasattr(n, "__index__"):
-            raise AnnotationError(f"loop {self.id!r}: end() takes the number of iterations, not {n!r}")
-        self.n = int(n)
-
-    # enter and exit are Region's, specialised and inlined: a loop annotation may run millions of times.
-    def __enter__(self) -> loop:
-        try:
-            state = _local.state
-        except AttributeError:
-            state = thread_state()
-        if not state.enabled:
-            self.node = None
-            return self
-        node = state.current.children.get(self.id)
-        if node is None or node.type != "loop" or node.expr_text is not self.expr:  # noqa: F632
-            node = state.child("loop", self.id, self.expr)
-        pred = self.pred = node.cache_value if node.cache_version == state.version else state.predict(node)
-        if self.value is not None:
-            node.note_value(self.value, pred)
-        self.node = node
-        self.state = state
-        state.stack.append(self)
-        state.current = node
-        if node.track_cpu:
-            self.c0 = process_time_ns()
-        self.t0 = perf_counter_ns()
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
-        t1 = perf_counter_ns()
-        node = self.node
-        if node is None:
-            return False
-        state = self.state
-        stack = state.stack
-        n = self.n
-        if (exc_type is not None or stack[-1] is not self or self.undo or node.track_cpu or n is None
-                or t1 > state.flush_deadline or node.p_n == 0):
-            self.finish(exc_type, t1, process_time_ns() if node.track_cpu else 0)
-            return False
-        # The common case: innermost annotation, measured, nothing to restore; Node.record inlined.
-        stack.pop()
-        self.node = None
-        state.current = node.parent
-        node.calls += 1
-        node.wall_ns += t1 - self.t0
-        pred = self.pred
-        if pred < node.p_min:
-            node.p_min = pred
-        elif pred > node.p_max:
-            node.p_max = pred
-        node.p_n += 1
-        node.p_sum += pred
-        if node.m_n == 0:
-            node.m_min = node.m_max = n
-        elif n < node.m_min:
-            node.m_min = n
-        elif n > node.m_max:
-            node.m_max = n
-        node.m_n += 1
-        node.m_sum += n
-        if pred == n or node.tolerance and close_enough(pred, n, node.tolerance):
-            node.passed += 1
-        else:
-            node.failed += 1
-            if node.first_fail is None:
-                node.first_fail = {"call": node.calls, "predicted": pred, "measured": n}
-        return False
+        if type(n) is not int:
+            if isinstance(n, bool) or not hasattr(n, "__index__"):
+                raise AnnotationError(f"loop {self.id!r}: end() takes the number of iterations, not {n!r}")
+            n = int(n)
+        if n < 0:
+            raise AnnotationError(f"loop {self.id!r}: end() takes the number of iterations, not {n}")
+        self.n = n
 
     def complete(self, node: Node) -> None:
-        node.record(self.pred, self.n)
+        n = self.n
+        if n == _FROM_RANGE:
+            n = self.length - _length_hint(self.items)
+        node.record(self.pred, n if n >= 0 else None)
 
 
 class subroutine(Region):
     """A level of the site tree; usable as ``with ma.subroutine("conj_grad"):`` and as a decorator."""
 
     TYPE = "subroutine"
-    ASSERTS = False
     __slots__ = ()
 
     def __init__(self, id: str) -> None:
         self.id = id
         self.expr = None
         self.value = None
+        self.count = None
         self.undo = None
 
     def __call__(self, func: F) -> F:
@@ -240,32 +247,30 @@ class subroutine(Region):
 
         return wrapper  # type: ignore[return-value]
 
+    def complete(self, node: Node) -> None:
+        """A subroutine asserts nothing: its calls and time are all it records."""
+
+    def discard(self, node: Node) -> None:
+        """Nothing to discard."""
+
 
 class CounterRegion(Region):
     """A region measured by a counter provider (flop, loadstore, heap/stack memory)."""
 
     __slots__ = ("reader", "m0")
 
-    def __enter__(self) -> Any:
-        Region.__enter__(self)
-        reader = self.reader = self.state.runtime.readers[self.TYPE] if self.node is not None else None
+    def start(self, node: Node) -> None:
+        reader = self.reader = node.reader
         if reader is not None:
-            self.m0 = reader()  # last, so that the SDK's own work stays outside the counted region
-        return self
+            self.m0 = reader()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
-        if self.node is None:
-            return False
+    def stop(self, node: Node) -> None:
         reader = self.reader
-        m1 = reader() if reader is not None else 0  # first, for the same reason
-        t1 = perf_counter_ns()
-        self.m0 = None if reader is None else m1 - self.m0
-        self.finish(exc_type, t1, process_time_ns() if self.node.track_cpu else 0)
-        return False
+        if reader is not None:
+            self.m0 = reader() - self.m0
 
     def complete(self, node: Node) -> None:
-        node.record(self.pred, self.m0)
+        node.record(self.pred, self.m0 if self.reader is not None else None)
 
 
 class flop(CounterRegion):
@@ -297,62 +302,113 @@ class stack_memory(CounterRegion):
 
 
 class MpiRegion(Region):
-    """Message-size (bytes) and message-count assertion, measured by the PMPI library."""
+    """Message-size (bytes) and message-count assertion, measured by the PMPI library.
 
-    __slots__ = ("TYPE", "count", "reader", "calls0", "bytes0", "pcount")
+    ``with ma.mpi_send(id, bytes_expr, value=None, count=1):`` asserts that the code inside makes
+    ``count`` calls of that kind (an int or an expression) of ``bytes_expr`` bytes each.
+    """
 
-    def __init__(self, type_: str, id: str, expr: str, value: Number | None = None,
-                 count: str | int = 1) -> None:
-        self.TYPE = type_  # type: ignore[misc]
+    __slots__ = ("view", "calls0", "bytes0", "pcount")
+
+    def __init__(self, id: str, expr: str, value: Number | None = None, count: str | int = 1) -> None:
         self.id = id
         self.expr = expr
         self.value = value
+        self.count = count
         self.undo = None
-        if isinstance(count, bool) or not isinstance(count, (str, int)):
-            raise AnnotationError(f"{type_} {id!r}: count must be an int or an expression, not {count!r}")
-        self.count = str(count)
 
-    def __enter__(self) -> Any:
-        try:
-            state = _local.state
-        except AttributeError:
-            state = thread_state()
-        if not state.enabled:
-            self.node = None
-            return self
-        node = state.current.children.get(self.id)
-        if node is None or node.type != self.TYPE or node.expr_text != self.expr or node.count_text != self.count:
-            node = state.child(self.TYPE, self.id, self.expr, self.count)
-        self.pred = node.cache_value if node.cache_version == state.version else state.predict(node)
+    def start(self, node: Node) -> None:
         self.pcount = node.cache_count
-        if self.value is not None:
-            node.note_value(self.value, self.pred)
-        self.node, self.state = node, state
-        state.stack.append(self)
-        state.current = node
-        reader = self.reader = state.runtime.mpi_reader(self.TYPE)
-        if node.track_cpu:
-            self.c0 = process_time_ns()
-        self.t0 = perf_counter_ns()
-        if reader is not None:
-            self.calls0, self.bytes0 = reader()
-        return self
+        view = node.reader
+        if view is None:  # MPI not running yet (or not measured): ask again, keep it once there
+            counters = self.state.runtime.mpi_counters(self.TYPE)
+            if counters is not None:
+                view, node.group = counters
+                node.reader = view
+        self.view = view
+        if view is not None:
+            group = node.group
+            self.calls0 = view[group]
+            self.bytes0 = view[group + 1]
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
-        if self.node is None:
-            return False
-        if self.reader is not None:
-            calls, nbytes = self.reader()
-            self.calls0, self.bytes0 = calls - self.calls0, nbytes - self.bytes0
-        self.finish(exc_type, perf_counter_ns(), process_time_ns() if self.node.track_cpu else 0)
-        return False
+    def stop(self, node: Node) -> None:
+        view = self.view
+        if view is not None:
+            group = node.group
+            self.calls0 = view[group] - self.calls0
+            self.bytes0 = view[group + 1] - self.bytes0
 
     def complete(self, node: Node) -> None:
-        if self.reader is None:
+        if self.view is None:
             node.record_mpi(self.pred, self.pcount, None, 0)
         else:
             node.record_mpi(self.pred, self.pcount, self.calls0, self.bytes0)
 
     def discard(self, node: Node) -> None:
         node.record_mpi(self.pred, self.pcount, None, 0)
+
+
+# One class per MPI annotation type, so that ``ma.mpi_send(...)`` is a plain construction.
+class mpi_send(MpiRegion):
+    TYPE = "mpi_send"
+    __slots__ = ()
+
+
+class mpi_isend(MpiRegion):
+    TYPE = "mpi_isend"
+    __slots__ = ()
+
+
+class mpi_recv(MpiRegion):
+    TYPE = "mpi_recv"
+    __slots__ = ()
+
+
+class mpi_irecv(MpiRegion):
+    TYPE = "mpi_irecv"
+    __slots__ = ()
+
+
+class mpi_sendrecv(MpiRegion):
+    TYPE = "mpi_sendrecv"
+    __slots__ = ()
+
+
+class mpi_bcast(MpiRegion):
+    TYPE = "mpi_bcast"
+    __slots__ = ()
+
+
+class mpi_reduce(MpiRegion):
+    TYPE = "mpi_reduce"
+    __slots__ = ()
+
+
+class mpi_allreduce(MpiRegion):
+    TYPE = "mpi_allreduce"
+    __slots__ = ()
+
+
+class mpi_gather(MpiRegion):
+    TYPE = "mpi_gather"
+    __slots__ = ()
+
+
+class mpi_scatter(MpiRegion):
+    TYPE = "mpi_scatter"
+    __slots__ = ()
+
+
+class mpi_allgather(MpiRegion):
+    TYPE = "mpi_allgather"
+    __slots__ = ()
+
+
+class mpi_alltoall(MpiRegion):
+    TYPE = "mpi_alltoall"
+    __slots__ = ()
+
+
+class mpi_barrier(MpiRegion):
+    TYPE = "mpi_barrier"
+    __slots__ = ()

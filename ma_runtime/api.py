@@ -8,7 +8,7 @@ from typing import Any, TypeVar, Union
 
 from ma.errors import AnnotationError
 
-from .annotations import MPI_TYPES, MpiRegion, Region, flop, loadstore, loop, subroutine
+from .annotations import Region, flop, loadstore, loop, subroutine
 from .mars import current_runtime, runtime, thread_state
 
 Number = Union[int, float]
@@ -35,19 +35,6 @@ def subroutine_site(id: str | Callable[..., Any]) -> Any:
     if callable(id):
         return subroutine(id.__name__)(id)
     return subroutine(id)
-
-
-def _mpi(type_: str) -> Callable[..., MpiRegion]:
-    def factory(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> MpiRegion:
-        return MpiRegion(type_, id, expr, value, count)
-
-    factory.__name__ = factory.__qualname__ = type_
-    factory.__doc__ = (f"``with ma.{type_}(id, bytes_expr, value=None, count=1):`` — asserts the size in bytes "
-                       f"and the number of the {type_[4:]} calls made inside, measured through PMPI.")
-    return factory
-
-
-MPI_FACTORIES = {type_: _mpi(type_) for type_ in MPI_TYPES}
 
 
 def tracing(enabled: bool) -> None:
@@ -114,15 +101,15 @@ def _open_frame(type_: str, id: str) -> Region | None:
     state = thread_state()
     if not state.enabled:
         return None
-    for frame in reversed(state.stack):
+    for frame in state.open_frames():
         if frame.TYPE == type_ and frame.id == id:
-            if frame is not state.stack[-1]:
-                top = state.stack[-1]
+            if frame is not state.top:
+                top = state.top
                 state.runtime.anomaly("mismatched_end", top.node,
                                       f"end of {type_} {id!r} while {top.TYPE} {top.id!r} is the innermost open "
                                       "annotation; the annotations opened after it are closed as unbalanced")
             return frame
-    innermost = state.stack[-1] if state.stack else None
+    innermost = state.top
     where = f"the innermost open annotation is {innermost.TYPE} {innermost.id!r}" if innermost else "none is open"
     state.runtime.anomaly("mismatched_end", innermost.node if innermost else None,
                           f"end of {type_} {id!r}, which is not open ({where}); ignored")

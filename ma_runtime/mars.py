@@ -1,7 +1,7 @@
 """MARS, the modeling-assertion runtime: settings, counters, MPI bridge, variables, anomalies, trace output.
 
 One ``Runtime`` per process, created by the first annotation that runs (never by ``import ma``). Each thread
-gets a ``ThreadState`` (threadstate.py) holding its site tree and its stack of open annotations.
+gets a ``ThreadState`` (threadstate.py) holding its site tree and its chain of open annotations.
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ class Runtime:
         for kind in MEASURABLE_KINDS:
             self.readers[kind], self.measures[kind] = self._pick_reader(kind)
         self.pmpi, self.mpi_reason = _open_pmpi()
-        self._mpi_readers: dict[str, Callable[[], tuple[int, int]]] = {}
         self.mpi_live = False
         atexit.register(self.finish, "complete")
         _install_signal_handler(self)
@@ -93,18 +92,16 @@ class Runtime:
                 return reader, {"provider": provider.name, "source": provider.source(kind)}
         return None, None
 
-    def mpi_reader(self, mpi_type: str) -> Callable[[], tuple[int, int]] | None:
-        """Running (calls, bytes) of the routines behind ``mpi_type``; None while MPI is not running."""
+    def mpi_counters(self, mpi_type: str) -> tuple[memoryview, int] | None:
+        """(view, i) with the running calls and bytes of ``mpi_type`` at view[i], view[i+1]; None while
+        MPI is not running or not measured."""
         if self.pmpi is None:
             return None
         if not self.mpi_live:
             self.mpi_live = _mpi_initialized()  # once MPI runs, stop asking
             if not self.mpi_live:
                 return None
-        reader = self._mpi_readers.get(mpi_type)
-        if reader is None:
-            reader = self._mpi_readers[mpi_type] = self.pmpi.reader(mpi_type)
-        return reader
+        return self.pmpi.counters(mpi_type)
 
     # --- threads and variables ---------------------------------------------------------------
     def thread_state(self) -> ThreadState:
@@ -159,13 +156,15 @@ class Runtime:
 
     # --- nodes, anomalies --------------------------------------------------------------------
     def new_node(self, parent: Node, type_: str, id_: str, expr_text: str | None,
-                 count_text: str | None) -> Node:
+                 count: str | int | None) -> Node:
         if not isinstance(id_, str) or not id_ or "/" in id_:
             raise _annotation_error(f"a site id must be a non-empty string without '/', not {id_!r}")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, (str, int))):
+            raise _annotation_error(f"{type_} {id_!r}: count must be an int or an expression, not {count!r}")
         file, line = _caller()
         track_cpu = self.settings.cpu_time == "all" or self.settings.cpu_time == "subroutines" and type_ == "subroutine"
-        return Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count_text,
-                    track_cpu)
+        return Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count,
+                    track_cpu, self.readers.get(type_))
 
     def anomaly(self, kind: str, node: Node | None, message: str) -> None:
         path = node.path if node is not None else ""
@@ -216,8 +215,8 @@ class Runtime:
         self.finished = True
         now_wall, now_cpu = time.perf_counter_ns(), time.process_time_ns()
         for state in self.threads:
-            while state.stack:
-                frame = state.stack[-1]
+            while state.top is not None:
+                frame = state.top
                 self.anomaly("unbalanced", frame.node, f"{frame.TYPE} {frame.id!r} was still open at exit"
                              + (f" ({status}: {reason})" if reason else ""))
                 frame.finish(None, now_wall, now_cpu, unbalanced=True)

@@ -197,6 +197,7 @@ class PmpiLibrary:
         # {calls, bytes} per group, updated by the wrappers: a reader is two array loads, no call into C
         totals_type = ctypes.c_uint64 * (2 * lib.ma_pmpi_ngroups())
         self._totals = totals_type.in_dll(lib, "ma_pmpi_group_totals")
+        self._view: memoryview | None = None
         raw_path = lib.ma_pmpi_library_path()
         self.path = Path(raw_path.decode()) if raw_path else library_path()
 
@@ -213,6 +214,21 @@ class PmpiLibrary:
             raise AnnotationError(f"{mpi_type!r} is not an MPI annotation type (expected one of {known})")
         # operator.itemgetter runs in C: reading is as cheap as a Python call gets
         return functools.partial(operator.itemgetter(2 * group, 2 * group + 1), self._totals)
+
+    def counters(self, mpi_type: str) -> tuple[memoryview, int]:
+        """(view, i): ``view[i]`` and ``view[i + 1]`` are the running calls and bytes of ``mpi_type``.
+
+        The hot path of MPI assertions reads these two integers straight from the library's memory.
+        """
+        from ma.errors import AnnotationError
+
+        group = self._groups.get(mpi_type)
+        if group is None:
+            raise AnnotationError(f"{mpi_type!r} is not an MPI annotation type (expected one of "
+                                  f"{', '.join(MPI_TYPES)})")
+        if self._view is None:
+            self._view = memoryview(self._totals).cast("B").cast("Q")
+        return self._view, 2 * group
 
     def profile(self) -> dict[str, Any]:
         """The whole-run profile: the ``mpi_profile`` object of docs/trace-format.md."""

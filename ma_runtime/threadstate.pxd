@@ -5,6 +5,8 @@ cdef class ThreadState:
     cdef public object runtime, name
     cdef public long long index, version, flush_deadline
     cdef public Node root, current
-    cdef public list stack
+    cdef public object top
+    cpdef Node lookup(self, object id_)
+    cpdef Node child(self, object type_, object id_, object expr_text, object count=*)
     cdef public dict env
     cdef public bint enabled

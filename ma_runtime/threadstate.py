@@ -23,7 +23,7 @@ SCOPE_TYPES = frozenset(("subroutine", "loop"))
 
 
 class ThreadState:
-    __slots__ = ("runtime", "index", "name", "root", "current", "stack", "env", "version", "enabled",
+    __slots__ = ("runtime", "index", "name", "root", "current", "top", "env", "version", "enabled",
                  "flush_deadline")
 
     def __init__(self, runtime: Runtime, index: int, name: str, env: dict[str, Number]) -> None:
@@ -32,18 +32,33 @@ class ThreadState:
         self.name = name
         self.root = new_root()
         self.current: Node = self.root
-        self.stack: list[Region] = []
+        # The open annotations form a chain from the innermost (top) through each one's ``outer``:
+        # pushing and popping are two stores, where a list would reallocate at every shallow push/pop.
+        self.top: Region | None = None
         self.env = env
         self.version = 0  # bumped whenever env changes, so nodes may cache their predicted value
         self.enabled = runtime.enabled
         self.flush_deadline = runtime.flush_deadline
 
     # --- variables -------------------------------------------------------------------------------
+    def open_frames(self) -> list[Region]:
+        """The open annotations, innermost first."""
+        frames = []
+        frame = self.top
+        while frame is not None:
+            frames.append(frame)
+            frame = frame.outer
+        return frames
+
     def scope_frame(self) -> Region | None:
-        for frame in reversed(self.stack):
+        for frame in self.open_frames():
             if frame.TYPE in SCOPE_TYPES:
                 return frame
         return None
+
+    def lookup(self, id_: str) -> Node | None:
+        """The child of the current node under ``id_``, if any (typed, for the compiled hot path)."""
+        return self.current.children.get(id_)
 
     def define(self, name: str, value: Number) -> None:
         frame = self.scope_frame()
@@ -67,7 +82,7 @@ class ThreadState:
         self.version += 1
 
     # --- sites ---------------------------------------------------------------------------------
-    def child(self, type_: str, id_: str, expr_text: str | None, count_text: str | None = None) -> Node:
+    def child(self, type_: str, id_: str, expr_text: str | None, count: str | int | None = None) -> Node:
         """The node for (type, id) below the current one, created on first use."""
         parent = self.current
         key = id_
@@ -76,9 +91,9 @@ class ThreadState:
             key = f"{type_}:{id_}"
             node = parent.children.get(key)
         if node is None:
-            node = self.runtime.new_node(parent, type_, id_, expr_text, count_text)
+            node = self.runtime.new_node(parent, type_, id_, expr_text, count)
             parent.children[key] = node
-        elif node.expr_text != expr_text or node.count_text != count_text:
+        elif node.expr_text != expr_text or node.count_text != (None if count is None else str(count)):
             self.runtime.anomaly("expression_changed", node,
                                  f"{type_} {id_!r} was first asserted as {node.expr_text!r}, now {expr_text!r}; "
                                  "the first expression is kept")
@@ -101,8 +116,8 @@ class ThreadState:
 
     def close_above(self, frame: Region) -> None:
         """``frame`` ends while annotations opened after it are still open: close those as unbalanced."""
-        while self.stack and self.stack[-1] is not frame:
-            inner = self.stack[-1]
+        while self.top is not None and self.top is not frame:
+            inner = self.top
             self.runtime.anomaly("unbalanced", inner.node,
                                  f"{inner.TYPE} {inner.id!r} was still open when {frame.TYPE} {frame.id!r} ended")
             inner.finish(None, time.perf_counter_ns(), time.process_time_ns(), unbalanced=True)

@@ -1,10 +1,14 @@
 """Site-tree nodes: one per annotation site (path of ids), folding every call into aggregates.
 
-Nodes sit on the hot path of every annotation, so they are plain slotted objects updated in place.
+Nodes sit on the hot path of every annotation. Two things keep a call cheap: statistics are kept as runs
+(a value repeated call after call only bumps a counter; the sum is formed when the value changes or the
+trace is written), and a call whose predicted and measured values repeat the previous call's reuses its
+PASS/FAIL verdict. Compiled with Cython where available (tree.pxd), plain Python otherwise.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Union
 
 from ma.expr import Expression, parse_expression
@@ -13,28 +17,44 @@ Number = Union[int, float]
 
 # Relative tolerance used when a float expression is compared with the value the program passed.
 _VALUE_RTOL = 1e-9
+_NO_VERDICT, _PASS, _FAIL = 0, 1, 2
 
 
 class Stats:
-    """min/max/sum over the calls that produced a value."""
+    """n/min/max/sum of a value over calls, with the current run of equal values kept apart."""
 
-    __slots__ = ("n", "min", "max", "sum")
+    __slots__ = ("n", "min", "max", "total", "last", "run")
 
     def __init__(self) -> None:
         self.n = 0
         self.min: Number = 0
         self.max: Number = 0
-        self.sum: Number = 0
+        self.total: Number = 0  # sum of every value before the current run
+        self.last: Number = 0
+        self.run = 0
 
-    def add(self, x: Number) -> None:
+    def add(self, x: Number) -> bool:
+        """Fold ``x``; True when it equals the previous value (nothing else changed)."""
+        if self.n and (x is self.last or x == self.last):
+            self.run += 1
+            self.n += 1
+            return True
         if self.n == 0:
             self.min = self.max = x
-        elif x < self.min:
-            self.min = x
-        elif x > self.max:
-            self.max = x
+        else:
+            self.total += self.last * self.run
+            if x < self.min:
+                self.min = x
+            elif x > self.max:
+                self.max = x
+        self.last = x
+        self.run = 1
         self.n += 1
-        self.sum += x
+        return False
+
+    @property
+    def sum(self) -> Number:
+        return self.total + self.last * self.run if self.n else 0
 
     def to_json(self) -> dict[str, Number] | None:
         if self.n == 0:
@@ -59,45 +79,45 @@ class Node:
     """One site of the tree. ``children`` is keyed by id; a same-id site of another type gets ``type:id``."""
 
     __slots__ = (
-        "parent", "id", "type", "path", "expr_text", "expression", "count_text", "count_expression",
-        "file", "line", "children", "calls", "p_n", "p_min", "p_max", "p_sum", "m_n", "m_min", "m_max", "m_sum",
-        "passed", "failed", "unmeasured", "mismatch", "first_mismatch", "first_fail", "count_predicted",
-        "count_measured", "wall_ns", "cpu_ns", "track_cpu", "tolerance", "cache_version", "cache_value",
+        "parent", "id", "type", "path", "expr_text", "expression", "count_raw", "count_text", "count_expression",
+        "reader", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
+        "count_measured", "verdict", "passed", "failed", "unmeasured", "mismatch", "first_mismatch",
+        "first_fail", "wall_ns", "cpu_ns", "track_cpu", "tolerance", "cache_version", "cache_value",
         "cache_count",
     )
 
     def __init__(self, parent: Node | None, type_: str, id_: str, expr_text: str | None,
                  tolerance: float, file: str | None = None, line: int | None = None,
-                 count_text: str | None = None, track_cpu: bool = False) -> None:
+                 count: str | int | None = None, track_cpu: bool = False,
+                 reader: Callable[[], Any] | None = None) -> None:
         self.parent = parent
         self.id = id_
         self.type = type_
         self.path = id_ if parent is None or not parent.path else f"{parent.path}/{id_}"
         self.expr_text = expr_text
         self.expression: Expression | None = parse_expression(expr_text) if expr_text is not None else None
-        self.count_text = count_text
+        self.count_raw = count  # as the annotation passed it (int or text): compared by identity when hot
+        self.count_text = None if count is None else str(count)
         self.count_expression: Expression | None = (
-            parse_expression(count_text) if count_text is not None else None)
+            parse_expression(self.count_text) if self.count_text is not None else None)
+        self.reader = reader  # the counter's running-total reader; for MPI sites the PMPI totals view
+        self.group = 0  # MPI sites: index of the (calls, bytes) pair in that view
+        self.owner: type | None = None  # the annotation class whose calls this node folds
         self.file = file
         self.line = line
         self.children: dict[str, Node] = {}
         self.calls = 0
-        # predicted and measured stats, flat because they are updated on every call
-        self.p_n = self.m_n = 0
-        self.p_min: Number = 0
-        self.p_max: Number = 0
-        self.p_sum: Number = 0
-        self.m_min: Number = 0
-        self.m_max: Number = 0
-        self.m_sum: Number = 0
+        self.predicted = Stats()
+        self.measured = Stats()
+        self.count_predicted = Stats()
+        self.count_measured = Stats()
+        self.verdict = _NO_VERDICT  # of the previous call, reused while its values repeat
         self.passed = 0
         self.failed = 0
         self.unmeasured = 0
         self.mismatch = 0
         self.first_mismatch: dict[str, Number] | None = None
         self.first_fail: dict[str, Number] | None = None
-        self.count_predicted = Stats()
-        self.count_measured = Stats()
         self.wall_ns = 0
         self.cpu_ns = 0
         self.track_cpu = track_cpu
@@ -108,53 +128,55 @@ class Node:
 
     def record(self, predicted: Number | None, measured: Number | None) -> None:
         """Fold one call's predicted and measured value (None: could not be measured)."""
-        if predicted is not None:
-            if self.p_n == 0:
-                self.p_min = self.p_max = predicted
-            elif predicted < self.p_min:
-                self.p_min = predicted
-            elif predicted > self.p_max:
-                self.p_max = predicted
-            self.p_n += 1
-            self.p_sum += predicted
+        same = self.predicted.add(predicted) if predicted is not None else False
         if measured is None:
             self.unmeasured += 1
+            self.verdict = _NO_VERDICT
             return
-        if self.m_n == 0:
-            self.m_min = self.m_max = measured
-        elif measured < self.m_min:
-            self.m_min = measured
-        elif measured > self.m_max:
-            self.m_max = measured
-        self.m_n += 1
-        self.m_sum += measured
-        if predicted is None or (predicted == measured if self.tolerance == 0
-                                 else close_enough(predicted, measured, self.tolerance)):
+        same = self.measured.add(measured) and same
+        if same and self.verdict != _NO_VERDICT:
+            if self.verdict == _PASS:
+                self.passed += 1
+            else:
+                self.failed += 1
+            return
+        if predicted is None or close_enough(predicted, measured, self.tolerance):
             self.passed += 1
+            self.verdict = _PASS
         else:
             self.failed += 1
+            self.verdict = _FAIL
             if self.first_fail is None:
                 self.first_fail = {"call": self.calls, "predicted": predicted, "measured": measured}
 
     def record_mpi(self, size: Number, count: Number, calls: int | None, nbytes: int) -> None:
         """Fold one MPI assertion: predicted bytes per message and message count vs what PMPI saw."""
-        self.count_predicted.add(count)
-        if calls is None:
-            self.record(size, None)
-            return
-        self.count_measured.add(calls)
-        if calls == 0 and count == 0:
+        if calls is not None and calls == 0 and count == 0:
             size = 0  # no message asserted, none made: nothing to compare the size with
+        same = self.predicted.add(size)
+        same = self.count_predicted.add(count) and same
+        if calls is None:
+            self.unmeasured += 1
+            self.verdict = _NO_VERDICT
+            return
         measured_size = (nbytes // calls if nbytes % calls == 0 else nbytes / calls) if calls else 0
-        passed_before = self.passed
-        self.record(size, measured_size)  # judges the size
-        if not close_enough(count, calls, self.tolerance) and self.passed > passed_before:
-            self.passed -= 1  # right size, wrong number of calls: still a FAIL
+        same = self.measured.add(measured_size) and same
+        same = self.count_measured.add(calls) and same
+        if same and self.verdict != _NO_VERDICT:
+            if self.verdict == _PASS:
+                self.passed += 1
+            else:
+                self.failed += 1
+            return
+        if close_enough(size, measured_size, self.tolerance) and close_enough(count, calls, self.tolerance):
+            self.passed += 1
+            self.verdict = _PASS
+        else:
             self.failed += 1
+            self.verdict = _FAIL
             if self.first_fail is None:
-                self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size}
-        if self.first_fail is not None and "count_predicted" not in self.first_fail:
-            self.first_fail.update(count_predicted=count, count_measured=calls)
+                self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size,
+                                   "count_predicted": count, "count_measured": calls}
 
     def note_value(self, given: Number, evaluated: Number) -> None:
         """The program passed its own value for the expression: count it when it disagrees."""
@@ -167,8 +189,7 @@ class Node:
         data: dict[str, Any] = {
             "id": self.id, "type": self.type, "path": self.path, "expr": self.expr_text,
             "file": self.file, "line": self.line, "calls": self.calls,
-            "predicted": _stats(self.p_n, self.p_min, self.p_max, self.p_sum),
-            "measured": _stats(self.m_n, self.m_min, self.m_max, self.m_sum),
+            "predicted": self.predicted.to_json(), "measured": self.measured.to_json(),
             "pass": self.passed, "fail": self.failed, "unmeasured": self.unmeasured,
             "mismatch": self.mismatch, "first_mismatch": self.first_mismatch, "first_fail": self.first_fail,
             "wall_ns": self.wall_ns, "cpu_ns": self.cpu_ns,
@@ -180,10 +201,6 @@ class Node:
         # list() first: another thread may add a child while a flush serialises this tree.
         data["children"] = [child.to_json() for child in list(self.children.values())]
         return data
-
-
-def _stats(n: int, low: Number, high: Number, total: Number) -> dict[str, Number] | None:
-    return {"n": n, "min": low, "max": high, "sum": total} if n else None
 
 
 def new_root() -> Node:

@@ -409,3 +409,52 @@ def test_import_ma_stays_light() -> None:
                           env=clean_env(MA_COUNTERS="none", MA_TRACE_DIR="/tmp/ma-light-test"))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+EQUIVALENCE_PROGRAM = """
+    import ma
+    ma.variable("n", 6)
+    with ma.subroutine("s"):
+        ma.variable("m", 3)
+        for rep in range(4):
+            with ma.loop("outer", "n") as lp:
+                for i in lp.range(6 if rep else 5):
+                    ma.variable("i", i)  # changes every iteration: the cached prediction must follow
+                    with ma.loop("inner", "m+i") as inner:
+                        for j in inner.iter(range(3 + i)):
+                            pass
+                    with ma.flop("f", "2*n"):
+                        pass
+            with ma.mpi_send("s", "8*n", count="m"):
+                pass
+    ma.loop_start("a", "n")
+    ma.loop_start("b", "n")
+    ma.loop_end("a", 6)
+"""
+
+
+def _without_times(node: dict) -> dict:
+    return {**{k: v for k, v in node.items() if k not in ("wall_ns", "cpu_ns", "children")},
+            "children": [_without_times(c) for c in node["children"]]}
+
+
+def test_compiled_and_pure_python_runtimes_write_the_same_trace(run_program) -> None:
+    import ma_runtime
+
+    if not ma_runtime.COMPILED:
+        pytest.fail(f"the runtime is not compiled here: {ma_runtime.NOT_COMPILED_REASON}")
+    compiled = run_program(EQUIVALENCE_PROGRAM)
+    assert compiled.returncode == 0, compiled.stderr
+    compiled_trace = compiled.trace()
+    pure = run_program(EQUIVALENCE_PROGRAM, MA_PURE_PYTHON="1")
+    assert pure.returncode == 0, pure.stderr
+    pure_trace = pure.trace()
+    assert compiled_trace["header"]["producer"].endswith("(compiled)")
+    assert not pure_trace["header"]["producer"].endswith("(compiled)")
+    assert _without_times(compiled_trace["threads"][0]["root"]) == _without_times(pure_trace["threads"][0]["root"])
+    assert compiled_trace["anomalies"] == pure_trace["anomalies"]
+    outer = find_node(pure.tree(), "s/outer")
+    assert outer["fail"] == 1 and outer["pass"] == 3  # the first round stopped at 5 of 6
+    inner = find_node(pure.tree(), "s/outer/inner")
+    assert inner["calls"] == 5 + 3 * 6 and inner["pass"] == inner["calls"]  # m+i = 3+i iterations each
+    assert inner["predicted"] == {"n": 23, "min": 3, "max": 8, "sum": 5 * 3 + 10 + 3 * (6 * 3 + 15)}

@@ -1,0 +1,284 @@
+"""Scaling and sensitivity studies of NPB CG from its validated modeling-assertion models (MA paper §4).
+
+    python examples/npb_cg/study.py TRACE_DIR [--measured VALGRIND_TRACE_DIR] [--out DIR]
+
+TRACE_DIR holds the traces of an annotated run (e.g. ``ma run -n 4 -- python examples/npb_cg/cg.py``);
+the models built from it are evaluated at classes, process counts and inputs never run. Writes:
+
+- ``fig12_messages.png``  message volume and count vs nprocs, class C (paper Figure 12)
+- ``fig14_flops.png``     floating-point operations per rank vs nprocs, class C (Figure 14)
+- ``fig15_sensitivity.png`` flops, memory per rank and message volume at x1, x2, x10 of na and of
+  nonzer from class C (Figure 15)
+- ``fig9_flops_measured.png`` measured vs predicted flops per site (Figure 9), from a run whose flop
+  assertions were measured (``ma run --counters valgrind``), when one is given
+and prints the numbers behind them, the flop model against NPB's official operation count for every
+class, and the message-size distribution of class C on 1024 processes (§4.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    __package__ = "examples.npb_cg"
+
+import numpy as np
+
+from ma.errors import MAError
+
+from .classes import CGITMAX, CLASSES, official_op_count
+
+NPROCS = 2 ** np.arange(0, 11)        # 1 .. 1024, powers of two as CG requires
+SCALES = (1, 2, 10)                    # the x1, x2, x10 of Figure 15
+TIMED_LOOP = "conj_loop"               # the site of NPB's timed iterations
+
+
+@dataclass
+class CGModels:
+    """The models of one traced run, ready to evaluate at any class and process count."""
+
+    flops: Any           # ma_post Model, per rank, whole run
+    flops_timed: Any     # the flops of the timed iterations only (what NPB's Mop/s counts)
+    memory: Any
+    mpi_bytes: Any
+    mpi_count: Any
+    traceset: Any
+    builder: Any
+
+    @classmethod
+    def build(cls, trace_dir: Path) -> CGModels:
+        import ma_post
+
+        ts = ma_post.load(trace_dir)
+        builder = ma_post.ModelBuilder(ts)
+        flops = builder.model("flops", inline=True)
+        timed = [expr for site, expr in flops.by_site() if site.path.split("/")[0] == TIMED_LOOP]
+        if not timed:
+            raise MAError(f"{trace_dir}: no flop assertion below the timed loop {TIMED_LOOP!r}")
+        flops_timed = builder.submodel("flops_timed", sum(timed[1:], timed[0]))
+        return cls(flops, flops_timed, builder.model("memory", inline=True),
+                   builder.model("mpi_bytes", inline=True), builder.model("mpi_count", inline=True), ts, builder)
+
+
+def class_inputs(name: str, nprocs: Any = 1, na_scale: float = 1, nonzer_scale: float = 1) -> dict[str, Any]:
+    problem = CLASSES[name]
+    return {"na": problem.na * na_scale, "nonzer": problem.nonzer * nonzer_scale, "niter": problem.niter,
+            "nprocs": nprocs, "cgitmax": CGITMAX, "dp": 8}
+
+
+def value(model: Any, inputs: dict[str, Any]) -> Any:
+    """The model at ``inputs``; inputs the model does not use are left out."""
+    return model.evaluate({k: v for k, v in inputs.items() if k in model.inputs})
+
+
+# --- the numbers ------------------------------------------------------------------------------------
+def official_comparison(models: CGModels) -> list[tuple[str, float, int, float]]:
+    """(class, model flops of the timed loop on one process, official count, relative difference)."""
+    rows = []
+    for name in "SWABC":
+        problem = CLASSES[name]
+        predicted = float(value(models.flops_timed, class_inputs(name, nprocs=1)))
+        official = official_op_count(problem.na, problem.nonzer, problem.niter)
+        rows.append((name, predicted, official, (predicted - official) / official))
+    return rows
+
+
+def scaling(models: CGModels, class_name: str = "C") -> dict[str, np.ndarray]:
+    inputs = class_inputs(class_name, nprocs=NPROCS.astype(float))
+    per_rank_bytes = value(models.mpi_bytes, inputs)
+    per_rank_count = value(models.mpi_count, inputs)
+    return {"nprocs": NPROCS, "bytes_per_rank": per_rank_bytes, "count_per_rank": per_rank_count,
+            "bytes_total": per_rank_bytes * NPROCS, "count_total": per_rank_count * NPROCS,
+            "flops_per_rank": value(models.flops, inputs), "memory_per_rank": value(models.memory, inputs)}
+
+
+def sensitivity(models: CGModels, nprocs: int, class_name: str = "C") -> dict[str, dict[str, list[float]]]:
+    """quantity -> parameter -> values at x1, x2, x10 of that parameter (the other at x1)."""
+    result: dict[str, dict[str, list[float]]] = {}
+    for quantity, model in (("flops", models.flops), ("memory per rank", models.memory),
+                            ("message volume", models.mpi_bytes)):
+        result[quantity] = {
+            "na": [float(value(model, class_inputs(class_name, nprocs, na_scale=s))) for s in SCALES],
+            "nonzer": [float(value(model, class_inputs(class_name, nprocs, nonzer_scale=s))) for s in SCALES],
+        }
+    return result
+
+
+def message_sizes(models: CGModels, nprocs: int, class_name: str = "C") -> list[Any]:
+    import ma_post
+
+    return ma_post.message_distribution(models.traceset, class_inputs(class_name, nprocs),
+                                        builder=models.builder)
+
+
+def measured_flop_sites(trace_dir: Path) -> list[tuple[str, float, float]]:
+    """(site path, predicted, measured) per-call means of every measured flop site."""
+    import ma_post
+
+    report = ma_post.validate(ma_post.load(trace_dir))
+    rows = []
+    for result in report.results:
+        if result.site.type == "flop" and np.isfinite(result.measured[0]):
+            rows.append((result.site.path, result.predicted[0], result.measured[0]))
+    return rows
+
+
+# --- the figures ------------------------------------------------------------------------------------
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
+    plt = _pyplot()
+    fig, (volume, count) = plt.subplots(1, 2, figsize=(11, 4.2))
+    several = scale["nprocs"] > 1  # one process sends nothing: no point on a log scale
+    for axis, key, label in ((volume, "bytes", "message volume (bytes)"), (count, "count", "messages")):
+        axis.loglog(scale["nprocs"][several], scale[f"{key}_total"][several], "o-", label="all ranks")
+        axis.loglog(scale["nprocs"][several], scale[f"{key}_per_rank"][several], "s--", label="per rank")
+        axis.set_xlabel("MPI processes")
+        axis.set_ylabel(label)
+        axis.set_xscale("log", base=2)
+        axis.grid(True, which="both", alpha=0.3)
+        axis.legend()
+    fig.suptitle("NPB CG class C: message volume and count (model)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_flops(scale: dict[str, np.ndarray], path: Path) -> None:
+    plt = _pyplot()
+    fig, axis = plt.subplots(figsize=(6.5, 4.2))
+    axis.loglog(scale["nprocs"], scale["flops_per_rank"], "o-", label="model, per rank")
+    ideal = scale["flops_per_rank"][0] / scale["nprocs"]
+    axis.loglog(scale["nprocs"], ideal, ":", color="gray", label="perfect division")
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("MPI processes")
+    axis.set_ylabel("floating-point operations per rank")
+    axis.set_title("NPB CG class C: flops per rank (model)")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_sensitivity(sens: dict[str, dict[str, list[float]]], nprocs: int, path: Path) -> None:
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, len(sens), figsize=(12, 4.2))
+    width = 0.38
+    positions = np.arange(len(SCALES))
+    for axis, (quantity, by_param) in zip(axes, sens.items()):
+        for offset, (param, values) in zip((-width / 2, width / 2), by_param.items()):
+            relative = np.asarray(values) / values[0]
+            axis.bar(positions + offset, relative, width, label=param)
+        axis.set_xticks(positions, [f"x{s}" for s in SCALES])
+        axis.set_yscale("log")
+        axis.set_title(quantity)
+        axis.set_ylabel("relative to class C")
+        axis.grid(True, axis="y", alpha=0.3)
+        axis.legend()
+    fig.suptitle(f"NPB CG sensitivity to na and nonzer (class C, {nprocs} processes, model)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
+    """Left: measured against predicted per site (on the diagonal when the model is exact); right: the
+    error rate of each site of the timed loop, as the paper's Figure 9."""
+    plt = _pyplot()
+    fig, (scatter, errors) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1, 1.6]})
+    predicted = np.array([r[1] for r in rows])
+    measured = np.array([r[2] for r in rows])
+    scatter.loglog(predicted, measured, "o", alpha=0.7)
+    span = [min(predicted.min(), measured.min()) * 0.8, max(predicted.max(), measured.max()) * 1.2]
+    scatter.loglog(span, span, ":", color="gray", label="measured = predicted")
+    scatter.set_xlabel("predicted flops per call")
+    scatter.set_ylabel("measured flops per call")
+    scatter.legend()
+    timed = [r for r in rows if r[0].split("/")[0] == TIMED_LOOP] or rows
+    labels = [r[0].split("/")[-1] + ("\n(residual)" if "residual_norm" in r[0] else "") for r in timed]
+    rates = [100 * (r[1] - r[2]) / r[2] for r in timed]
+    errors.bar(np.arange(len(timed)), rates)
+    errors.axhline(0, color="black", linewidth=0.8)
+    errors.set_xticks(np.arange(len(timed)), labels, rotation=60, fontsize=7, ha="right")
+    errors.set_ylabel("error rate (predicted - measured) / measured, %")
+    fig.suptitle("NPB CG: measured vs predicted floating-point operations per site")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --- command line ------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace_dir", type=Path)
+    parser.add_argument("--measured", type=Path, help="traces of a run whose flops were measured")
+    parser.add_argument("--out", type=Path, default=Path("figures"))
+    parser.add_argument("--sensitivity-nprocs", type=int, default=1024)
+    args = parser.parse_args(argv)
+    try:
+        return _study(args)
+    except MAError as exc:
+        print(f"study.py: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _study(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    models = CGModels.build(args.trace_dir)
+
+    print("Flop model of the timed iterations (1 process) vs NPB's official operation count:")
+    for name, predicted, official, rel in official_comparison(models):
+        print(f"  class {name}: model {predicted:.6e}  official {official:.6e}  difference {100 * rel:+.3f} %")
+
+    scale = scaling(models)
+    print("\nClass C per rank vs nprocs (model):")
+    print(f"  {'nprocs':>6} {'flops':>12} {'memory B':>12} {'MPI bytes':>12} {'messages':>9}")
+    for i, p in enumerate(scale["nprocs"]):
+        print(f"  {p:6d} {scale['flops_per_rank'][i]:12.4e} {scale['memory_per_rank'][i]:12.4e} "
+              f"{scale['bytes_per_rank'][i]:12.4e} {scale['count_per_rank'][i]:9.0f}")
+    plot_messages(scale, args.out / "fig12_messages.png")
+    plot_flops(scale, args.out / "fig14_flops.png")
+
+    sens = sensitivity(models, args.sensitivity_nprocs)
+    print(f"\nSensitivity at {args.sensitivity_nprocs} processes (relative to class C at x1, x2, x10):")
+    for quantity, by_param in sens.items():
+        for param, values in by_param.items():
+            print(f"  {quantity:<16} {param:<7} " + "  ".join(f"{v / values[0]:8.3f}" for v in values))
+    plot_sensitivity(sens, args.sensitivity_nprocs, args.out / "fig15_sensitivity.png")
+
+    print("\nMessage sizes of class C on 1024 processes (per rank):")
+    for entry in message_sizes(models, 1024):
+        print(f"  {entry.size:10.0f} bytes  {entry.per_rank:8.0f} messages  {100 * entry.share:5.1f} % of messages  "
+              f"{100 * entry.volume_share:5.1f} % of bytes")
+
+    written = ["fig12_messages.png", "fig14_flops.png", "fig15_sensitivity.png"]
+    if args.measured is not None:
+        rows = measured_flop_sites(args.measured)
+        if rows:
+            plot_measured(rows, args.out / "fig9_flops_measured.png")
+            written.append("fig9_flops_measured.png")
+            worst = max(rows, key=lambda r: abs(r[1] - r[2]) / r[2])
+            print(f"\nMeasured flops: {len(rows)} sites, largest error {worst[0]} "
+                  f"{(worst[1] - worst[2]) / worst[2]:+.4f}")
+        else:
+            print(f"\n{args.measured}: no measured flop site (run with --counters valgrind or PAPI counters)")
+    print(f"\nfigures in {args.out}: {', '.join(written)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
