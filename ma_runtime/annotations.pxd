@@ -43,7 +43,9 @@ cdef class stack_memory(CounterRegion):
     pass
 
 cdef class MpiRegion(Region):
-    cdef public object view, calls0, bytes0, pcount
+    cdef public bint measured
+    cdef public long long calls0, bytes0
+    cdef public object pcount
 
 cdef class mpi_send(MpiRegion):
     pass

@@ -308,7 +308,7 @@ class MpiRegion(Region):
     ``count`` calls of that kind (an int or an expression) of ``bytes_expr`` bytes each.
     """
 
-    __slots__ = ("view", "calls0", "bytes0", "pcount")
+    __slots__ = ("measured", "calls0", "bytes0", "pcount")
 
     def __init__(self, id: str, expr: str, value: Number | None = None, count: str | int = 1) -> None:
         self.id = id
@@ -319,30 +319,26 @@ class MpiRegion(Region):
 
     def start(self, node: Node) -> None:
         self.pcount = node.cache_count
-        view = node.reader
-        if view is None:  # MPI not running yet (or not measured): ask again, keep it once there
+        if node.counters is None:  # MPI not running yet (or not measured): ask again, keep it once there
             counters = self.state.runtime.mpi_counters(self.TYPE)
             if counters is not None:
-                view, node.group = counters
-                node.reader = view
-        self.view = view
-        if view is not None:
-            group = node.group
-            self.calls0 = view[group]
-            self.bytes0 = view[group + 1]
+                node.counters, node.group = counters
+        self.measured = node.counters is not None
+        if self.measured:
+            # Straight from the PMPI library's memory (a typed view when compiled: no object is made).
+            self.calls0 = node.counters[node.group]
+            self.bytes0 = node.counters[node.group + 1]
 
     def stop(self, node: Node) -> None:
-        view = self.view
-        if view is not None:
-            group = node.group
-            self.calls0 = view[group] - self.calls0
-            self.bytes0 = view[group + 1] - self.bytes0
+        if self.measured:
+            self.calls0 = node.counters[node.group] - self.calls0
+            self.bytes0 = node.counters[node.group + 1] - self.bytes0
 
     def complete(self, node: Node) -> None:
-        if self.view is None:
-            node.record_mpi(self.pred, self.pcount, None, 0)
-        else:
+        if self.measured:
             node.record_mpi(self.pred, self.pcount, self.calls0, self.bytes0)
+        else:
+            node.record_mpi(self.pred, self.pcount, None, 0)
 
     def discard(self, node: Node) -> None:
         node.record_mpi(self.pred, self.pcount, None, 0)

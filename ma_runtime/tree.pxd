@@ -15,6 +15,7 @@ cdef class Node:
     cdef public object first_mismatch, first_fail, cache_value, cache_count
     cdef public bint track_cpu
     cdef public Py_ssize_t group
+    cdef public const unsigned long long[:] counters
     cdef public double tolerance
     cpdef record(self, object predicted, object measured)
     cpdef record_mpi(self, object size, object count, object calls, object nbytes)

@@ -80,7 +80,7 @@ class Node:
 
     __slots__ = (
         "parent", "id", "type", "path", "expr_text", "expression", "count_raw", "count_text", "count_expression",
-        "reader", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
+        "reader", "counters", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
         "count_measured", "verdict", "passed", "failed", "unmeasured", "mismatch", "first_mismatch",
         "first_fail", "wall_ns", "cpu_ns", "track_cpu", "tolerance", "cache_version", "cache_value",
         "cache_count",
@@ -100,8 +100,9 @@ class Node:
         self.count_text = None if count is None else str(count)
         self.count_expression: Expression | None = (
             parse_expression(self.count_text) if self.count_text is not None else None)
-        self.reader = reader  # the counter's running-total reader; for MPI sites the PMPI totals view
-        self.group = 0  # MPI sites: index of the (calls, bytes) pair in that view
+        self.reader = reader  # the running-total reader of the counter that measures this site
+        self.counters: Any = None  # MPI sites: the PMPI library's totals (a uint64 memoryview) ...
+        self.group = 0  # ... and the index of this site's (calls, bytes) pair in it
         self.owner: type | None = None  # the annotation class whose calls this node folds
         self.file = file
         self.line = line

@@ -186,9 +186,9 @@ def run_octave(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def octave_call(m: Model, arg_expr: dict[str, str]) -> str:
-    from ma_post.export.common import function_name
+    from ma_post.export.octave import octave_function_name
 
-    return f"{function_name(m.quantity)}({', '.join(arg_expr[a] for a in m.inputs)})"
+    return f"{octave_function_name(m.quantity)}({', '.join(arg_expr[a] for a in m.inputs)})"
 
 
 @pytest.mark.octave
@@ -255,3 +255,9 @@ def test_octave_function_layout() -> None:
     assert first == "function r = q_keywords(double, end_, int, k, lambda, numpy, r_)"
     assert text.rstrip().endswith("end")
     assert "  r = double./k + end_ + int.*lambda + numpy.*r_;" in text
+
+
+def test_octave_function_does_not_shadow_octave_builtins() -> None:
+    name, text = octave_function(expression_model("memory", "8*na"))
+    assert name == "memory_.m"  # a memory.m would hide Octave's own memory()
+    assert text.splitlines()[0] == "function r = memory_(na)"

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The main job: set everything up, then run the NAS CG study of the MA paper end to end.
+#
+#   1. NPB CG class S on 4 processes under `ma run` (every loop, flop and message annotated)
+#   2. validation of every assertion (paper Figure 8), IR (Figure 6), control-flow model (Figure 11)
+#   3. symbolic models, exported to Octave/MATLAB, Python and C; the model evaluated at class C on
+#      1024 processes by the SDK and by GNU Octave; the message-size distribution there (paper 4.1)
+#   4. the same run with flops measured by the software counter (Valgrind tool), validated
+#   5. the scaling and sensitivity figures (paper Figures 9, 12, 14, 15)
+#
+# Outputs go to $OUT (default out/cg-demo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/.venv/bin:$PATH"   # the environment's mpiexec, not a system one
+OUT=${OUT:-out/cg-demo}
+rm -rf "$OUT"
+mkdir -p "$OUT"
+CLASS_C=(--set na=150000 --set nonzer=15 --set niter=75 --set nprocs=1024)
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "1. NPB CG class S on 4 processes, annotated, under ma run"
+ma run -n 4 --trace-dir "$OUT/traces" -- python examples/npb_cg/cg.py --class S | tee "$OUT/cg.txt"
+
+step "2. Validation (MA paper Figure 8): loops and messages exact; flops unmeasured without a counter"
+ma validate "$OUT/traces" | tee "$OUT/validation.txt" | head -n 12
+echo "... ($(wc -l < "$OUT/validation.txt") lines in $OUT/validation.txt)"
+ma ir "$OUT/traces" > "$OUT/ir.txt"
+ma cfg "$OUT/traces" > "$OUT/cfg.txt"
+echo "intermediate representation: $OUT/ir.txt; control-flow model: $OUT/cfg.txt"
+head -n 14 "$OUT/cfg.txt"
+
+step "3. Symbolic models, exported; evaluated at class C on 1024 processes"
+ma model "$OUT/traces" -q mpi_bytes | tee "$OUT/model-mpi_bytes.txt"
+ma export "$OUT/traces" --octave "$OUT/octave" --python "$OUT/python" --c "$OUT/c"
+ma eval "$OUT/traces" -q flops -q mpi_bytes -q mpi_count -q memory "${CLASS_C[@]}" | tee "$OUT/eval-C-1024.txt"
+echo "The same point through the exported Octave functions (GNU Octave):"
+octave-cli --no-gui --quiet --eval "addpath('$OUT/octave');
+  printf('  flops     = %.6e per rank\n', flops(25, 150000, 75, 15, 1024));
+  printf('  mpi_bytes = %.6e per rank\n', mpi_bytes(25, 8, 150000, 75, 1024));" 2> >(grep -v execution_exception >&2)
+ma msgdist "$OUT/traces" "${CLASS_C[@]}" | tee "$OUT/msgdist-C-1024.txt"
+
+step "4. Flops measured by the software counter: class S on 2 processes under the Valgrind tool"
+MA_TOLERANCE=flop=0.01 ma run -n 2 --counters valgrind --trace-dir "$OUT/traces-valgrind" -- \
+  python examples/npb_cg/cg.py --class S > "$OUT/cg-valgrind.txt"
+ma validate "$OUT/traces-valgrind" | tee "$OUT/validation-valgrind.txt" | grep ma_flop | sort -u -t: -k1,1
+
+step "5. Scaling and sensitivity studies"
+python examples/npb_cg/study.py "$OUT/traces" --measured "$OUT/traces-valgrind" --out "$OUT/figures" \
+  | tee "$OUT/study.txt"
+
+step "Done: everything is in $OUT"
