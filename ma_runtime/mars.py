@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import Any, Callable, Union
 
 from ma.expr import parse_expression
 
@@ -22,9 +22,6 @@ from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
 from .threadstate import ThreadState
 from .tree import Node, Stats, values_differ
-
-if TYPE_CHECKING:
-    from .annotations import Region
 
 Number = Union[int, float]
 PRODUCER = "ma_runtime 0.1.0" + (" (compiled)" if COMPILED else "")
@@ -138,8 +135,7 @@ class Runtime:
             node = state.child(type_, name, expr_text)
             node.calls += 1
             if expr_text is None:
-                node.record(evaluated, None)
-                node.unmeasured -= 1  # a declared input is not an assertion
+                node.predicted.add(evaluated)  # a declared input: its value, nothing to check
             else:
                 node.record(evaluated, value)
                 if value is not None:

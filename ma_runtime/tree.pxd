@@ -20,6 +20,7 @@ cdef class Node:
     cpdef record(self, object predicted, object measured)
     cpdef record_mpi(self, object size, object count, object calls, object nbytes)
     cpdef note_value(self, object given, object evaluated)
+    cpdef bint repeat_verdict(self)
 
 cpdef bint close_enough(object predicted, object measured, double tolerance)
 cpdef bint values_differ(object given, object evaluated)

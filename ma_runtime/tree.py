@@ -135,11 +135,7 @@ class Node:
             self.verdict = _NO_VERDICT
             return
         same = self.measured.add(measured) and same
-        if same and self.verdict != _NO_VERDICT:
-            if self.verdict == _PASS:
-                self.passed += 1
-            else:
-                self.failed += 1
+        if same and self.repeat_verdict():
             return
         if predicted is None or close_enough(predicted, measured, self.tolerance):
             self.passed += 1
@@ -163,11 +159,7 @@ class Node:
         measured_size = (nbytes // calls if nbytes % calls == 0 else nbytes / calls) if calls else 0
         same = self.measured.add(measured_size) and same
         same = self.count_measured.add(calls) and same
-        if same and self.verdict != _NO_VERDICT:
-            if self.verdict == _PASS:
-                self.passed += 1
-            else:
-                self.failed += 1
+        if same and self.repeat_verdict():
             return
         if close_enough(size, measured_size, self.tolerance) and close_enough(count, calls, self.tolerance):
             self.passed += 1
@@ -178,6 +170,16 @@ class Node:
             if self.first_fail is None:
                 self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size,
                                    "count_predicted": count, "count_measured": calls}
+
+    def repeat_verdict(self) -> bool:
+        """This call's values repeat the previous call's: count its verdict again (False: there is none)."""
+        if self.verdict == _PASS:
+            self.passed += 1
+        elif self.verdict == _FAIL:
+            self.failed += 1
+        else:
+            return False
+        return True
 
     def note_value(self, given: Number, evaluated: Number) -> None:
         """The program passed its own value for the expression: count it when it disagrees."""
