@@ -31,7 +31,7 @@ class mod(sympy.Function):  # noqa: N801 - printed as the language's own name
     nargs = 2
 
     @classmethod
-    def eval(cls, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr | None:
+    def eval(cls, a: sympy.Expr, b: sympy.Expr) -> sympy.Expr | None:  # safe: SymPy's Function.eval hook
         if b.is_zero:
             return a
         if a.is_number and b.is_number and b.is_zero is False:

@@ -259,7 +259,7 @@ def _env() -> dict[str, str]:
 
 def _mpirun(nprocs: int, *args: str) -> subprocess.CompletedProcess[str]:
     if not MPIEXEC.exists():
-        pytest.skip(f"no mpiexec next to {sys.executable}")
+        pytest.fail(f"no mpiexec next to {sys.executable}: pip install mpich")
     return subprocess.run([str(MPIEXEC), "-n", str(nprocs), sys.executable, *args],
                           capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT, env=_env())
 

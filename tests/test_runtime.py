@@ -458,3 +458,23 @@ def test_compiled_and_pure_python_runtimes_write_the_same_trace(run_program) -> 
     inner = find_node(pure.tree(), "s/outer/inner")
     assert inner["calls"] == 5 + 3 * 6 and inner["pass"] == inner["calls"]  # m+i = 3+i iterations each
     assert inner["predicted"] == {"n": 23, "min": 3, "max": 8, "sum": 5 * 3 + 10 + 3 * (6 * 3 + 15)}
+
+
+@pytest.mark.parametrize("setting, value, fragment", [
+    ("MA_TOLERANCE", "flop=lots", "MA_TOLERANCE='flop=lots': 'lots' is not a number"),
+    ("MA_TOLERANCE", "-0.1", "cannot be negative"),
+    ("MA_FLUSH_SECONDS", "soon", "MA_FLUSH_SECONDS='soon' is not a number of seconds"),
+    ("MA_CPU_TIME", "some", "MA_CPU_TIME='some': expected subroutines, all or none"),
+    ("MA_COUNTERS", "perf", "unknown counter provider 'perf'"),
+    ("MA_PAPI_EVENTS", "flops=PAPI_FP_OPS", "MA_PAPI_EVENTS='flops=PAPI_FP_OPS': expected entries like"),
+])
+def test_bad_settings_are_clear_errors(run_program, setting: str, value: str, fragment: str) -> None:
+    run = run_program("""
+        import ma
+        try:
+            ma.variable("n", 1)
+        except ma.MAError as exc:
+            print(type(exc).__name__, exc)
+    """, **{setting: value, "MA_COUNTERS": "papi"} if setting == "MA_PAPI_EVENTS" else {setting: value})
+    assert run.returncode == 0, run.stderr
+    assert fragment in run.stdout

@@ -38,7 +38,7 @@ TIMEOUT = 300
 @pytest.fixture(scope="session")
 def tool_dir() -> Path:
     if shutil.which("valgrind") is None:
-        pytest.skip("valgrind is not installed on this host")
+        pytest.fail("valgrind is not installed on this host: scripts/setup.sh installs it")
     return build_valgrind_tool()
 
 
@@ -381,7 +381,7 @@ if comm.rank == 0:
 def test_every_mpi_rank_runs_under_the_tool(launch: tuple[list[str], dict[str, str]], tmp_path: Path) -> None:
     mpiexec = env_bin_dir() / "mpiexec"
     if not mpiexec.is_file():
-        pytest.skip("the environment has no mpiexec (pip install mpich)")
+        pytest.fail("the environment has no mpiexec (pip install mpich)")
     script = tmp_path / "ranks.py"
     script.write_text(MPI_SCRIPT)
     prefix, env = launch
