@@ -350,6 +350,20 @@ def cg_program(na: int = 1400, nonzer: int = 7, niter: int = 15, flop_noise: flo
             return None
         return lambda env: round(parse_expression(expr).evaluate(env) * (1 + flop_noise * ((env["__rank"] % 3) - 1)))
 
+    def cg_step() -> list[Any]:
+        """The sites of one CG step, shared by the warm-up and the timed iterations."""
+        return [
+            Op("flop", "flopq", "2*nonzer*(nonzer+1)*na/nprocs", actual=noisy("2*nonzer*(nonzer+1)*na/nprocs")),
+            Op("loadstore", "lsq", "3*nonzer*(nonzer+1)*na/nprocs"),
+            Loop("l2q", "l2npcols", [
+                Mpi("mpi_irecv", "l2rcv", "dp*na/num_proc_rows"),
+                Mpi("mpi_send", "l2snd", "dp*na/num_proc_rows"),
+            ]),
+            Op("flop", "floprho", "2*na/num_proc_rows"),
+            Loop("l3q", "l2npcols", [Mpi("mpi_irecv", "l3rcv", "dp"), Mpi("mpi_send", "l3snd", "dp")]),
+            Op("flop", "flopalpha", "5*na/num_proc_rows"),
+        ]
+
     nrecv = [Mpi("mpi_irecv", "nrecv", "dp*2", peer=lambda e: (e["__rank"] + 1) % e["__size"]),
              Mpi("mpi_send", "nsend", "dp*2", peer=lambda e: (e["__rank"] + 1) % e["__size"])]
     return [
@@ -365,36 +379,12 @@ def cg_program(na: int = 1400, nonzer: int = 7, niter: int = 15, flop_noise: flo
         ]),
         Op("stack_memory", "work", "8*(na/num_proc_rows + 2)"),
         Loop("init_loop", "1", [
-            Sub("conj_grad", [
-                Op("flop", "flopinit", "2*na/num_proc_rows"),
-                Loop("cgit", "cgitmax", [
-                    Op("flop", "flopq", "2*nonzer*(nonzer+1)*na/nprocs", actual=noisy("2*nonzer*(nonzer+1)*na/nprocs")),
-                    Op("loadstore", "lsq", "3*nonzer*(nonzer+1)*na/nprocs"),
-                    Loop("l2q", "l2npcols", [
-                        Mpi("mpi_irecv", "l2rcv", "dp*na/num_proc_rows"),
-                        Mpi("mpi_send", "l2snd", "dp*na/num_proc_rows"),
-                    ]),
-                    Op("flop", "floprho", "2*na/num_proc_rows"),
-                    Loop("l3q", "l2npcols", [Mpi("mpi_irecv", "l3rcv", "dp"), Mpi("mpi_send", "l3snd", "dp")]),
-                    Op("flop", "flopalpha", "5*na/num_proc_rows"),
-                ]),
-            ]),
+            Sub("conj_grad", [Op("flop", "flopinit", "2*na/num_proc_rows"), Loop("cgit", "cgitmax", cg_step())]),
         ]),
         Loop("conj_loop", "niter", [
             Sub("conj_grad", [
                 Op("flop", "flopinit", "2*na/num_proc_rows"),
-                Loop("cgit", "cgitmax", [
-                    Op("flop", "flopq", "2*nonzer*(nonzer+1)*na/nprocs", actual=noisy("2*nonzer*(nonzer+1)*na/nprocs")),
-                    Op("loadstore", "lsq", "3*nonzer*(nonzer+1)*na/nprocs"),
-                    Loop("l2q", "l2npcols", [
-                        Mpi("mpi_irecv", "l2rcv", "dp*na/num_proc_rows"),
-                        Mpi("mpi_send", "l2snd", "dp*na/num_proc_rows"),
-                    ]),
-                    Op("flop", "floprho", "2*na/num_proc_rows"),
-                    Loop("l3q", "l2npcols", [Mpi("mpi_irecv", "l3rcv", "dp"), Mpi("mpi_send", "l3snd", "dp")]),
-                    Op("flop", "flopalpha", "5*na/num_proc_rows"),
-                    Op("loadstore", "lsalpha", "4*na/num_proc_rows"),
-                ]),
+                Loop("cgit", "cgitmax", [*cg_step(), Op("loadstore", "lsalpha", "4*na/num_proc_rows")]),
                 Op("flop", "flopresid", "4*na/num_proc_rows"),
                 Loop("l2r", "l2npcols", [Mpi("mpi_irecv", "l2rrcv", "dp*na/num_proc_rows"),
                                          Mpi("mpi_send", "l2rsnd", "dp*na/num_proc_rows")]),

@@ -114,3 +114,14 @@ def test_bad_invocations_are_clear_errors(tmp_path: Path) -> None:
     missing = ma_run(tmp_path, "--", "/nonexistent/program")
     assert missing.returncode == 2 and "no such program" in missing.stderr
     assert "Traceback" not in no_command.stderr + bad_counter.stderr + missing.stderr
+
+
+@pytest.mark.mpi
+def test_a_pmpi_library_that_cannot_be_built_is_reported_and_the_job_still_runs(tmp_path: Path) -> None:
+    env = clean_env(MA_BUILD_DIR=str(tmp_path / "empty-build"), MA_MPICC="/bin/false")
+    done = ma_run(tmp_path, "-n", "2", "--", sys.executable, "prog.py", "8", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "ma run: MPI calls will not be measured: building" in done.stderr
+    assert "Traceback" not in done.stderr
+    header = load(tmp_path / "ma-traces", 0)["header"]
+    assert header["mpi"]["profiling"] is False and header["mpi"]["reason"]
