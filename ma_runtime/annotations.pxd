@@ -2,10 +2,31 @@
 from ma_runtime.tree cimport Node
 from ma_runtime.threadstate cimport ThreadState
 
+# C-only names used by annotations.py when compiled (see _COMPILED there).
+cdef extern from *:
+    """
+    #include <time.h>
+    static CYTHON_INLINE long long ma_monotonic_ns(void) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+    }
+    """
+    long long ma_monotonic_ns()
+cdef extern from "Python.h":
+    unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
+    Py_ssize_t ma_length_hint "PyObject_LengthHint" (object o, Py_ssize_t default) except -1
+
+cdef bint _COMPILED
+cdef unsigned long _MAIN_THREAD
+cdef ThreadState _main_state
+
 cpdef ThreadState current_state()
+cdef inline object predicted(Node node)
+
 
 cdef class Region:
-    cdef public object id, expr, value, count, undo, pred, outer
+    cdef public object id, expr, value, count, undo, outer
     cdef public Node node
     cdef public ThreadState state
     cdef public long long t0, c0
@@ -45,7 +66,6 @@ cdef class stack_memory(CounterRegion):
 cdef class MpiRegion(Region):
     cdef public bint measured
     cdef public long long calls0, bytes0
-    cdef public object pcount
 
 cdef class mpi_send(MpiRegion):
     pass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from builtins import range as _range
 from collections.abc import Callable, Iterable, Iterator
+from importlib.machinery import EXTENSION_SUFFIXES
 from operator import length_hint as _length_hint
 from threading import get_ident, main_thread
 from time import perf_counter_ns, process_time_ns
@@ -32,6 +33,12 @@ F = TypeVar("F", bound=Callable[..., Any])
 MPI_TYPES = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
              "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
 
+# Compiled, the clock, the thread id and the iterator's length hint are read straight from C (names that
+# annotations.pxd declares and this file never binds): where a call takes a few hundred instructions, the
+# Python-level calls and the int objects they return would be a third of them. The clock is the same
+# CLOCK_MONOTONIC as perf_counter_ns (on Linux), which the rest of the runtime uses.
+_COMPILED = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+
 # The main thread's state, found without a thread-local lookup (which costs more than the rest of a call).
 _MAIN_THREAD = main_thread().ident
 _main_state: ThreadState | None = None
@@ -39,11 +46,20 @@ _main_state: ThreadState | None = None
 
 def current_state() -> ThreadState:
     global _main_state
-    if get_ident() == _MAIN_THREAD:
+    if _COMPILED:
+        main = ma_thread_ident() == _MAIN_THREAD  # noqa: F821
+    else:
+        main = get_ident() == _MAIN_THREAD
+    if main:
         if _main_state is None:
             _main_state = thread_state()
         return _main_state
     return thread_state()
+
+
+def predicted(node: Node) -> Any:
+    """The prediction of the call ending at ``node`` (evaluated when it started), None without expression."""
+    return node.cache_value if node.expression is not None else None
 
 
 class Region:
@@ -51,7 +67,7 @@ class Region:
 
     TYPE = "region"
 
-    __slots__ = ("id", "expr", "value", "count", "node", "state", "outer", "undo", "pred", "t0", "c0")
+    __slots__ = ("id", "expr", "value", "count", "node", "state", "outer", "undo", "t0", "c0")
 
     def __init__(self, id: str, expr: str | None = None, value: Number | None = None) -> None:
         self.id = id
@@ -73,9 +89,13 @@ class Region:
             node = state.child(self.TYPE, self.id, self.expr, self.count)
             node.owner = type(self)
         if node.expression is not None:
-            self.pred = node.cache_value if node.cache_version == state.version else state.predict(node)
+            # The prediction stays in the node (cache_value) until this call ends: a node is open once at a
+            # time, and only its own entry re-evaluates it. Not holding it here spares a write to that number
+            # object, which in a long region has left the cache.
+            if node.cache_version != state.version:
+                state.predict(node)
             if self.value is not None:
-                node.note_value(self.value, self.pred)
+                node.note_value(self.value, node.cache_value)
         self.node = node
         self.state = state
         self.outer = state.top
@@ -83,7 +103,10 @@ class Region:
         state.current = node
         if node.track_cpu:
             self.c0 = process_time_ns()
-        self.t0 = perf_counter_ns()
+        if _COMPILED:  # (statements, not a conditional expression: that would make an int object)
+            self.t0 = ma_monotonic_ns()  # noqa: F821
+        else:
+            self.t0 = perf_counter_ns()
         self.start(node)
         return self
 
@@ -93,7 +116,10 @@ class Region:
         if node is None:
             return False
         self.stop(node)
-        self.close(exc_type, perf_counter_ns())
+        if _COMPILED:
+            self.close(exc_type, ma_monotonic_ns())  # noqa: F821
+        else:
+            self.close(exc_type, perf_counter_ns())
         return False
 
     def close(self, exc_type: type[BaseException] | None, t1: int) -> None:
@@ -148,11 +174,11 @@ class Region:
 
     def complete(self, node: Node) -> None:
         """Fold this call's prediction and measurement into ``node``."""
-        node.record(self.pred, None)
+        node.record(predicted(node), None)
 
     def discard(self, node: Node) -> None:
         """The call ended abnormally: count its prediction, call it unmeasured."""
-        node.record(self.pred, None)
+        node.record(predicted(node), None)
 
 
 class _Counting:
@@ -220,8 +246,14 @@ class loop(Region):
     def complete(self, node: Node) -> None:
         n = self.n
         if n == _FROM_RANGE:
-            n = self.length - _length_hint(self.items)
-        node.record(self.pred, n if n >= 0 else None)
+            if _COMPILED:
+                n = self.length - ma_length_hint(self.items, 0)  # noqa: F821
+            else:
+                n = self.length - _length_hint(self.items)
+        if n >= 0:
+            node.record_count(predicted(node), n)
+        else:
+            node.record(predicted(node), None)
 
 
 class subroutine(Region):
@@ -270,7 +302,7 @@ class CounterRegion(Region):
             self.m0 = reader() - self.m0
 
     def complete(self, node: Node) -> None:
-        node.record(self.pred, self.m0 if self.reader is not None else None)
+        node.record(predicted(node), self.m0 if self.reader is not None else None)
 
 
 class flop(CounterRegion):
@@ -308,7 +340,7 @@ class MpiRegion(Region):
     ``count`` calls of that kind (an int or an expression) of ``bytes_expr`` bytes each.
     """
 
-    __slots__ = ("measured", "calls0", "bytes0", "pcount")
+    __slots__ = ("measured", "calls0", "bytes0")
 
     def __init__(self, id: str, expr: str, value: Number | None = None, count: str | int = 1) -> None:
         self.id = id
@@ -318,7 +350,6 @@ class MpiRegion(Region):
         self.undo = None
 
     def start(self, node: Node) -> None:
-        self.pcount = node.cache_count
         if node.counters is None:  # MPI not running yet (or not measured): ask again, keep it once there
             counters = self.state.runtime.mpi_counters(self.TYPE)
             if counters is not None:
@@ -336,12 +367,12 @@ class MpiRegion(Region):
 
     def complete(self, node: Node) -> None:
         if self.measured:
-            node.record_mpi(self.pred, self.pcount, self.calls0, self.bytes0)
+            node.record_mpi(predicted(node), node.cache_count, True, self.calls0, self.bytes0)
         else:
-            node.record_mpi(self.pred, self.pcount, None, 0)
+            node.record_mpi(predicted(node), node.cache_count, False, 0, 0)
 
     def discard(self, node: Node) -> None:
-        node.record_mpi(self.pred, self.pcount, None, 0)
+        node.record_mpi(predicted(node), node.cache_count, False, 0, 0)
 
 
 # One class per MPI annotation type, so that ``ma.mpi_send(...)`` is a plain construction.

@@ -135,7 +135,7 @@ class Runtime:
             node = state.child(type_, name, expr_text)
             node.calls += 1
             if expr_text is None:
-                node.predicted.add(evaluated)  # a declared input: its value, nothing to check
+                node.record_input(evaluated)
             else:
                 node.record(evaluated, value)
                 if value is not None:

@@ -3,22 +3,31 @@ cdef class Stats:
     cdef public long long n, run
     cdef public object min, max, total, last
     cpdef bint add(self, object x)
+    cpdef repeat(self, long long k)
 
 cdef class Node:
-    cdef public Node parent
-    cdef public object id, type, path, expr_text, expression, count_raw, count_text, count_expression, reader
-    cdef public object file, line, owner
+    # The fields every call reads or writes come first, so that a call touches a few cache lines of the
+    # node (Cython lays the fields out in this order): a rank that shares its core loses its cache often.
     cdef public dict children
-    cdef public long long calls, passed, failed, unmeasured, mismatch, wall_ns, cpu_ns, cache_version
-    cdef public Stats predicted, measured, count_predicted, count_measured
-    cdef public int verdict
-    cdef public object first_mismatch, first_fail, cache_value, cache_count
+    cdef public object owner, expr_text, count_raw, expression, cache_value, cache_count, reader
+    cdef public long long cache_version, calls, wall_ns, pending, last_a, last_b, passed, failed, unmeasured
+    cdef public object last_predicted, last_count
+    cdef public Node parent
+    cdef public int verdict, last_kind
     cdef public bint track_cpu
     cdef public Py_ssize_t group
     cdef public const unsigned long long[:] counters
+    # The rest: read when a call differs from the previous one, or when the trace is written.
+    cdef public object id, type, path, count_text, count_expression, file, line
+    cdef public long long mismatch, cpu_ns
+    cdef public Stats predicted, measured, count_predicted, count_measured
+    cdef public object first_mismatch, first_fail
     cdef public double tolerance
+    cpdef fold(self)
+    cpdef record_input(self, object value)
     cpdef record(self, object predicted, object measured)
-    cpdef record_mpi(self, object size, object count, object calls, object nbytes)
+    cpdef record_count(self, object predicted, long long counted)
+    cpdef record_mpi(self, object size, object count, bint measured, long long calls, long long nbytes)
     cpdef note_value(self, object given, object evaluated)
     cpdef bint repeat_verdict(self)
 

@@ -3,7 +3,10 @@
 Nodes sit on the hot path of every annotation. Two things keep a call cheap: statistics are kept as runs
 (a value repeated call after call only bumps a counter; the sum is formed when the value changes or the
 trace is written), and a call whose predicted and measured values repeat the previous call's reuses its
-PASS/FAIL verdict. Compiled with Cython where available (tree.pxd), plain Python otherwise.
+PASS/FAIL verdict. A node goes one step further for such a call: it compares the prediction by identity
+(the cached value of the expression) and the measurement as a C integer, and only counts the repeat,
+folding it into the statistics when a different call comes (or, without changing the node, when the
+trace is written). Compiled with Cython where available (tree.pxd), plain Python otherwise.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ Number = Union[int, float]
 # Relative tolerance used when a float expression is compared with the value the program passed.
 _VALUE_RTOL = 1e-9
 _NO_VERDICT, _PASS, _FAIL = 0, 1, 2
+# What the previous call folded, so that a repeat of it may be counted without folding: nothing reusable,
+# a prediction only, a prediction and a measured count, an MPI prediction, an MPI prediction and measurement.
+_LAST_NONE, _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED = 0, 1, 2, 3, 4
 
 
 class Stats:
@@ -52,14 +58,22 @@ class Stats:
         self.n += 1
         return False
 
+    def repeat(self, k: int) -> None:
+        """Fold ``k`` more calls of the last value (there is one)."""
+        self.n += k
+        self.run += k
+
     @property
     def sum(self) -> Number:
         return self.total + self.last * self.run if self.n else 0
 
-    def to_json(self) -> dict[str, Number] | None:
+    def to_json(self, pending: int = 0) -> dict[str, Number] | None:
+        """The aggregate, with ``pending`` repeats of the last value not yet folded (the object is left as
+        it is: a flush may serialise it from another thread)."""
         if self.n == 0:
             return None
-        return {"n": self.n, "min": self.min, "max": self.max, "sum": self.sum}
+        return {"n": self.n + pending, "min": self.min, "max": self.max,
+                "sum": self.total + self.last * (self.run + pending)}
 
 
 def close_enough(predicted: Number, measured: Number, tolerance: float) -> bool:
@@ -83,7 +97,7 @@ class Node:
         "reader", "counters", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
         "count_measured", "verdict", "passed", "failed", "unmeasured", "mismatch", "first_mismatch",
         "first_fail", "wall_ns", "cpu_ns", "track_cpu", "tolerance", "cache_version", "cache_value",
-        "cache_count",
+        "cache_count", "pending", "last_kind", "last_predicted", "last_count", "last_a", "last_b",
     )
 
     def __init__(self, parent: Node | None, type_: str, id_: str, expr_text: str | None,
@@ -126,14 +140,57 @@ class Node:
         self.cache_version = -1
         self.cache_value: Number = 0
         self.cache_count: Number = 1
+        # Repeats of the previous call counted but not yet folded into the statistics, what that call
+        # folded (_LAST_*) and its values: prediction and count by identity, measurements as integers.
+        self.pending = 0
+        self.last_kind = _LAST_NONE
+        self.last_predicted: Number | None = None
+        self.last_count: Number | None = None
+        self.last_a = 0
+        self.last_b = 0
+
+    def fold(self) -> None:
+        """Fold the pending repeats of the previous call into the statistics it was folded into."""
+        k = self.pending
+        if k == 0:
+            return
+        self.pending = 0
+        kind = self.last_kind
+        if self.last_predicted is not None:
+            self.predicted.repeat(k)
+        if kind == _LAST_COUNTED:
+            self.measured.repeat(k)
+        elif kind == _LAST_MPI or kind == _LAST_MPI_MEASURED:
+            self.count_predicted.repeat(k)
+            if kind == _LAST_MPI_MEASURED:
+                self.measured.repeat(k)
+                self.count_measured.repeat(k)
+
+    def record_input(self, value: Number) -> None:
+        """A declared input: its value, nothing to check."""
+        self.fold()
+        self.last_kind = _LAST_NONE
+        self.predicted.add(value)
 
     def record(self, predicted: Number | None, measured: Number | None) -> None:
         """Fold one call's predicted and measured value (None: could not be measured)."""
-        same = self.predicted.add(predicted) if predicted is not None else False
         if measured is None:
+            if self.last_kind == _LAST_PREDICTED and predicted is self.last_predicted:
+                self.pending += 1
+                self.unmeasured += 1
+                return
+            self.fold()
+            if predicted is not None:
+                self.predicted.add(predicted)
             self.unmeasured += 1
             self.verdict = _NO_VERDICT
+            self.last_kind = _LAST_PREDICTED
+            self.last_predicted = predicted
             return
+        self.fold()
+        self.last_kind = _LAST_NONE
+        self.last_predicted = None
+        same = self.predicted.add(predicted) if predicted is not None else False
         same = self.measured.add(measured) and same
         if same and self.repeat_verdict():
             return
@@ -146,13 +203,42 @@ class Node:
             if self.first_fail is None:
                 self.first_fail = {"call": self.calls, "predicted": predicted, "measured": measured}
 
-    def record_mpi(self, size: Number, count: Number, calls: int | None, nbytes: int) -> None:
-        """Fold one MPI assertion: predicted bytes per message and message count vs what PMPI saw."""
-        if calls is not None and calls == 0 and count == 0:
+    def record_count(self, predicted: Number | None, counted: int) -> None:
+        """``record`` of a measured integer (a trip count): a repeat of the previous call costs a compare."""
+        if (self.last_kind == _LAST_COUNTED and predicted is self.last_predicted and counted == self.last_a
+                and self.verdict != _NO_VERDICT):
+            self.pending += 1
+            self.repeat_verdict()
+            return
+        self.record(predicted, counted)
+        self.last_kind = _LAST_COUNTED
+        self.last_predicted = predicted
+        self.last_a = counted
+
+    def record_mpi(self, size: Number, count: Number, measured: bool, calls: int, nbytes: int) -> None:
+        """Fold one MPI assertion: predicted bytes per message and message count vs what PMPI saw
+        (``calls`` messages of ``nbytes`` bytes in all, when ``measured``)."""
+        kind = _LAST_MPI_MEASURED if measured else _LAST_MPI
+        if (self.last_kind == kind and size is self.last_predicted and count is self.last_count
+                and calls == self.last_a and nbytes == self.last_b):
+            self.pending += 1
+            if not measured:
+                self.unmeasured += 1
+                return
+            if self.repeat_verdict():
+                return
+            self.pending -= 1  # no verdict to reuse: fold this call in full below
+        self.fold()
+        self.last_kind = kind
+        self.last_predicted = size
+        self.last_count = count
+        self.last_a = calls
+        self.last_b = nbytes
+        if measured and calls == 0 and count == 0:
             size = 0  # no message asserted, none made: nothing to compare the size with
         same = self.predicted.add(size)
         same = self.count_predicted.add(count) and same
-        if calls is None:
+        if not measured:
             self.unmeasured += 1
             self.verdict = _NO_VERDICT
             return
@@ -189,18 +275,23 @@ class Node:
                 self.first_mismatch = {"given": given, "evaluated": evaluated}
 
     def to_json(self) -> dict[str, Any]:
+        k, kind = self.pending, self.last_kind
+        k_predicted = k if self.last_predicted is not None else 0
+        k_measured = k if kind == _LAST_COUNTED or kind == _LAST_MPI_MEASURED else 0
+        k_count_predicted = k if kind == _LAST_MPI or kind == _LAST_MPI_MEASURED else 0
+        k_count_measured = k if kind == _LAST_MPI_MEASURED else 0
         data: dict[str, Any] = {
             "id": self.id, "type": self.type, "path": self.path, "expr": self.expr_text,
             "file": self.file, "line": self.line, "calls": self.calls,
-            "predicted": self.predicted.to_json(), "measured": self.measured.to_json(),
+            "predicted": self.predicted.to_json(k_predicted), "measured": self.measured.to_json(k_measured),
             "pass": self.passed, "fail": self.failed, "unmeasured": self.unmeasured,
             "mismatch": self.mismatch, "first_mismatch": self.first_mismatch, "first_fail": self.first_fail,
             "wall_ns": self.wall_ns, "cpu_ns": self.cpu_ns,
         }
         if self.count_text is not None:
             data["count_expr"] = self.count_text
-            data["count"] = {"predicted": self.count_predicted.to_json(),
-                             "measured": self.count_measured.to_json()}
+            data["count"] = {"predicted": self.count_predicted.to_json(k_count_predicted),
+                             "measured": self.count_measured.to_json(k_count_measured)}
         # list() first: another thread may add a child while a flush serialises this tree.
         data["children"] = [child.to_json() for child in list(self.children.values())]
         return data

@@ -160,3 +160,50 @@ def test_python_and_c_traces_have_the_same_schema(tmp_path: Path) -> None:
     assert python_trace["version"] == c_trace["version"]
     assert set(python_trace["header"]) == set(c_trace["header"])
     assert set(python_trace["threads"][0]["root"]) == set(c_trace["threads"][0]["root"])
+
+
+REPEATS = """
+import numpy as np
+import ma
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+other = 1 - comm.rank
+ma.variable("dp", 8)
+buf = np.zeros(30)
+for k in (1, 1, 1, 2, 2, 1, 1, 0, 0, 3, 3):  # ends on a repeat: written while still pending
+    ma.variable("k", k)
+    with ma.mpi_send("snd", "dp*10*k", count="min(k, 1)"):
+        if k:
+            comm.Send(buf[:10 * k], dest=other)
+    with ma.mpi_recv("rcv", "dp*10", count="min(k, 1)"):  # right only for k = 1 (and 0: nothing sent)
+        if k:
+            comm.Recv(buf[:10 * k], source=other)
+print("done", comm.rank, flush=True)
+"""
+
+
+@pytest.mark.parametrize("flush_seconds", ["5", "0.000001"])
+def test_repeated_messages_fold_into_exact_statistics(tmp_path: Path, flush_seconds: str) -> None:
+    """Repeats of the previous call are counted without folding: sizes and counts must stay exact."""
+    script = tmp_path / "repeats.py"
+    script.write_text(textwrap.dedent(REPEATS))
+    argv = [str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(tmp_path / "traces"), "--",
+            sys.executable, str(script)]
+    done = subprocess.run(argv, cwd=tmp_path, env=clean_env(MA_FLUSH_SECONDS=flush_seconds),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    sizes = [80, 80, 80, 160, 160, 80, 80, 0, 0, 240, 240]
+    for rank in range(2):
+        trace = json.loads((tmp_path / "traces" / f"rank-{rank}.ma.json").read_text())
+        send = node(trace, "snd")
+        expected = {"n": 11, "min": 0, "max": 240, "sum": sum(sizes)}
+        assert send["measured"] == expected and send["predicted"] == expected
+        assert send["count"]["measured"] == send["count"]["predicted"] == {"n": 11, "min": 0, "max": 1, "sum": 9}
+        assert send["pass"] == 11 and send["fail"] == 0
+        recv = node(trace, "rcv")
+        assert recv["measured"] == expected
+        assert recv["predicted"] == {"n": 11, "min": 0, "max": 80, "sum": 80 * 9}  # k = 0: no message, size 0
+        assert recv["pass"] == 7 and recv["fail"] == 4  # k = 2 and k = 3, twice each
+        assert recv["first_fail"] == {"call": 4, "predicted": 80, "measured": 160,
+                                      "count_predicted": 1, "count_measured": 1}

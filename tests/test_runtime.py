@@ -195,6 +195,34 @@ def test_calls_fold_so_the_trace_does_not_grow(run_program, iterations: int) -> 
     assert find_node(root, "s/l/f")["calls"] == 4 * iterations
 
 
+@pytest.mark.parametrize("runtime", [{}, {"MA_PURE_PYTHON": "1"}, {"MA_FLUSH_SECONDS": "0.000001"}],
+                         ids=["compiled", "pure", "flushed-every-call"])
+def test_repeated_calls_fold_into_exact_statistics(run_program, runtime: dict[str, str]) -> None:
+    # A call that repeats the previous one is only counted, and folded when a different one comes: the
+    # runs below (repeats, changes, a return to an earlier value, zero) must still give exact aggregates,
+    # also when the trace is written after every call (pending repeats serialised, not folded).
+    run = run_program("""
+        import ma
+        for k in (3, 3, 3, 5, 5, 3, 3, 0, 4, 4):  # ends on a repeat: written while still pending
+            ma.variable("k", k)
+            with ma.loop("l", "k") as lp:
+                for i in lp.range(4 if k == 5 else k):
+                    pass
+            with ma.flop("f", "2*k"):
+                pass
+    """, **runtime)
+    assert run.returncode == 0, run.stderr
+    root = run.tree()
+    loop = find_node(root, "l")
+    assert loop["measured"] == {"n": 10, "min": 0, "max": 4, "sum": 3 * 5 + 4 * 2 + 4 * 2}
+    assert loop["predicted"] == {"n": 10, "min": 0, "max": 5, "sum": 3 * 5 + 5 * 2 + 4 * 2}
+    assert loop["pass"] == 8 and loop["fail"] == 2 and loop["first_fail"]["call"] == 4
+    flop = find_node(root, "f")
+    assert flop["predicted"] == {"n": 10, "min": 0, "max": 10, "sum": 2 * (3 * 5 + 5 * 2 + 4 * 2)}
+    assert flop["unmeasured"] == 10 and flop["calls"] == 10
+    assert find_node(root, "k")["predicted"] == {"n": 10, "min": 0, "max": 5, "sum": 3 * 5 + 5 * 2 + 4 * 2}
+
+
 def test_unbalanced_and_mismatched_annotations_are_recorded(run_program) -> None:
     run = run_program("""
         import ma
