@@ -94,7 +94,8 @@ def main() -> int:
 
     from ma_runtime import pmpi
 
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MA_")}
+    # A fixed hash seed: string hashes decide dict probing, which would otherwise vary the count by run.
+    base = {**{k: v for k, v in os.environ.items() if not k.startswith("MA_")}, "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory() as work:
         program = Path(work) / "cg_step.py"
         program.write_text(textwrap.dedent(STEP_PROGRAM))

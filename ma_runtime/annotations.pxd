@@ -1,4 +1,5 @@
 # Cython declarations for annotations.py (compiled when Cython is available; see setup.py).
+cimport cython
 from ma_runtime.tree cimport Node
 from ma_runtime.threadstate cimport ThreadState
 
@@ -24,7 +25,6 @@ cdef ThreadState _main_state
 cpdef ThreadState current_state()
 cdef inline object predicted(Node node)
 
-
 cdef class Region:
     cdef public object id, expr, value, count, undo, outer
     cdef public Node node
@@ -41,25 +41,32 @@ cdef class _Counting:
     cdef public loop loop
     cdef public object items
 
+# The kinds keep free lists: an annotation object is made and dropped at every call.
+@cython.freelist(8)
 cdef class loop(Region):
     cdef public long long n, length
     cdef public object items
 
+@cython.freelist(8)
 cdef class subroutine(Region):
     pass
 
 cdef class CounterRegion(Region):
     cdef public object reader, m0
 
+@cython.freelist(8)
 cdef class flop(CounterRegion):
     pass
 
+@cython.freelist(8)
 cdef class loadstore(CounterRegion):
     pass
 
+@cython.freelist(8)
 cdef class heap_memory(CounterRegion):
     pass
 
+@cython.freelist(8)
 cdef class stack_memory(CounterRegion):
     pass
 
@@ -67,41 +74,54 @@ cdef class MpiRegion(Region):
     cdef public bint measured
     cdef public long long calls0, bytes0
 
+@cython.freelist(8)
 cdef class mpi_send(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_isend(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_recv(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_irecv(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_sendrecv(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_bcast(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_reduce(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_allreduce(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_gather(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_scatter(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_allgather(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_alltoall(MpiRegion):
     pass
 
+@cython.freelist(8)
 cdef class mpi_barrier(MpiRegion):
     pass
