@@ -221,13 +221,14 @@ class Node:
         kind = _LAST_MPI_MEASURED if measured else _LAST_MPI
         if (self.last_kind == kind and size is self.last_predicted and count is self.last_count
                 and calls == self.last_a and nbytes == self.last_b):
-            self.pending += 1
             if not measured:
+                self.pending += 1
                 self.unmeasured += 1
                 return
-            if self.repeat_verdict():
+            if self.verdict != _NO_VERDICT:
+                self.pending += 1
+                self.repeat_verdict()
                 return
-            self.pending -= 1  # no verdict to reuse: fold this call in full below
         self.fold()
         self.last_kind = kind
         self.last_predicted = size

@@ -210,6 +210,8 @@ def test_repeated_calls_fold_into_exact_statistics(run_program, runtime: dict[st
                     pass
             with ma.flop("f", "2*k"):
                 pass
+            with ma.mpi_send("m", "8*k"):  # no MPI here: predicted and counted, unmeasured
+                pass
     """, **runtime)
     assert run.returncode == 0, run.stderr
     root = run.tree()
@@ -221,6 +223,10 @@ def test_repeated_calls_fold_into_exact_statistics(run_program, runtime: dict[st
     assert flop["predicted"] == {"n": 10, "min": 0, "max": 10, "sum": 2 * (3 * 5 + 5 * 2 + 4 * 2)}
     assert flop["unmeasured"] == 10 and flop["calls"] == 10
     assert find_node(root, "k")["predicted"] == {"n": 10, "min": 0, "max": 5, "sum": 3 * 5 + 5 * 2 + 4 * 2}
+    message = find_node(root, "m")
+    assert message["predicted"] == {"n": 10, "min": 0, "max": 40, "sum": 8 * (3 * 5 + 5 * 2 + 4 * 2)}
+    assert message["count"]["predicted"] == {"n": 10, "min": 1, "max": 1, "sum": 10}
+    assert message["count"]["measured"] is None and message["unmeasured"] == 10
 
 
 def test_unbalanced_and_mismatched_annotations_are_recorded(run_program) -> None:
