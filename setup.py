@@ -8,6 +8,7 @@ import os
 
 from setuptools import setup
 
+EXTRA_CFLAGS = os.environ.get("MA_HOT_CFLAGS", "-fno-plt").split()
 HOT_MODULES = ["ma_runtime/tree.py", "ma_runtime/threadstate.py", "ma_runtime/annotations.py"]
 
 
@@ -18,10 +19,17 @@ def extensions() -> list:
         from Cython.Build import cythonize
     except ImportError:
         return []
-    return cythonize(HOT_MODULES, language_level=3, quiet=True,
-                     compiler_directives={"binding": True, "embedsignature": True,
+    modules = cythonize(HOT_MODULES, language_level=3, quiet=True,
+                     compiler_directives={
+                         # plain method descriptors: ``with`` calls __enter__/__exit__ without a CyFunction
+                         "binding": False, "embedsignature": True,
+                         # indices into the PMPI totals come from the runtime, never from a user
+                         "boundscheck": False, "wraparound": False, "initializedcheck": False,
                                           # types come from the .pxd files; the annotations are for readers
                                           "annotation_typing": False})
+    for module in modules:
+        module.extra_compile_args = list(module.extra_compile_args) + EXTRA_CFLAGS
+    return modules
 
 
 setup(ext_modules=extensions())

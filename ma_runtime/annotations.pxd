@@ -3,7 +3,7 @@ cimport cython
 from ma_runtime.tree cimport Node
 from ma_runtime.threadstate cimport ThreadState
 
-# C-only names used by annotations.py when compiled (see _COMPILED there).
+# C-only names used by annotations.py when compiled (under ``if cython.compiled:`` there).
 cdef extern from *:
     """
     #include <time.h>
@@ -18,110 +18,100 @@ cdef extern from "Python.h":
     unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
     Py_ssize_t ma_length_hint "PyObject_LengthHint" (object o, Py_ssize_t default) except -1
 
-cdef bint _COMPILED
 cdef unsigned long _MAIN_THREAD
 cdef ThreadState _main_state
+cdef int _PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI
+cdef long long _NOT_REPORTED, _FROM_RANGE
+cdef int _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED, _NO_VERDICT, _PASS
 
-cpdef ThreadState current_state()
-cdef inline object predicted(Node node)
+# (inline: a call costs a fetch of the callee's code; Cython warns about "inline" here but honours it)
+cdef inline bint on_main_thread() noexcept
+cdef inline ThreadState current_state()
+cdef inline long long now() noexcept
+cdef inline Py_ssize_t trips_left(object items) except -1
+cdef inline Node child_of(ThreadState state, object id)
+cdef void mpi_start(Region region, Node node)
+cdef inline void mpi_stop(Region region, Node node)
+cdef void complete(Region region, Node node)
+cdef inline void count_verdict(Node node)
+cdef void discard(Region region, Node node)
 
+# Every kind has these fields (and no others), so that one free list serves them all: an annotation object
+# is made and dropped at every call.
+@cython.freelist(16)
 cdef class Region:
     cdef public object id, expr, value, count, undo, outer
     cdef public Node node
     cdef public ThreadState state
-    cdef public long long t0, c0
-    cpdef close(self, object exc_type, long long t1)
+    cdef public long long t0, c0, n, length, calls0, bytes0
+    cdef public int kind
+    cdef public bint measured
+    cdef public object items, reader, m0
     cpdef finish(self, object exc_type, long long t1, long long c1, bint unbalanced=*)
-    cpdef start(self, Node node)
-    cpdef stop(self, Node node)
-    cpdef complete(self, Node node)
-    cpdef discard(self, Node node)
 
 cdef class _Counting:
     cdef public loop loop
     cdef public object items
 
-# The kinds keep free lists: an annotation object is made and dropped at every call.
-@cython.freelist(8)
 cdef class loop(Region):
-    cdef public long long n, length
-    cdef public object items
+    pass
 
-@cython.freelist(8)
 cdef class subroutine(Region):
     pass
 
 cdef class CounterRegion(Region):
-    cdef public object reader, m0
+    pass
 
-@cython.freelist(8)
 cdef class flop(CounterRegion):
     pass
 
-@cython.freelist(8)
 cdef class loadstore(CounterRegion):
     pass
 
-@cython.freelist(8)
 cdef class heap_memory(CounterRegion):
     pass
 
-@cython.freelist(8)
 cdef class stack_memory(CounterRegion):
     pass
 
 cdef class MpiRegion(Region):
-    cdef public bint measured
-    cdef public long long calls0, bytes0
+    pass
 
-@cython.freelist(8)
 cdef class mpi_send(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_isend(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_recv(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_irecv(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_sendrecv(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_bcast(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_reduce(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_allreduce(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_gather(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_scatter(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_allgather(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_alltoall(MpiRegion):
     pass
 
-@cython.freelist(8)
 cdef class mpi_barrier(MpiRegion):
     pass

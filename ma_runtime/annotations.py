@@ -1,19 +1,24 @@
+# cython: infer_types=True
 """The annotation objects behind ``ma.loop``, ``ma.flop``, ``ma.mpi_send``, ...
 
 Each is a context manager. ``__enter__`` finds (or creates) its node below the innermost open annotation,
 evaluates the expression (cached while no variable changes) and starts the measurement; ``__exit__`` takes
-the measurement and folds it into the node. Both are shared by every kind: a kind only says how it
-measures, through ``start`` (last thing on entry) and ``stop`` (first thing on exit), so that counter
-reads enclose as little of the SDK's own work as possible. They run on every call of annotated code:
-compiled by Cython where available (annotations.pxd), slotted plain Python otherwise.
+the measurement and folds it into the node. Both are shared by every kind and switch on ``kind`` for what
+it measures: a counter is read last on entry and first on exit, so that it encloses as little of the
+SDK's own work as possible. They run on every call of annotated code: compiled by Cython where available
+(annotations.pxd), slotted plain Python otherwise.
+
+What a call costs in situ is mostly code fetched again: between two annotations the kernels evict it from
+the caches, so every line of machine code a call runs is a miss. Hence one function per entry and exit,
+no call out of this module on the common path, C integers throughout (``infer_types`` above keeps the
+locals C integers: an int object on this path costs more than the rest), and the repeat tests of
+tree.Node inlined here.
 """
 
 from __future__ import annotations
 
-import functools
 from builtins import range as _range
 from collections.abc import Callable, Iterable, Iterator
-from importlib.machinery import EXTENSION_SUFFIXES
 from operator import length_hint as _length_hint
 from threading import get_ident, main_thread
 from time import perf_counter_ns, process_time_ns
@@ -22,7 +27,16 @@ from typing import Any, TypeVar, Union
 
 from ma.errors import AnnotationError
 
+from .decorate import in_subroutine
 from .mars import thread_state
+from . import tree as _tree
+
+try:
+    import cython  # compiling, ``cython.compiled`` is a constant: the branch not taken is not compiled
+except ImportError:  # plain Python without Cython installed
+    from types import SimpleNamespace
+
+    cython = SimpleNamespace(compiled=False)
 from .threadstate import ThreadState
 from .tree import Node
 
@@ -34,40 +48,71 @@ MPI_TYPES = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "
              "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
 
 # Compiled, the clock, the thread id and the iterator's length hint are read straight from C (names that
-# annotations.pxd declares and this file never binds): where a call takes a few hundred instructions, the
-# Python-level calls and the int objects they return would be a third of them. The clock is the same
-# CLOCK_MONOTONIC as perf_counter_ns (on Linux), which the rest of the runtime uses.
-_COMPILED = __file__.endswith(tuple(EXTENSION_SUFFIXES))
+# annotations.pxd declares and this file never binds), with no Python call and no int object. The clock is
+# the same CLOCK_MONOTONIC as perf_counter_ns (on Linux), which the rest of the runtime uses.
 
 # The main thread's state, found without a thread-local lookup (which costs more than the rest of a call).
 _MAIN_THREAD = main_thread().ident
 _main_state: ThreadState | None = None
 
 
+def on_main_thread() -> bool:
+    if cython.compiled:
+        return ma_thread_ident() == _MAIN_THREAD  # noqa: F821
+    return get_ident() == _MAIN_THREAD
+
+
 def current_state() -> ThreadState:
     global _main_state
-    if _COMPILED:
-        main = ma_thread_ident() == _MAIN_THREAD  # noqa: F821
-    else:
-        main = get_ident() == _MAIN_THREAD
-    if main:
+    if on_main_thread():
         if _main_state is None:
             _main_state = thread_state()
         return _main_state
     return thread_state()
 
 
-def predicted(node: Node) -> Any:
-    """The prediction of the call ending at ``node`` (evaluated when it started), None without expression."""
-    return node.cache_value if node.expression is not None else None
+def now() -> int:
+    """The annotation clock (ns, CLOCK_MONOTONIC), a C integer when compiled."""
+    if cython.compiled:
+        return ma_monotonic_ns()  # noqa: F821
+    return perf_counter_ns()
+
+
+def trips_left(items: Iterator[Any]) -> int:
+    """How many items the range iterator handed out by ``loop.range`` has left."""
+    if cython.compiled:
+        return ma_length_hint(items, 0)  # noqa: F821
+    return _length_hint(items)
+
+
+def child_of(state: ThreadState, id: str) -> Node | None:
+    """The node below the current one under ``id``, if any (typed here, so no call leaves this module)."""
+    if cython.compiled:  # children holds nodes only: no type test
+        return cython.cast(Node, state.current.children.get(id))  # type: ignore[no-any-return]
+    return state.current.children.get(id)  # type: ignore[no-any-return]
+
+
+# What a kind measures, switched on in __enter__/__exit__ (one function each, not a method per kind: in
+# situ, each function entered is code to fetch again after the kernels between annotations evicted it).
+_PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI = 0, 1, 2, 3, 4
+# loop.n before the loop reports: not reported, or counted from the range iterator handed out.
+_NOT_REPORTED, _FROM_RANGE = -1, -2
+# What the node's previous call folded and its verdict (tree.py), for the repeat tests below.
+_LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED = (
+    _tree._LAST_PREDICTED, _tree._LAST_COUNTED, _tree._LAST_MPI, _tree._LAST_MPI_MEASURED)
+_NO_VERDICT, _PASS = _tree._NO_VERDICT, _tree._PASS
 
 
 class Region:
-    """Common part of every annotation: site lookup, prediction, stack, timing, folding."""
+    """Common part of every annotation: site lookup, prediction, stack, timing, folding.
+
+    Every kind has the same fields, so that all of them share one free list when compiled.
+    """
 
     TYPE = "region"
 
-    __slots__ = ("id", "expr", "value", "count", "node", "state", "outer", "undo", "t0", "c0")
+    __slots__ = ("id", "expr", "value", "count", "node", "state", "outer", "undo", "t0", "c0", "kind",
+                 "n", "length", "items", "reader", "m0", "measured", "calls0", "bytes0")
 
     def __init__(self, id: str, expr: str | None = None, value: Number | None = None) -> None:
         self.id = id
@@ -75,13 +120,14 @@ class Region:
         self.value = value
         self.count = None
         self.undo: list[tuple[str, Any]] | None = None
+        self.kind = _PLAIN
 
     def __enter__(self) -> Any:
         state = current_state()
         if not state.enabled:
             self.node = None
             return self
-        node = state.lookup(self.id)
+        node = child_of(state, self.id)
         # The site of this call is the node of this class, id, expression (and count); a mismatch on any
         # of them takes the slow path, which creates the node or reports the changed expression.
         if (node is None or node.owner is not type(self) or node.expr_text is not self.expr
@@ -90,8 +136,7 @@ class Region:
             node.owner = type(self)
         if node.expression is not None:
             # The prediction stays in the node (cache_value) until this call ends: a node is open once at a
-            # time, and only its own entry re-evaluates it. Not holding it here spares a write to that number
-            # object, which in a long region has left the cache.
+            # time, and only its own entry re-evaluates it.
             if node.cache_version != state.version:
                 state.predict(node)
             if self.value is not None:
@@ -103,11 +148,14 @@ class Region:
         state.current = node
         if node.track_cpu:
             self.c0 = process_time_ns()
-        if _COMPILED:  # (statements, not a conditional expression: that would make an int object)
-            self.t0 = ma_monotonic_ns()  # noqa: F821
-        else:
-            self.t0 = perf_counter_ns()
-        self.start(node)
+        kind = self.kind
+        if kind == _MPI:
+            mpi_start(self, node)
+        self.t0 = now()
+        if kind == _COUNTER:  # last: the counter encloses as little of this code as possible
+            reader = self.reader = node.reader
+            if reader is not None:
+                self.m0 = reader()
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -115,15 +163,15 @@ class Region:
         node = self.node
         if node is None:
             return False
-        self.stop(node)
-        if _COMPILED:
-            self.close(exc_type, ma_monotonic_ns())  # noqa: F821
-        else:
-            self.close(exc_type, perf_counter_ns())
-        return False
-
-    def close(self, exc_type: type[BaseException] | None, t1: int) -> None:
-        node, state = self.node, self.state
+        kind = self.kind
+        if kind == _COUNTER:  # first, for the same reason
+            reader = self.reader
+            if reader is not None:
+                self.m0 = reader() - self.m0
+        elif kind == _MPI:
+            mpi_stop(self, node)
+        t1 = now()
+        state = self.state
         if (exc_type is None and state.top is self and self.undo is None and not node.track_cpu
                 and t1 <= state.flush_deadline):
             # The common case: the innermost annotation ends normally with nothing to restore.
@@ -133,9 +181,10 @@ class Region:
             state.current = node.parent
             node.calls += 1
             node.wall_ns += t1 - self.t0
-            self.complete(node)
+            complete(self, node)
         else:
             self.finish(exc_type, t1, process_time_ns() if node.track_cpu else 0)
+        return False
 
     def finish(self, exc_type: type[BaseException] | None, t1: int, c1: int, unbalanced: bool = False) -> None:
         """Close this annotation in any situation: pop it (and what is open above it), restore the scope,
@@ -159,26 +208,97 @@ class Region:
             state.runtime.anomaly("exception", node, f"{exc_type.__name__} raised inside {self.TYPE} "
                                   f"{self.id!r}; its measurement is discarded")
         if exc_type is not None or unbalanced:
-            self.discard(node)  # type: ignore[arg-type]
+            discard(self, node)  # type: ignore[arg-type]
         else:
-            self.complete(node)  # type: ignore[arg-type]
+            complete(self, node)  # type: ignore[arg-type]
         if t1 > state.flush_deadline:
             state.runtime.flush()
 
-    # --- what a kind of annotation measures ------------------------------------------------------
-    def start(self, node: Node) -> None:
-        """Begin the measurement (the last thing __enter__ does)."""
 
-    def stop(self, node: Node) -> None:
-        """End the measurement (the first thing __exit__ does)."""
+# --- what a kind measures and folds ----------------------------------------------------------------
+def mpi_start(region: Region, node: Node) -> None:
+    """Note the PMPI library's totals of this kind of call (straight from its memory when compiled)."""
+    if node.counters is None:  # MPI not running yet (or not measured): ask again, keep it once there
+        counters = region.state.runtime.mpi_counters(region.TYPE)
+        if counters is not None:
+            node.counters, node.group = counters
+    region.measured = node.counters is not None
+    if region.measured:
+        region.calls0 = node.counters[node.group]
+        region.bytes0 = node.counters[node.group + 1]
 
-    def complete(self, node: Node) -> None:
-        """Fold this call's prediction and measurement into ``node``."""
-        node.record(predicted(node), None)
 
-    def discard(self, node: Node) -> None:
-        """The call ended abnormally: count its prediction, call it unmeasured."""
-        node.record(predicted(node), None)
+def mpi_stop(region: Region, node: Node) -> None:
+    if region.measured:
+        region.calls0 = node.counters[node.group] - region.calls0
+        region.bytes0 = node.counters[node.group + 1] - region.bytes0
+
+
+def complete(region: Region, node: Node) -> None:
+    """Fold this call's prediction and measurement into ``node``.
+
+    A call that repeats the previous one (same prediction object, same measured integers) only counts a
+    pending repeat here: the tests are Node.record*'s first ones, inlined, so that the common call does
+    not leave this module. Anything else goes to the node.
+    """
+    kind = region.kind
+    if kind == _SUBROUTINE:
+        return  # a subroutine asserts nothing: its calls and time are all it records
+    value = node.cache_value if node.expression is not None else None
+    if kind == _LOOP:
+        n = region.n
+        if n == _FROM_RANGE:
+            n = region.length - trips_left(region.items)
+        if n < 0:
+            node.record(value, None)
+        elif (node.last_kind == _LAST_COUNTED and value is node.last_predicted and n == node.last_a
+                and node.verdict != _NO_VERDICT):
+            node.pending += 1
+            count_verdict(node)
+        else:
+            node.record_count(value, n)
+    elif kind == _MPI:
+        if region.measured:
+            if (node.last_kind == _LAST_MPI_MEASURED and value is node.last_predicted
+                    and node.cache_count is node.last_count and region.calls0 == node.last_a
+                    and region.bytes0 == node.last_b and node.verdict != _NO_VERDICT):
+                node.pending += 1
+                count_verdict(node)
+            else:
+                node.record_mpi(value, node.cache_count, True, region.calls0, region.bytes0)
+        elif (node.last_kind == _LAST_MPI and value is node.last_predicted
+                and node.cache_count is node.last_count and node.last_a == 0 and node.last_b == 0):
+            node.pending += 1
+            node.unmeasured += 1
+        else:
+            node.record_mpi(value, node.cache_count, False, 0, 0)
+    elif kind == _COUNTER and region.reader is not None:
+        node.record(value, region.m0)
+    elif node.last_kind == _LAST_PREDICTED and value is node.last_predicted:
+        node.pending += 1
+        node.unmeasured += 1
+    else:
+        node.record(value, None)
+
+
+def count_verdict(node: Node) -> None:
+    """A repeat of a call with a verdict: count that verdict again."""
+    if node.verdict == _PASS:
+        node.passed += 1
+    else:
+        node.failed += 1
+
+
+def discard(region: Region, node: Node) -> None:
+    """The call ended abnormally: count its prediction, call it unmeasured."""
+    kind = region.kind
+    if kind == _SUBROUTINE:
+        return
+    value = node.cache_value if node.expression is not None else None
+    if kind == _MPI:
+        node.record_mpi(value, node.cache_count, False, 0, 0)
+    else:
+        node.record(value, None)
 
 
 class _Counting:
@@ -200,14 +320,11 @@ class _Counting:
         return item
 
 
-_NOT_REPORTED, _FROM_RANGE = -1, -2
-
-
 class loop(Region):
     """Trip-count assertion: ``with ma.loop("cgit", "cgitmax") as lp: for i in lp.range(n): ...``."""
 
     TYPE = "loop"
-    __slots__ = ("n", "items", "length")
+    __slots__ = ()
 
     def __init__(self, id: str, expr: str, value: Number | None = None) -> None:
         self.id = id
@@ -215,6 +332,7 @@ class loop(Region):
         self.value = value
         self.count = None
         self.undo = None
+        self.kind = _LOOP
         self.n = _NOT_REPORTED
 
     def range(self, *args: int) -> Iterator[int]:
@@ -243,18 +361,6 @@ class loop(Region):
             raise AnnotationError(f"loop {self.id!r}: end() takes the number of iterations, not {n}")
         self.n = n
 
-    def complete(self, node: Node) -> None:
-        n = self.n
-        if n == _FROM_RANGE:
-            if _COMPILED:
-                n = self.length - ma_length_hint(self.items, 0)  # noqa: F821
-            else:
-                n = self.length - _length_hint(self.items)
-        if n >= 0:
-            node.record_count(predicted(node), n)
-        else:
-            node.record(predicted(node), None)
-
 
 class subroutine(Region):
     """A level of the site tree; usable as ``with ma.subroutine("conj_grad"):`` and as a decorator."""
@@ -268,41 +374,24 @@ class subroutine(Region):
         self.value = None
         self.count = None
         self.undo = None
+        self.kind = _SUBROUTINE
 
     def __call__(self, func: F) -> F:
-        site = self.id
-
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with subroutine(site):
-                return func(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
-
-    def complete(self, node: Node) -> None:
-        """A subroutine asserts nothing: its calls and time are all it records."""
-
-    def discard(self, node: Node) -> None:
-        """Nothing to discard."""
+        return in_subroutine(subroutine, self.id, func)
 
 
 class CounterRegion(Region):
     """A region measured by a counter provider (flop, loadstore, heap/stack memory)."""
 
-    __slots__ = ("reader", "m0")
+    __slots__ = ()
 
-    def start(self, node: Node) -> None:
-        reader = self.reader = node.reader
-        if reader is not None:
-            self.m0 = reader()
-
-    def stop(self, node: Node) -> None:
-        reader = self.reader
-        if reader is not None:
-            self.m0 = reader() - self.m0
-
-    def complete(self, node: Node) -> None:
-        node.record(predicted(node), self.m0 if self.reader is not None else None)
+    def __init__(self, id: str, expr: str, value: Number | None = None) -> None:
+        self.id = id
+        self.expr = expr
+        self.value = value
+        self.count = None
+        self.undo = None
+        self.kind = _COUNTER
 
 
 class flop(CounterRegion):
@@ -340,7 +429,7 @@ class MpiRegion(Region):
     ``count`` calls of that kind (an int or an expression) of ``bytes_expr`` bytes each.
     """
 
-    __slots__ = ("measured", "calls0", "bytes0")
+    __slots__ = ()
 
     def __init__(self, id: str, expr: str, value: Number | None = None, count: str | int = 1) -> None:
         self.id = id
@@ -348,31 +437,7 @@ class MpiRegion(Region):
         self.value = value
         self.count = count
         self.undo = None
-
-    def start(self, node: Node) -> None:
-        if node.counters is None:  # MPI not running yet (or not measured): ask again, keep it once there
-            counters = self.state.runtime.mpi_counters(self.TYPE)
-            if counters is not None:
-                node.counters, node.group = counters
-        self.measured = node.counters is not None
-        if self.measured:
-            # Straight from the PMPI library's memory (a typed view when compiled: no object is made).
-            self.calls0 = node.counters[node.group]
-            self.bytes0 = node.counters[node.group + 1]
-
-    def stop(self, node: Node) -> None:
-        if self.measured:
-            self.calls0 = node.counters[node.group] - self.calls0
-            self.bytes0 = node.counters[node.group + 1] - self.bytes0
-
-    def complete(self, node: Node) -> None:
-        if self.measured:
-            node.record_mpi(predicted(node), node.cache_count, True, self.calls0, self.bytes0)
-        else:
-            node.record_mpi(predicted(node), node.cache_count, False, 0, 0)
-
-    def discard(self, node: Node) -> None:
-        node.record_mpi(predicted(node), node.cache_count, False, 0, 0)
+        self.kind = _MPI
 
 
 # One class per MPI annotation type, so that ``ma.mpi_send(...)`` is a plain construction.
