@@ -8,6 +8,9 @@ import os
 
 from setuptools import setup
 
+# Every line of machine code an annotation runs is fetched again in situ (bench/annotation_instructions.py
+# --in-situ counts them). -fno-plt: calls into libpython go through the GOT, not through PLT stubs.
+# (-Os and -fno-inline-functions-called-once each made that count worse.) MA_HOT_CFLAGS replaces it.
 EXTRA_CFLAGS = os.environ.get("MA_HOT_CFLAGS", "-fno-plt").split()
 HOT_MODULES = ["ma_runtime/tree.py", "ma_runtime/threadstate.py", "ma_runtime/annotations.py"]
 
@@ -20,13 +23,13 @@ def extensions() -> list:
     except ImportError:
         return []
     modules = cythonize(HOT_MODULES, language_level=3, quiet=True,
-                     compiler_directives={
-                         # plain method descriptors: ``with`` calls __enter__/__exit__ without a CyFunction
-                         "binding": False, "embedsignature": True,
-                         # indices into the PMPI totals come from the runtime, never from a user
-                         "boundscheck": False, "wraparound": False, "initializedcheck": False,
-                                          # types come from the .pxd files; the annotations are for readers
-                                          "annotation_typing": False})
+                        compiler_directives={
+                            # plain method descriptors: ``with`` calls __enter__/__exit__ without a CyFunction
+                            "binding": False, "embedsignature": True,
+                            # indices into the PMPI totals come from the runtime, never from a user
+                            "boundscheck": False, "wraparound": False, "initializedcheck": False,
+                            # types come from the .pxd files; the annotations are for readers
+                            "annotation_typing": False})
     for module in modules:
         module.extra_compile_args = list(module.extra_compile_args) + EXTRA_CFLAGS
     return modules

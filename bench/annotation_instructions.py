@@ -1,15 +1,19 @@
-"""Instructions one NPB CG step's annotations cost, counted by Callgrind: deterministic on a noisy host.
+"""What one NPB CG step's annotations cost, counted by Valgrind: deterministic on a noisy host.
 
 The 17 annotations of a CG step at 4 ranks (6 flops, 3 butterfly loops of one trip, 8 MPI assertions;
-the same site ids, expressions and nesting as examples/npb_cg/conj_grad.py, around empty bodies) run N
-and 3N times, annotated (PMPI library preloaded, as under ``ma run``) and with MA_DISABLE=1. The
-difference between the two step counts cancels start-up; the difference between the two modes is what
-the runtime adds over the no-op bindings. Prints instructions per step for both and their ratio.
+the same site ids, expressions and nesting as examples/npb_cg/conj_grad.py) run N and 3N times,
+annotated (PMPI library preloaded, as under ``ma run``) and with MA_DISABLE=1. The difference between
+the two step counts cancels start-up; the difference between the two modes is what the runtime adds
+over the no-op bindings.
 
-Wall time in situ (bench/cg_overhead.py) is a different matter: there the runtime's code and data must
-come back into caches that the rank sharing the core has evicted, which instruction counts do not see.
+- Default: empty bodies, instructions counted by Callgrind. Prints instructions per step and the ratio.
+- ``--in-situ``: each body is a sparse matrix-vector product the size of a class W rank's block, and
+  Cachegrind simulates the caches (32 KiB L1i, 48 KiB L1d, 1.25 MiB L2 as its last level). The kernel
+  evicts the runtime's code and data from L2 between annotations, as in the real run, so every line of
+  code an annotation runs comes back from L3: the L2 instruction misses per annotation are what an
+  annotation costs in situ (at ~40 cycles each), and what its instruction count does not show.
 
-Usage: python bench/annotation_instructions.py [--steps 2000]
+Usage: python bench/annotation_instructions.py [--steps 2000] [--in-situ [--steps 20]]
 """
 
 from __future__ import annotations
@@ -32,6 +36,20 @@ import sys
 import ma
 from mpi4py import MPI  # noqa: F401  (MPI running, so the MPI assertions read the PMPI totals)
 
+if sys.argv[2] == "kernel":
+    import numpy as np
+    import scipy.sparse as sp
+
+    # A class W block on 4 ranks: 3500 x 3500 with ~126,000 nonzeros (~1.5 MB), as in the CG run.
+    A = sp.random(3500, 3500, density=126000 / 3500**2, format="csr", random_state=1)
+    V = np.random.default_rng(0).random(3500)
+
+    def body():
+        A @ V
+else:
+    def body():
+        pass
+
 for name, value in (("na", 7000), ("nonzer", 8), ("nprocs", 4), ("dp", 8), ("num_proc_cols", 2),
                     ("l2npcols", 1)):
     ma.variable(name, value)
@@ -43,32 +61,32 @@ def exchange(loop, recv, send, size, add=None):
     with ma.loop(loop, "l2npcols") as lp:
         for _ in lp.range(1, 2):
             with ma.mpi_irecv(recv, size, count=NONE):
-                pass
+                body()
             with ma.mpi_send(send, size, count=NONE):
-                pass
+                body()
             if add is not None:
                 with ma.flop(add, "na/num_proc_cols"):
-                    pass
+                    body()
 
 
 def cg_step():
     with ma.flop("matvec", "2*na*nonzer*(nonzer+1)/nprocs"):
-        pass
+        body()
     exchange("rowred", "rowred_rcv", "rowred_snd", "dp*na/num_proc_cols", add="rowred_add")
     with ma.mpi_irecv("transpose_rcv", "dp*na/num_proc_cols", count=NONE):
-        pass
+        body()
     with ma.mpi_send("transpose_snd", "dp*na/num_proc_cols", count=NONE):
-        pass
+        body()
     with ma.flop("pq_dot", "2*na/num_proc_cols"):
-        pass
+        body()
     exchange("pq_red", "pq_rcv", "pq_snd", "dp")
     with ma.flop("zr_axpy", "4*na/num_proc_cols"):
-        pass
+        body()
     with ma.flop("rr_dot", "2*na/num_proc_cols"):
-        pass
+        body()
     exchange("rr_red", "rr_rcv", "rr_snd", "dp")
     with ma.flop("p_update", "2*na/num_proc_cols"):
-        pass
+        body()
 
 
 for _ in range(int(sys.argv[1])):
@@ -76,19 +94,57 @@ for _ in range(int(sys.argv[1])):
 """
 
 
+ANNOTATIONS_PER_STEP = 17
+# Cachegrind's summary lines, in the order printed: instructions, then misses by cache.
+CACHE_EVENTS = (("instructions", r"I\s+refs:\s*([\d,]+)"), ("L1i misses", r"I1\s+misses:\s*([\d,]+)"),
+                ("L2 instruction misses", r"LLi\s+misses:\s*([\d,]+)"),
+                ("L1d misses", r"D1\s+misses:\s*([\d,]+)"), ("L2 data misses", r"LLd\s+misses:\s*([\d,]+)"))
+
+
 def instructions(program: Path, steps: int, env: dict[str, str]) -> int:
     done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-                           str(program), str(steps)], env=env, capture_output=True, text=True, timeout=1800)
+                           str(program), str(steps), "empty"], env=env, capture_output=True, text=True,
+                          timeout=1800)
     found = re.search(r"Collected\s*:\s*(\d+)", done.stderr) or re.search(r"I\s+refs:\s*([\d,]+)", done.stderr)
     if done.returncode != 0 or found is None:
         raise SystemExit(f"callgrind run failed:\n{done.stderr[-2000:]}")
     return int(found.group(1).replace(",", ""))
 
 
+def cache_events(program: Path, steps: int, env: dict[str, str]) -> list[int]:
+    """Cachegrind's counts (CACHE_EVENTS) for ``steps`` CG steps with a kernel in every annotation."""
+    # setarch -R: the same addresses every run, so that the simulated caches see the same conflicts.
+    done = subprocess.run(["setarch", "-R", "valgrind", "--tool=cachegrind", "--cache-sim=yes",
+                           "--I1=32768,8,64", "--D1=49152,12,64", "--LL=1310720,10,64",
+                           "--cachegrind-out-file=/dev/null", sys.executable, str(program), str(steps), "kernel"],
+                          env=env, capture_output=True, text=True, timeout=3600)
+    counts = [re.search(pattern, done.stderr) for _, pattern in CACHE_EVENTS]
+    if done.returncode != 0 or not all(counts):
+        raise SystemExit(f"cachegrind run failed:\n{done.stderr[-2000:]}")
+    return [int(found.group(1).replace(",", "")) for found in counts if found]
+
+
+def in_situ(program: Path, steps: int, modes: dict[str, dict[str, str]]) -> None:
+    per_annotation = {}
+    for mode, env in modes.items():
+        short, long = (cache_events(program, n, env) for n in (steps, 3 * steps))
+        per_annotation[mode] = [(b - a) / (2 * steps * ANNOTATIONS_PER_STEP) for a, b in zip(short, long)]
+        print(f"  {mode:<13} " + ", ".join(f"{name} {value:,.0f}" for (name, _), value
+                                             in zip(CACHE_EVENTS, per_annotation[mode])) + " per annotation",
+              flush=True)
+    on, off = per_annotation["annotated"], per_annotation["MA_DISABLE=1"]
+    print("annotated - disabled, per annotation, with a kernel between annotations: "
+          + ", ".join(f"{name} {a - b:+,.0f}" for (name, _), a, b in zip(CACHE_EVENTS, on, off)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="CG steps of the shorter run (default 2000; 20 with --in-situ)")
+    parser.add_argument("--in-situ", action="store_true",
+                        help="a kernel in every annotation, caches simulated by Cachegrind")
     args = parser.parse_args()
+    steps = args.steps or (20 if args.in_situ else 2000)
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (scripts/setup.sh installs it)")
 
@@ -104,14 +160,17 @@ def main() -> int:
                           "LD_PRELOAD": str(pmpi.build_pmpi()), "MA_PMPI_PRELOADED": "1"},
             "MA_DISABLE=1": {**base, "MA_DISABLE": "1"},
         }
+        if args.in_situ:
+            in_situ(program, steps, modes)
+            return 0
         per_step = {}
         for mode, env in modes.items():
-            short, long = (instructions(program, steps, env) for steps in (args.steps, 3 * args.steps))
-            per_step[mode] = (long - short) / (2 * args.steps)
+            short, long = (instructions(program, n, env) for n in (steps, 3 * steps))
+            per_step[mode] = (long - short) / (2 * steps)
             print(f"  {mode:<13} {per_step[mode]:9.0f} instructions per CG step (17 annotations)", flush=True)
     on, off = per_step["annotated"], per_step["MA_DISABLE=1"]
-    print(f"annotated - disabled = {on - off:.0f} instructions per step ({(on - off) / 17:.0f} per annotation); "
-          f"ratio {on / off:.3f}")
+    print(f"annotated - disabled = {on - off:.0f} instructions per step "
+          f"({(on - off) / ANNOTATIONS_PER_STEP:.0f} per annotation); ratio {on / off:.3f}")
     return 0
 
 

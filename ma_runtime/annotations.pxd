@@ -30,6 +30,11 @@ cdef inline ThreadState current_state()
 cdef inline long long now() noexcept
 cdef inline Py_ssize_t trips_left(object items) except -1
 cdef inline Node child_of(ThreadState state, object id)
+cdef Node new_site(Region region, ThreadState state)
+cdef void refresh(Region region, ThreadState state, Node node)
+cdef long long cpu_now()
+cdef void counter_start(Region region, Node node)
+cdef void counter_stop(Region region)
 cdef void mpi_start(Region region, Node node)
 cdef inline void mpi_stop(Region region, Node node)
 cdef void complete(Region region, Node node)

@@ -123,6 +123,8 @@ class Region:
         self.kind = _PLAIN
 
     def __enter__(self) -> Any:
+        # Anything but the common path is a call (new_site, refresh, cpu_now, counter_start, ...), so that
+        # the code of the common path stays a few contiguous cache lines.
         state = current_state()
         if not state.enabled:
             self.node = None
@@ -132,30 +134,22 @@ class Region:
         # of them takes the slow path, which creates the node or reports the changed expression.
         if (node is None or node.owner is not type(self) or node.expr_text is not self.expr
                 or node.count_raw is not self.count):
-            node = state.child(self.TYPE, self.id, self.expr, self.count)
-            node.owner = type(self)
-        if node.expression is not None:
-            # The prediction stays in the node (cache_value) until this call ends: a node is open once at a
-            # time, and only its own entry re-evaluates it.
-            if node.cache_version != state.version:
-                state.predict(node)
-            if self.value is not None:
-                node.note_value(self.value, node.cache_value)
+            node = new_site(self, state)
+        if node.expression is not None and (node.cache_version != state.version or self.value is not None):
+            refresh(self, state, node)
         self.node = node
         self.state = state
         self.outer = state.top
         state.top = self
         state.current = node
         if node.track_cpu:
-            self.c0 = process_time_ns()
+            self.c0 = cpu_now()
         kind = self.kind
         if kind == _MPI:
             mpi_start(self, node)
         self.t0 = now()
         if kind == _COUNTER:  # last: the counter encloses as little of this code as possible
-            reader = self.reader = node.reader
-            if reader is not None:
-                self.m0 = reader()
+            counter_start(self, node)
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -165,9 +159,7 @@ class Region:
             return False
         kind = self.kind
         if kind == _COUNTER:  # first, for the same reason
-            reader = self.reader
-            if reader is not None:
-                self.m0 = reader() - self.m0
+            counter_stop(self)
         elif kind == _MPI:
             mpi_stop(self, node)
         t1 = now()
@@ -183,7 +175,7 @@ class Region:
             node.wall_ns += t1 - self.t0
             complete(self, node)
         else:
-            self.finish(exc_type, t1, process_time_ns() if node.track_cpu else 0)
+            self.finish(exc_type, t1, cpu_now() if node.track_cpu else 0)
         return False
 
     def finish(self, exc_type: type[BaseException] | None, t1: int, c1: int, unbalanced: bool = False) -> None:
@@ -213,6 +205,40 @@ class Region:
             complete(self, node)  # type: ignore[arg-type]
         if t1 > state.flush_deadline:
             state.runtime.flush()
+
+
+# --- the calls out of __enter__ and __exit__ ------------------------------------------------------------
+def new_site(region: Region, state: ThreadState) -> Node:
+    """The node of a call whose site differs from the one found: created, or the first one (reported)."""
+    node = state.child(region.TYPE, region.id, region.expr, region.count)
+    node.owner = type(region)
+    return node
+
+
+def refresh(region: Region, state: ThreadState, node: Node) -> None:
+    """Re-evaluate the prediction after a variable changed; note a value the program passed."""
+    # The prediction stays in the node (cache_value) until this call ends: a node is open once at a
+    # time, and only its own entry re-evaluates it.
+    if node.cache_version != state.version:
+        state.predict(node)
+    if region.value is not None:
+        node.note_value(region.value, node.cache_value)
+
+
+def cpu_now() -> int:
+    return process_time_ns()
+
+
+def counter_start(region: Region, node: Node) -> None:
+    reader = region.reader = node.reader
+    if reader is not None:
+        region.m0 = reader()
+
+
+def counter_stop(region: Region) -> None:
+    reader = region.reader
+    if reader is not None:
+        region.m0 = reader() - region.m0
 
 
 # --- what a kind measures and folds ----------------------------------------------------------------
