@@ -159,7 +159,10 @@ def main() -> int:
         program = Path(work) / "cg_step.py"
         program.write_text(textwrap.dedent(STEP_PROGRAM))
         modes = {
+            # No periodic flush: under Valgrind a run takes minutes, and the number of 5-second flushes (each
+            # a trace written) would follow the host's load instead of the step count.
             "annotated": {**base, "MA_TRACE_DIR": str(Path(work) / "traces"), "MA_COUNTERS": "none",
+                          "MA_FLUSH_SECONDS": "0",
                           "LD_PRELOAD": str(pmpi.build_pmpi()), "MA_PMPI_PRELOADED": "1"},
             "MA_DISABLE=1": {**base, "MA_DISABLE": "1"},
         }

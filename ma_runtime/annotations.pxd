@@ -30,6 +30,7 @@ cdef inline ThreadState current_state()
 cdef inline long long now() noexcept
 cdef inline Py_ssize_t trips_left(object items) except -1
 cdef inline Node child_of(ThreadState state, object id)
+cdef inline void init(Region region, int kind, object id, object expr, object value, object count)
 cdef Node new_site(Region region, ThreadState state)
 cdef void refresh(Region region, ThreadState state, Node node)
 cdef long long cpu_now()

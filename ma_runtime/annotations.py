@@ -115,12 +115,7 @@ class Region:
                  "n", "length", "items", "reader", "m0", "measured", "calls0", "bytes0")
 
     def __init__(self, id: str, expr: str | None = None, value: Number | None = None) -> None:
-        self.id = id
-        self.expr = expr
-        self.value = value
-        self.count = None
-        self.undo: list[tuple[str, Any]] | None = None
-        self.kind = _PLAIN
+        init(self, _PLAIN, id, expr, value, None)
 
     def __enter__(self) -> Any:
         # Anything but the common path is a call (new_site, refresh, cpu_now, counter_start, ...), so that
@@ -205,6 +200,16 @@ class Region:
             complete(self, node)  # type: ignore[arg-type]
         if t1 > state.flush_deadline:
             state.runtime.flush()
+
+
+def init(region: Region, kind: int, id: str, expr: str | None, value: Number | None, count: Any) -> None:
+    """What every kind's constructor sets (each kind has its own signature, as the paper's API has)."""
+    region.kind = kind
+    region.id = id
+    region.expr = expr
+    region.value = value
+    region.count = count
+    region.undo = None
 
 
 # --- the calls out of __enter__ and __exit__ ------------------------------------------------------------
@@ -353,12 +358,7 @@ class loop(Region):
     __slots__ = ()
 
     def __init__(self, id: str, expr: str, value: Number | None = None) -> None:
-        self.id = id
-        self.expr = expr
-        self.value = value
-        self.count = None
-        self.undo = None
-        self.kind = _LOOP
+        init(self, _LOOP, id, expr, value, None)
         self.n = _NOT_REPORTED
 
     def range(self, *args: int) -> Iterator[int]:
@@ -395,12 +395,7 @@ class subroutine(Region):
     __slots__ = ()
 
     def __init__(self, id: str) -> None:
-        self.id = id
-        self.expr = None
-        self.value = None
-        self.count = None
-        self.undo = None
-        self.kind = _SUBROUTINE
+        init(self, _SUBROUTINE, id, None, None, None)
 
     def __call__(self, func: F) -> F:
         return in_subroutine(subroutine, self.id, func)
@@ -412,12 +407,7 @@ class CounterRegion(Region):
     __slots__ = ()
 
     def __init__(self, id: str, expr: str, value: Number | None = None) -> None:
-        self.id = id
-        self.expr = expr
-        self.value = value
-        self.count = None
-        self.undo = None
-        self.kind = _COUNTER
+        init(self, _COUNTER, id, expr, value, None)
 
 
 class flop(CounterRegion):
@@ -458,12 +448,7 @@ class MpiRegion(Region):
     __slots__ = ()
 
     def __init__(self, id: str, expr: str, value: Number | None = None, count: str | int = 1) -> None:
-        self.id = id
-        self.expr = expr
-        self.value = value
-        self.count = count
-        self.undo = None
-        self.kind = _MPI
+        init(self, _MPI, id, expr, value, count)
 
 
 # One class per MPI annotation type, so that ``ma.mpi_send(...)`` is a plain construction.
