@@ -27,9 +27,11 @@ from typing import Any, TypeVar, Union
 
 from ma.errors import AnnotationError
 
+from . import tree as _tree
 from .decorate import in_subroutine
 from .mars import thread_state
-from . import tree as _tree
+from .threadstate import ThreadState
+from .tree import Node
 
 try:
     import cython  # compiling, ``cython.compiled`` is a constant: the branch not taken is not compiled
@@ -37,8 +39,6 @@ except ImportError:  # plain Python without Cython installed
     from types import SimpleNamespace
 
     cython = SimpleNamespace(compiled=False)
-from .threadstate import ThreadState
-from .tree import Node
 
 Number = Union[int, float]
 T = TypeVar("T")
@@ -231,6 +231,7 @@ def refresh(region: Region, state: ThreadState, node: Node) -> None:
 
 
 def cpu_now() -> int:
+    """Process CPU time (ns), for the sites that track it (subroutines by default, MA_CPU_TIME)."""
     return process_time_ns()
 
 

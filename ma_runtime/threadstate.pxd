@@ -6,7 +6,6 @@ cdef class ThreadState:
     cdef public long long index, version, flush_deadline
     cdef public Node root, current
     cdef public object top
-    cpdef Node lookup(self, object id_)
     cpdef Node child(self, object type_, object id_, object expr_text, object count=*)
     cdef public dict env
     cdef public bint enabled

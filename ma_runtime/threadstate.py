@@ -56,10 +56,6 @@ class ThreadState:
                 return frame
         return None
 
-    def lookup(self, id_: str) -> Node | None:
-        """The child of the current node under ``id_``, if any (typed, for the compiled hot path)."""
-        return self.current.children.get(id_)
-
     def define(self, name: str, value: Number) -> None:
         frame = self.scope_frame()
         if frame is None:
