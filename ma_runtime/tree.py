@@ -6,7 +6,9 @@ trace is written), and a call whose predicted and measured values repeat the pre
 PASS/FAIL verdict. A node goes one step further for such a call: it compares the prediction by identity
 (the cached value of the expression) and the measurement as a C integer, and only counts the repeat,
 folding it into the statistics when a different call comes (or, without changing the node, when the
-trace is written). Compiled with Cython where available (tree.pxd), plain Python otherwise.
+trace is written). The annotations make that same repeat test inline before calling ``record*`` (so the
+common call stays in their module); ``record*`` keeps it, for its other callers. Compiled with Cython
+where available (tree.pxd), plain Python otherwise.
 """
 
 from __future__ import annotations
