@@ -153,8 +153,11 @@ def main() -> int:
 
     from ma_runtime import pmpi
 
-    # A fixed hash seed: string hashes decide dict probing, which would otherwise vary the count by run.
-    base = {**{k: v for k, v in os.environ.items() if not k.startswith("MA_")}, "PYTHONHASHSEED": "0"}
+    # A fixed hash seed: string hashes decide dict probing, which would otherwise vary the count by run. One
+    # BLAS thread: OpenBLAS's idle threads spin under Valgrind for as long as the host's load decides, and
+    # their code and data in the simulated caches moved the in-situ count by tens of lines from run to run.
+    base = {**{k: v for k, v in os.environ.items() if not k.startswith("MA_")}, "PYTHONHASHSEED": "0",
+            "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     with tempfile.TemporaryDirectory() as work:
         program = Path(work) / "cg_step.py"
         program.write_text(textwrap.dedent(STEP_PROGRAM))

@@ -42,9 +42,9 @@ cdef void complete(Region region, Node node)
 cdef inline void count_verdict(Node node)
 cdef void discard(Region region, Node node)
 
-# Every kind has these fields (and no others), so that one free list serves them all: an annotation object
-# is made and dropped at every call.
-@cython.freelist(16)
+# Every kind has these fields (and no others). No free list: Cython ignores a decorator here (so the one
+# that stood here never worked), and one declared in annotations.py (@cython.freelist above @cython.cclass)
+# made a call fetch 5 more lines of code in situ than PyType_GenericAlloc (bench/annotation_instructions.py).
 cdef class Region:
     cdef public object id, expr, value, count, undo, outer
     cdef public Node node
