@@ -28,9 +28,10 @@ DISABLED = _os.environ.get("MA_DISABLE", "").strip().lower() in ("1", "true", "y
 MPI_ANNOTATIONS = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
                    "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
 
-# name -> (module, attribute) of the runtime's implementation, bound on first access.
+# name -> (module, attribute) of the runtime's implementation, bound on first access. ``ma.flop(...)`` & co.
+# are functions that hand out the annotation object of one call (``flop_call``; the class is ``flop``).
 _RUNTIME_API = {
-    **{name: ("ma_runtime.annotations", name)
+    **{name: ("ma_runtime.annotations", f"{name}_call")
        for name in ("loop", "flop", "loadstore", "heap_memory", "stack_memory", *MPI_ANNOTATIONS)},
     "subroutine": ("ma_runtime.api", "subroutine_site"),
     **{name: ("ma_runtime.api", name)

@@ -14,6 +14,12 @@ cdef extern from *:
     }
     """
     long long ma_monotonic_ns()
+cdef extern from *:
+    """
+    /* Whether the caller's reference (a borrowed pointer, no temporary) is the object's only one. */
+    static CYTHON_INLINE int ma_sole_reference(void *o) { return Py_REFCNT((PyObject *)o) == 1; }
+    """
+    bint ma_sole_reference(void *o)
 cdef extern from "Python.h":
     unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
     Py_ssize_t ma_length_hint "PyObject_LengthHint" (object o, Py_ssize_t default) except -1
@@ -41,6 +47,9 @@ cdef inline void mpi_stop(Region region, Node node)
 cdef void complete(Region region, Node node)
 cdef inline void count_verdict(Node node)
 cdef void discard(Region region, Node node)
+cdef inline Region reused(type cls, object id)
+cdef Region new_region(type cls)
+cdef Region make(type cls, int kind, object id, object expr, object value, object count)
 
 # Every kind has these fields (and no others). No free list: Cython ignores a decorator here (so the one
 # that stood here never worked), and one declared in annotations.py (@cython.freelist above @cython.cclass)

@@ -1,7 +1,8 @@
 # cython: infer_types=True
 """The annotation objects behind ``ma.loop``, ``ma.flop``, ``ma.mpi_send``, ...
 
-Each is a context manager. ``__enter__`` finds (or creates) its node below the innermost open annotation,
+``ma.flop(...)`` and the others are the ``*_call`` functions at the end: each hands out the object of one
+call, the site's own from its previous call when nothing else holds it. Each object is a context manager. ``__enter__`` finds (or creates) its node below the innermost open annotation,
 evaluates the expression (cached while no variable changes) and starts the measurement; ``__exit__`` takes
 the measurement and folds it into the node. Both are shared by every kind and switch on ``kind`` for what
 it measures: a counter is read last on entry and first on exit, so that it encloses as little of the
@@ -132,6 +133,8 @@ class Region:
             node = new_site(self, state)
         if node.expression is not None and (node.cache_version != state.version or self.value is not None):
             refresh(self, state, node)
+        if node.region is None:
+            node.region = self  # kept for the site's next call (make)
         self.node = node
         self.state = state
         self.outer = state.top
@@ -452,7 +455,7 @@ class MpiRegion(Region):
         init(self, _MPI, id, expr, value, count)
 
 
-# One class per MPI annotation type, so that ``ma.mpi_send(...)`` is a plain construction.
+# One class per MPI annotation type: the node's owner, and what ``mpi_send_call`` & co. make.
 class mpi_send(MpiRegion):
     TYPE = "mpi_send"
     __slots__ = ()
@@ -516,3 +519,123 @@ class mpi_alltoall(MpiRegion):
 class mpi_barrier(MpiRegion):
     TYPE = "mpi_barrier"
     __slots__ = ()
+
+
+# --- what ``ma.loop``, ``ma.flop``, ``ma.mpi_send``, ... are bound to (ma/__init__.py) --------------------
+# A site keeps the object of its last call and hands it out again when nothing else holds it: an object made
+# and dropped at every call costs more in situ (allocator, tp_new, dealloc: code and data fetched again)
+# than the rest of the call's entry. One still held (a recursive call of the site, a kept ``as lp``) is left
+# alone, and the call gets a new one. Compiled only: plain Python makes a new object every time.
+def reused(cls: type, id: str) -> Region | None:
+    """The object the site ``id`` below the current node kept, if nothing else holds it."""
+    if cython.compiled:
+        node = child_of(current_state(), id)
+        if (node is not None and node.region is not None
+                and ma_sole_reference(cython.cast(cython.p_void, node.region))  # noqa: F821
+                and type(node.region) is cls):
+            return cython.cast(Region, node.region)  # type: ignore[no-any-return]
+    return None
+
+
+def new_region(cls: type) -> Region:
+    return cls.__new__(cls)  # type: ignore[no-any-return]
+
+
+def make(cls: type, kind: int, id: str, expr: str, value: Number | None, count: Any) -> Region:
+    """The annotation object of one call: the site's own when free, else a new one."""
+    region = reused(cls, id)
+    if region is None:
+        region = new_region(cls)
+    init(region, kind, id, expr, value, count)
+    region.n = _NOT_REPORTED
+    return region
+
+
+def loop_call(id: str, expr: str, value: Number | None = None) -> loop:
+    """``ma.loop(...)``: the annotation object of one call (a :class:`loop`)."""
+    return make(loop, _LOOP, id, expr, value, None)  # type: ignore[return-value]
+
+
+def flop_call(id: str, expr: str, value: Number | None = None) -> flop:
+    """``ma.flop(...)``: the annotation object of one call (a :class:`flop`)."""
+    return make(flop, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
+
+
+def loadstore_call(id: str, expr: str, value: Number | None = None) -> loadstore:
+    """``ma.loadstore(...)``: the annotation object of one call (a :class:`loadstore`)."""
+    return make(loadstore, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
+
+
+def heap_memory_call(id: str, expr: str, value: Number | None = None) -> heap_memory:
+    """``ma.heap_memory(...)``: the annotation object of one call (a :class:`heap_memory`)."""
+    return make(heap_memory, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
+
+
+def stack_memory_call(id: str, expr: str, value: Number | None = None) -> stack_memory:
+    """``ma.stack_memory(...)``: the annotation object of one call (a :class:`stack_memory`)."""
+    return make(stack_memory, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
+
+
+def mpi_send_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_send:
+    """``ma.mpi_send(...)``: the annotation object of one call (a :class:`mpi_send`)."""
+    return make(mpi_send, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_isend_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_isend:
+    """``ma.mpi_isend(...)``: the annotation object of one call (a :class:`mpi_isend`)."""
+    return make(mpi_isend, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_recv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_recv:
+    """``ma.mpi_recv(...)``: the annotation object of one call (a :class:`mpi_recv`)."""
+    return make(mpi_recv, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_irecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_irecv:
+    """``ma.mpi_irecv(...)``: the annotation object of one call (a :class:`mpi_irecv`)."""
+    return make(mpi_irecv, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_sendrecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_sendrecv:
+    """``ma.mpi_sendrecv(...)``: the annotation object of one call (a :class:`mpi_sendrecv`)."""
+    return make(mpi_sendrecv, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_bcast_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_bcast:
+    """``ma.mpi_bcast(...)``: the annotation object of one call (a :class:`mpi_bcast`)."""
+    return make(mpi_bcast, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_reduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_reduce:
+    """``ma.mpi_reduce(...)``: the annotation object of one call (a :class:`mpi_reduce`)."""
+    return make(mpi_reduce, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_allreduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_allreduce:
+    """``ma.mpi_allreduce(...)``: the annotation object of one call (a :class:`mpi_allreduce`)."""
+    return make(mpi_allreduce, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_gather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_gather:
+    """``ma.mpi_gather(...)``: the annotation object of one call (a :class:`mpi_gather`)."""
+    return make(mpi_gather, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_scatter_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_scatter:
+    """``ma.mpi_scatter(...)``: the annotation object of one call (a :class:`mpi_scatter`)."""
+    return make(mpi_scatter, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_allgather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_allgather:
+    """``ma.mpi_allgather(...)``: the annotation object of one call (a :class:`mpi_allgather`)."""
+    return make(mpi_allgather, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_alltoall:
+    """``ma.mpi_alltoall(...)``: the annotation object of one call (a :class:`mpi_alltoall`)."""
+    return make(mpi_alltoall, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_barrier:
+    """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`)."""
+    return make(mpi_barrier, _MPI, id, expr, value, count)  # type: ignore[return-value]

@@ -1,4 +1,4 @@
-"""The functions of the annotation API that are not context-manager classes (see ma/__init__.py)."""
+"""The functions of the annotation API that do not hand out an annotation object (see ma/__init__.py)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ cdef class Node:
     # The fields every call reads or writes come first, so that a call touches a few cache lines of the
     # node (Cython lays the fields out in this order): a rank that shares its core loses its cache often.
     cdef public dict children
-    cdef public object owner, expr_text, count_raw, expression, cache_value, cache_count, reader
+    cdef public object owner, expr_text, count_raw, expression, cache_value, cache_count, reader, region
     cdef public long long cache_version, calls, wall_ns, pending, last_a, last_b, passed, failed, unmeasured
     cdef public object last_predicted, last_count
     cdef public Node parent

@@ -96,7 +96,7 @@ class Node:
 
     __slots__ = (
         "parent", "id", "type", "path", "expr_text", "expression", "count_raw", "count_text", "count_expression",
-        "reader", "counters", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
+        "reader", "region", "counters", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
         "count_measured", "verdict", "passed", "failed", "unmeasured", "mismatch", "first_mismatch",
         "first_fail", "wall_ns", "cpu_ns", "track_cpu", "tolerance", "cache_version", "cache_value",
         "cache_count", "pending", "last_kind", "last_predicted", "last_count", "last_a", "last_b",
@@ -120,6 +120,7 @@ class Node:
         self.counters: Any = None  # MPI sites: the PMPI library's totals (a uint64 memoryview) ...
         self.group = 0  # ... and the index of this site's (calls, bytes) pair in it
         self.owner: type | None = None  # the annotation class whose calls this node folds
+        self.region: Any = None  # the annotation object of its last call, handed out again when free
         self.file = file
         self.line = line
         self.children: dict[str, Node] = {}

@@ -229,6 +229,49 @@ def test_repeated_calls_fold_into_exact_statistics(run_program, runtime: dict[st
     assert message["count"]["measured"] is None and message["unmeasured"] == 10
 
 
+@pytest.mark.parametrize("runtime", [{}, {"MA_PURE_PYTHON": "1"}], ids=["compiled", "pure"])
+def test_a_site_hands_out_its_object_again_only_when_nothing_else_holds_it(run_program,
+                                                                           runtime: dict[str, str]) -> None:
+    # Compiled, a site keeps the object of its last call for the next one. One the program still holds (a
+    # kept ``as lp``, a recursive call of the same site) must never be handed out, and every call's
+    # measurement must stay its own.
+    run = run_program("""
+        import ma
+        ma.variable("n", 3)
+        with ma.loop("l", "n") as first:
+            for i in first.range(3):
+                pass
+        with ma.loop("l", "n") as second:    # `first` is still held: a new object
+            for i in second.range(2):
+                break
+        print("distinct", second is not first)
+
+        def free_site():
+            a = ma.flop("f", "2*n")
+            with a:
+                pass
+            return id(a)
+
+        ids = {free_site() for _ in range(5)}
+        print("reused", len(ids))
+
+        def nested(depth):
+            with ma.flop("r", "n") as outer:
+                with ma.flop("r", "n") as inner:  # the site's object is open: a new one
+                    assert inner is not outer
+                    if depth:
+                        nested(depth - 1)
+        nested(2)
+    """, **runtime)
+    assert run.returncode == 0, run.stderr
+    assert "distinct True" in run.stdout
+    if not runtime:
+        assert "reused 1" in run.stdout  # one object for five calls
+    loop = find_node(run.tree(), "l")
+    assert loop["calls"] == 2 and loop["measured"]["sum"] == 3 + 1
+    assert find_node(run.tree(), "r/r/r/r/r/r")["calls"] == 1
+
+
 def test_unbalanced_and_mismatched_annotations_are_recorded(run_program) -> None:
     run = run_program("""
         import ma
