@@ -2,7 +2,8 @@
 """The annotation objects behind ``ma.loop``, ``ma.flop``, ``ma.mpi_send``, ...
 
 ``ma.flop(...)`` and the others are the ``*_call`` functions at the end: each hands out the object of one
-call, the site's own from its previous call when nothing else holds it. Each object is a context manager. ``__enter__`` finds (or creates) its node below the innermost open annotation,
+call, the site's own from its previous call when nothing else holds it. Each object is a context manager.
+``__enter__`` finds (or creates) its node below the innermost open annotation,
 evaluates the expression (cached while no variable changes) and starts the measurement; ``__exit__`` takes
 the measurement and folds it into the node. Both are shared by every kind and switch on ``kind`` for what
 it measures: a counter is read last on entry and first on exit, so that it encloses as little of the
@@ -524,10 +525,14 @@ class mpi_barrier(MpiRegion):
 # --- what ``ma.loop``, ``ma.flop``, ``ma.mpi_send``, ... are bound to (ma/__init__.py) --------------------
 # A site keeps the object of its last call and hands it out again when nothing else holds it: an object made
 # and dropped at every call costs more in situ (allocator, tp_new, dealloc: code and data fetched again)
-# than the rest of the call's entry. One still held (a recursive call of the site, a kept ``as lp``) is left
+# than the rest of the call's entry. One still held (a kept ``as lp``, one made and not entered yet) is left
 # alone, and the call gets a new one. Compiled only: plain Python makes a new object every time.
 def reused(cls: type, id: str) -> Region | None:
-    """The object the site ``id`` below the current node kept, if nothing else holds it."""
+    """The object the site ``id`` below the current node kept, if nothing else holds it.
+
+    ``__enter__`` still looks its node up: an object may be entered below another annotation than the one
+    open when it was made.
+    """
     if cython.compiled:
         node = child_of(current_state(), id)
         if (node is not None and node.region is not None
@@ -538,6 +543,7 @@ def reused(cls: type, id: str) -> Region | None:
 
 
 def new_region(cls: type) -> Region:
+    """A new object of ``cls`` (typed here, so that ``make`` sets its fields in C, not by attribute)."""
     return cls.__new__(cls)  # type: ignore[no-any-return]
 
 
@@ -547,7 +553,7 @@ def make(cls: type, kind: int, id: str, expr: str, value: Number | None, count: 
     if region is None:
         region = new_region(cls)
     init(region, kind, id, expr, value, count)
-    region.n = _NOT_REPORTED
+    region.n = _NOT_REPORTED  # (loops read it)
     return region
 
 

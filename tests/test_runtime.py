@@ -233,8 +233,8 @@ def test_repeated_calls_fold_into_exact_statistics(run_program, runtime: dict[st
 def test_a_site_hands_out_its_object_again_only_when_nothing_else_holds_it(run_program,
                                                                            runtime: dict[str, str]) -> None:
     # Compiled, a site keeps the object of its last call for the next one. One the program still holds (a
-    # kept ``as lp``, a recursive call of the same site) must never be handed out, and every call's
-    # measurement must stay its own.
+    # kept ``as lp``, one made and not entered yet) must never be handed out, and every call's measurement
+    # must stay its own.
     run = run_program("""
         import ma
         ma.variable("n", 3)
@@ -255,21 +255,24 @@ def test_a_site_hands_out_its_object_again_only_when_nothing_else_holds_it(run_p
         ids = {free_site() for _ in range(5)}
         print("reused", len(ids))
 
-        def nested(depth):
-            with ma.flop("r", "n") as outer:
-                with ma.flop("r", "n") as inner:  # the site's object is open: a new one
-                    assert inner is not outer
-                    if depth:
-                        nested(depth - 1)
-        nested(2)
+        with ma.flop("g", "n"):
+            pass
+        made = ma.flop("g", "n")       # the site's object (compiled)...
+        another = ma.flop("g", "n")    # ... is held by `made`: a new one
+        print("made twice", made is not another)
+        with made:
+            with another:              # entered below `made`: the site g/g
+                pass
     """, **runtime)
     assert run.returncode == 0, run.stderr
-    assert "distinct True" in run.stdout
+    assert "distinct True" in run.stdout and "made twice True" in run.stdout
     if not runtime:
         assert "reused 1" in run.stdout  # one object for five calls
-    loop = find_node(run.tree(), "l")
+    root = run.tree()
+    loop = find_node(root, "l")
     assert loop["calls"] == 2 and loop["measured"]["sum"] == 3 + 1
-    assert find_node(run.tree(), "r/r/r/r/r/r")["calls"] == 1
+    assert find_node(root, "f")["calls"] == 5
+    assert find_node(root, "g")["calls"] == 2 and find_node(root, "g/g")["calls"] == 1
 
 
 def test_unbalanced_and_mismatched_annotations_are_recorded(run_program) -> None:
