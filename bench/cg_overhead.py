@@ -1,26 +1,31 @@
 """What the modeling assertions cost NPB CG: class W on 4 ranks, annotated vs MA_DISABLE=1.
 
-Jobs alternate in this one invocation (annotated, disabled, disabled, annotated, ...): the annotated ones
-go through ``ma run`` (PMPI library preloaded, traces written), the disabled ones through the same
-mpiexec with MA_DISABLE=1. Each job runs bench/cg_repeat.py: NPB's timed section, verified, --repeat
-times after one set-up and warm-up, timed as NPB does (the slowest rank). Printed: every pair's medians
-and ratio (annotated / disabled), the median of those ratios with a 90 % bootstrap interval over pairs
-(goal <= 1.03), and the port's Mop/s next to the annotated run's.
+Each round starts two jobs side by side: one under ``ma run`` (PMPI library preloaded, traces written) and
+one through the same mpiexec with MA_DISABLE=1. Both run bench/cg_repeat.py --serve: set up, warm up, then
+wait, asleep, for orders on a Unix socket. The bench then alternates them, one timed section (NPB's, verified,
+timed as NPB does: the slowest rank) at a time: annotated, disabled, disabled, annotated, ..., after one
+untimed section of each. Only one job computes at any moment. Printed: each round's median ratio of adjacent sections (annotated / disabled),
+the median over all rounds with a 90 % bootstrap interval (rounds resampled, then sections within them;
+goal <= 1.03), and the port's Mop/s next to the annotated run's.
 
-This host is a 2-core VM: the 4 ranks are oversubscribed and its speed drifts by tens of per cent within
-a minute. Pairing adjacent jobs cancels the drift; repeating in each job spreads the start-up over many
-samples. The defaults (16 pairs x 10 repetitions) take about three minutes. What pairing cannot cancel is
-each job's own luck (how the scheduler places its ranks on the cores): here a job's median differs from
-the next one's by ±15 %, so the interval stays several per cent wide even at 40 pairs.
+Why sections and not whole jobs: this host is a 2-core VM whose speed steps by 10-20 % from one second to
+the next (4 ranks are oversubscribed on it). Sections a second apart see the same host; whole jobs ten
+seconds apart do not. What stays per job (where its code and data land) is what the rounds sample.
 
---in-process measures the annotations alone, without that job-to-job noise: each of --jobs jobs (under
-``ma run``) alternates NPB's timed section with the annotations bound to the runtime and to the no-ops
-of MA_DISABLE=1, --repeat pairs of sections (bench/cg_repeat.py --switch). The figure is the median of
-the pairs' ratios with a bootstrap interval. It leaves out what a job carries besides the annotations
-(the PMPI library: bench/pmpi_overhead.py; the larger process).
+--null starts two MA_DISABLE=1 jobs instead: identical programs, so its ratio and interval show what the
+method itself can resolve on this host. Most of the round-to-round spread is address-space layout: with
+ASLR off (setarch -R) identical jobs agree within about 2 %, with it on within about 10 % (Mytkowicz et
+al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009). The rounds sample
+layouts; they are not switched off here, since a fixed layout is one sample, not the mean.
 
-Usage: python bench/cg_overhead.py [--class W] [--nprocs 4] [--pairs 16] [--repeat 10]
-       python bench/cg_overhead.py --in-process [--jobs 4] [--repeat 20]
+--in-process measures the annotations alone: each of --rounds jobs (under ``ma run``) alternates NPB's
+timed section with the annotations bound to the runtime and to the no-ops of MA_DISABLE=1 (bench/cg_repeat.py
+--switch). It leaves out what a job carries besides the annotations (the PMPI library:
+bench/pmpi_overhead.py; the larger process).
+
+Usage: python bench/cg_overhead.py [--class W] [--nprocs 4] [--rounds 6] [--repeat 20] [--bind-to core]
+       python bench/cg_overhead.py --null [--rounds 6]
+       python bench/cg_overhead.py --in-process [--rounds 4] [--repeat 20]
 """
 
 from __future__ import annotations
@@ -28,11 +33,15 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import shlex
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import IO
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -40,104 +49,184 @@ WORKER = REPO / "bench" / "cg_repeat.py"
 sys.path.insert(0, str(REPO))
 from examples.npb_cg.classes import CLASSES, official_op_count  # noqa: E402
 
+SETUP_SECONDS = 600  # longest wait for a job's ranks to connect (set-up and warm-up under load)
 
-def run_job(class_name: str, nprocs: int, repeat: int, annotated: bool, trace_dir: Path,
-            switch: bool = False) -> dict[str, list[float]]:
-    """Seconds of each verified repetition of the timed section in one MPI job, by the worker's line key
-    (TIMES; or ON and OFF with ``switch``)."""
+
+def job_argv(args: argparse.Namespace, annotated: bool, trace_dir: Path, *worker_args: str) -> list[str]:
+    command = [sys.executable, str(WORKER), "--class", args.class_name, *worker_args]
+    mpiexec = [str(BIN / "mpiexec"), *(["-bind-to", args.bind_to] if args.bind_to != "none" else [])]
+    if annotated:
+        return [str(BIN / "ma"), "run", "-n", str(args.nprocs), "--launcher", shlex.join(mpiexec),
+                "--trace-dir", str(trace_dir), "--", *command]
+    return [*mpiexec, "-n", str(args.nprocs), *command]
+
+
+def job_env(annotated: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MA_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    command = [sys.executable, str(WORKER), "--class", class_name, "--repeat", str(repeat)]
-    if switch:
-        command.append("--switch")
-    if annotated:
-        argv = [str(BIN / "ma"), "run", "-n", str(nprocs), "--trace-dir", str(trace_dir), "--", *command]
-    else:
+    if not annotated:
         env["MA_DISABLE"] = "1"
-        argv = [str(BIN / "mpiexec"), "-n", str(nprocs), *command]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=1800)
+    return env
+
+
+class ServedJob:
+    """One MPI job of bench/cg_repeat.py --serve: its ranks' sockets, and a timed section on demand."""
+
+    def __init__(self, args: argparse.Namespace, annotated: bool, work: Path, name: str) -> None:
+        self.label = f"{name} ({'annotated' if annotated else 'MA_DISABLE=1'})"
+        self.log_path = work / f"{name}.log"
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        path = str(work / f"{name}.sock")
+        self.listener.bind(path)
+        self.listener.listen(args.nprocs)
+        self.listener.settimeout(1.0)
+        self.log: IO[str] = open(self.log_path, "w")
+        argv = job_argv(args, annotated, work / "traces", "--serve", path)
+        self.process = subprocess.Popen(argv, env=job_env(annotated), stdout=self.log, stderr=subprocess.STDOUT)
+        self.nprocs = args.nprocs
+        self.ranks: dict[int, socket.socket] = {}
+
+    def connect(self) -> None:
+        """Wait until every rank has set up, warmed up and connected."""
+        deadline = time.monotonic() + SETUP_SECONDS
+        while len(self.ranks) < self.nprocs:
+            try:
+                link, _ = self.listener.accept()
+            except socket.timeout:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.fail("did not reach its timed sections")
+                continue
+            link.settimeout(SETUP_SECONDS)
+            self.ranks[int(link.makefile("r").readline())] = link
+        self.results = self.ranks[0].makefile("r")
+
+    def section(self) -> float:
+        for link in self.ranks.values():
+            link.sendall(b"g")
+        answer = self.results.readline().strip()
+        if not answer or answer == "FAIL":
+            self.fail("section unverified" if answer else "stopped in a section")
+        return float(answer)
+
+    def stop(self) -> None:
+        for link in self.ranks.values():
+            link.sendall(b"q")
+        if self.process.wait(timeout=SETUP_SECONDS) != 0:
+            self.fail(f"exited with {self.process.returncode}")
+        self.close()
+
+    def close(self) -> None:
+        for link in self.ranks.values():
+            link.close()
+        self.listener.close()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+    def fail(self, what: str) -> None:
+        self.close()
+        raise SystemExit(f"{self.label} job {what}:\n{self.log_path.read_text()}")
+
+
+def side_by_side_round(args: argparse.Namespace, number: int) -> tuple[list[float], list[float]]:
+    """An annotated and a disabled job side by side, their sections alternated: the seconds of each."""
+    times: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as work:
+        # Job A is the annotated one (a second disabled one with --null). Which starts first alternates, so
+        # that start order cannot bias the figure.
+        jobs: dict[bool, ServedJob] = {}
+        try:
+            for a in (True, False) if number % 2 == 0 else (False, True):
+                jobs[a] = ServedJob(args, a and not args.null, Path(work), "A" if a else "B")
+            for job in jobs.values():
+                job.connect()
+            # The first section of a pair follows its own job's previous one and runs warmer; the orders
+            # alternate so that each job is first in half the pairs. One untimed section each (B, then A)
+            # puts pair 0 on the same footing (without it, identical jobs measured 1.017 apart).
+            for a in (False, True):
+                jobs[a].section()
+            for pair in range(args.repeat):
+                for a in (True, False) if pair % 2 == 0 else (False, True):
+                    times[a].append(jobs[a].section())
+            for job in jobs.values():
+                job.stop()
+        finally:
+            for job in jobs.values():
+                job.close()
+    return times[True], times[False]
+
+
+def in_process_round(args: argparse.Namespace, number: int) -> tuple[list[float], list[float]]:
+    """One annotated job switching its annotations on and off between sections: the seconds of each."""
+    with tempfile.TemporaryDirectory() as work:
+        argv = job_argv(args, True, Path(work) / "traces", "--switch", "--repeat", str(args.repeat))
+        done = subprocess.run(argv, env=job_env(True), capture_output=True, text=True, timeout=3600)
     lines = {line.split()[0]: [float(t) for t in line.split()[1:]] for line in done.stdout.splitlines()
-             if line.startswith(("TIMES ", "ON ", "OFF "))}
-    if done.returncode != 0 or not lines:
-        raise SystemExit(f"job failed ({'annotated' if annotated else 'disabled'}):\n{done.stdout}\n{done.stderr}")
-    return lines
+             if line.startswith(("ON ", "OFF "))}
+    if done.returncode != 0 or len(lines) != 2:
+        raise SystemExit(f"job {number + 1} failed:\n{done.stdout}\n{done.stderr}")
+    return lines["ON"], lines["OFF"]
 
 
-def bootstrap_interval(ratios: list[float], rounds: int = 5000) -> tuple[float, float]:
-    """5th and 95th percentile of the median pair ratio over pairs resampled with replacement."""
+def bootstrap_interval(rounds: list[list[float]], draws: int = 5000) -> tuple[float, float]:
+    """5th and 95th percentile of the median ratio, resampling rounds and then the sections within them:
+    what differs from job to job is sampled as well as what differs from section to section."""
     rng = random.Random(1)
-    medians = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(rounds))
-    return medians[int(0.05 * rounds)], medians[int(0.95 * rounds)]
+    medians = []
+    for _ in range(draws):
+        sample = [ratio for chosen in rng.choices(rounds, k=len(rounds))
+                  for ratio in rng.choices(chosen, k=len(chosen))]
+        medians.append(statistics.median(sample))
+    medians.sort()
+    return medians[int(0.05 * draws)], medians[int(0.95 * draws)]
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--class", dest="class_name", default="W")
     parser.add_argument("--nprocs", type=int, default=4)
-    parser.add_argument("--pairs", type=int, default=16)
-    parser.add_argument("--repeat", type=int, default=None, help="sections (pairs with --in-process) per job")
+    parser.add_argument("--rounds", type=int, default=6, help="pairs of jobs (jobs with --in-process)")
+    parser.add_argument("--repeat", type=int, default=20, help="pairs of timed sections per round")
     parser.add_argument("--in-process", action="store_true", help="annotations on and off within each job")
-    parser.add_argument("--jobs", type=int, default=4, help="jobs of --in-process")
+    parser.add_argument("--bind-to", default="none", help="mpiexec's -bind-to for both jobs (none, core, ...)")
+    parser.add_argument("--null", action="store_true",
+                        help="two MA_DISABLE=1 jobs side by side: how far apart identical jobs measure")
     args = parser.parse_args()
 
     problem = CLASSES[args.class_name.upper()]
     ops = official_op_count(problem.na, problem.nonzer, problem.niter)
-    if args.in_process:
-        return in_process(args, ops)
-    args.repeat = args.repeat or 10
+    run_round = in_process_round if args.in_process else side_by_side_round
     on_times: list[float] = []
     off_times: list[float] = []
-    ratios: list[float] = []
-    with tempfile.TemporaryDirectory() as work:
-        for pair in range(args.pairs):
-            medians = {}
-            for annotated in (True, False) if pair % 2 == 0 else (False, True):
-                times = run_job(args.class_name, args.nprocs, args.repeat, annotated, Path(work) / "traces")["TIMES"]
-                (on_times if annotated else off_times).extend(times)
-                medians[annotated] = statistics.median(times)
-            ratios.append(medians[True] / medians[False])
-            print(f"  pair {pair + 1:2d}: annotated {medians[True]:.4f} s, MA_DISABLE=1 {medians[False]:.4f} s"
-                  f"  (medians of {args.repeat})  ratio {ratios[-1]:.3f}", flush=True)
-
-    print(f"class {problem.name}, {args.nprocs} ranks, {args.pairs} alternating pairs of jobs x {args.repeat} timed "
-          f"sections (medians):")
-    ratio = report(ops, ("port (MA_DISABLE=1)", off_times), ("annotated (ma run)", on_times), ratios,
-                   "annotated / disabled time")
+    rounds: list[list[float]] = []  # each round's ratios of adjacent sections, on / off
+    for number in range(args.rounds):
+        on, off = run_round(args, number)
+        on_times.extend(on)
+        off_times.extend(off)
+        rounds.append([a / b for a, b in zip(on, off)])
+        print(f"  round {number + 1}: median ratio of {args.repeat} adjacent pairs of sections "
+              f"{statistics.median(rounds[-1]):.3f}", flush=True)
+    if args.in_process:
+        print(f"class {problem.name}, {args.nprocs} ranks, {args.rounds} jobs x {args.repeat} pairs of timed "
+              "sections, annotations on and off in the same processes:")
+        labels = ("annotations off (no-ops)", "annotations on")
+    else:
+        pair = "two disabled jobs" if args.null else "an annotated and a disabled job"
+        print(f"class {problem.name}, {args.nprocs} ranks, {args.rounds} rounds of {pair} side by side x "
+              f"{args.repeat} pairs of alternated timed sections:")
+        labels = ("port, job B", "port, job A") if args.null else ("port (MA_DISABLE=1)", "annotated (ma run)")
+    for label, times in zip(labels, (off_times, on_times)):
+        median = statistics.median(times)
+        print(f"  {label + ':':<26}{median:7.4f} s  {ops / median / 1e6:9.2f} Mop/s  (median of {len(times)})")
+    ratio = statistics.median(ratio for ratios in rounds for ratio in ratios)
+    low, high = bootstrap_interval(rounds)
+    print(f"ratio {labels[1]} / {labels[0]} = {ratio:.3f}  (median of {len(on_times)} adjacent pairs; 90 % "
+          f"bootstrap interval {low:.3f} .. {high:.3f})")
+    if args.in_process or args.null:
+        return 0
     print("  (goal <= 1.03)")
     return 0 if ratio <= 1.03 else 1
-
-
-def report(ops: float, off: tuple[str, list[float]], on: tuple[str, list[float]], ratios: list[float],
-           what: str) -> float:
-    """Print the median times and Mop/s of both sides, the median pair ratio and its interval; return it."""
-    medians = {}
-    for label, times in (off, on):
-        medians[label] = statistics.median(times)
-        print(f"  {label + ':':<26}{medians[label]:7.4f} s  {ops / medians[label] / 1e6:9.2f} Mop/s")
-    ratio = statistics.median(ratios)
-    low, high = bootstrap_interval(ratios)
-    print(f"ratio {what} = {ratio:.3f}  (median of {len(ratios)} pair ratios; 90 % bootstrap interval "
-          f"{low:.3f} .. {high:.3f}; pooled medians {medians[on[0]] / medians[off[0]]:.3f})")
-    return ratio
-
-
-def in_process(args: argparse.Namespace, ops: float) -> int:
-    repeat = args.repeat or 20
-    on_times: list[float] = []
-    off_times: list[float] = []
-    ratios: list[float] = []
-    with tempfile.TemporaryDirectory() as work:
-        for job in range(args.jobs):
-            times = run_job(args.class_name, args.nprocs, repeat, True, Path(work) / "traces", switch=True)
-            on_times.extend(times["ON"])
-            off_times.extend(times["OFF"])
-            job_ratios = [on / off for on, off in zip(times["ON"], times["OFF"])]
-            ratios.extend(job_ratios)
-            print(f"  job {job + 1}: median ratio of {repeat} pairs {statistics.median(job_ratios):.3f}", flush=True)
-    print(f"class {args.class_name.upper()}, {args.nprocs} ranks, {args.jobs} jobs x {repeat} pairs of timed sections, "
-          "annotations on and off in the same processes (medians):")
-    report(ops, ("annotations off (no-ops)", off_times), ("annotations on", on_times), ratios, "on / off")
-    return 0
 
 
 if __name__ == "__main__":

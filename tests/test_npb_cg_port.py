@@ -238,6 +238,38 @@ def test_matrix_does_not_depend_on_process_count_in_process() -> None:
     assert reference.size > s.na * s.nonzer
 
 
+def test_common_block_offsets_depend_on_the_lengths_alone() -> None:
+    """Whatever the process allocated before, each array of a common block starts at the same offset in a
+    page, aligned for its type; the arrays are zeroed, writable and disjoint, and the matrix keeps its
+    values in the block it was moved to."""
+    from examples.npb_cg.conj_grad import GAP, PAGE, common_block, matrix_in_common_block
+
+    specs = [(1752, np.float64), (1752, np.float64), (513, np.float64), (1001, np.int32), (7, np.int32)]
+    offsets = []
+    for clutter in (0, 1, 3000, 70_000):           # different allocation histories before the block
+        held = np.ones(clutter)
+        arrays = common_block(specs)
+        assert [(a.size, a.dtype) for a in arrays] == [(n, np.dtype(t)) for n, t in specs]
+        offsets.append([a.ctypes.data % PAGE for a in arrays])
+        assert all(a.ctypes.data % a.itemsize == 0 and a.flags.aligned and not a.any() for a in arrays)
+        bounds = [(a.ctypes.data, a.ctypes.data + a.nbytes) for a in arrays]
+        assert all(end + GAP == start for (_, end), (start, _) in zip(bounds, bounds[1:]))
+        for k, a in enumerate(arrays):
+            a[:] = k + 1
+        assert [int(a.min()) for a in arrays] == [k + 1 for k in range(len(specs))]
+        del held
+    assert offsets[0][0] == 0 and all(o == offsets[0] for o in offsets)
+
+    s = CLASSES["S"]
+    tran, _ = randlc(SEED, MULTIPLIER)
+    original = makea(generate_vectors(s.na, s.nonzer, LcgStream(tran)), decompose(s.na, 1, 0), RCOND, s.shift)
+    reference = original.copy()
+    moved = matrix_in_common_block(original)
+    assert moved.data.ctypes.data % PAGE == 0
+    assert moved.indices.ctypes.data % PAGE == (moved.data.nbytes + GAP) % PAGE
+    assert (moved != reference).nnz == 0 and moved.has_sorted_indices == reference.has_sorted_indices
+
+
 def test_operation_count_is_npb_formula() -> None:
     assert official_op_count(1400, 7, 15) == 2 * 15 * 1400 * (3 + 56 + 25 * (5 + 56) + 3) == 66_654_000
 

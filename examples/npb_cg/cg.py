@@ -25,7 +25,7 @@ import numpy as np
 import ma
 
 from .classes import CGITMAX, CLASSES, RCOND, VERIFY_EPSILON, ProblemClass, official_op_count, relative_error
-from .conj_grad import NORMS, ROOT, CGState, butterfly_sum, conj_grad, local_dot
+from .conj_grad import NORMS, ROOT, CGState, butterfly_sum, conj_grad, local_dot, matrix_in_common_block
 from .grid import CGSetupError, decompose
 from .makea import generate_vectors, makea
 from .randlc import MULTIPLIER, SEED, LcgStream, randlc
@@ -93,11 +93,13 @@ def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> CGState:
         grid = decompose(problem.na, comm.Get_size(), comm.Get_rank())
         tran, _ = randlc(SEED, MULTIPLIER)      # NPB discards the first draw before makea
         vectors = generate_vectors(problem.na, problem.nonzer, LcgStream(tran, MULTIPLIER))
-        # CSR block: 8-byte values and 4-byte column indices for its nonzeros, 4-byte row pointers.
-        with ma.heap_memory("matrix", "(dp+4)*na*nonzer*(nonzer+1)/nprocs + 4*(na/num_proc_rows+1)"):
-            a = makea(vectors, grid, RCOND, problem.shift)
+        # CSR block: 8-byte values and 4-byte column indices for its nonzeros, 4-byte row pointers; in a
+        # common block, with its alignment page and a 64-byte gap after each array.
+        with ma.heap_memory("matrix", "(dp+4)*na*nonzer*(nonzer+1)/nprocs + 4*(na/num_proc_rows+1) + 4096+3*64"):
+            a = matrix_in_common_block(makea(vectors, grid, RCOND, problem.shift))
         del vectors
-        with ma.heap_memory("vectors", "6*dp*(na/num_proc_rows+2)"):  # x, z, p, q, r, w
+        # x, z, p, q, r, w, a scratch vector and two 2-element buffers, in one common block.
+        with ma.heap_memory("vectors", "7*(dp*(na/num_proc_rows+2) + 64) + 2*(2*dp + 64) + 4096"):
             return CGState(class_name=problem.name, na=problem.na, nonzer=problem.nonzer, niter=niter,
                            shift=problem.shift, grid=grid, comm=comm, a=a)
 

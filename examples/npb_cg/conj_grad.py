@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -51,6 +52,8 @@ class CGState:
     q: np.ndarray = field(init=False)
     r: np.ndarray = field(init=False)
     w: np.ndarray = field(init=False)
+    # Scratch for the kernels' intermediate vectors (alpha*p, x - r), so that they allocate nothing.
+    scratch: np.ndarray = field(init=False)
     # One- and two-element buffers for the scalar butterflies (NPB's sum/rho/d and norm_temp1/2).
     red_send: np.ndarray = field(init=False)
     red_recv: np.ndarray = field(init=False)
@@ -59,10 +62,9 @@ class CGState:
         length = self.grid.naa + 2
         if max(self.grid.nrows, self.grid.ncols) > length:
             raise ValueError(f"partition block {self.grid.nrows}x{self.grid.ncols} exceeds naa+2={length}")
-        for name in ("x", "z", "p", "q", "r", "w"):
-            setattr(self, name, np.zeros(length))
-        self.red_send = np.zeros(2)
-        self.red_recv = np.zeros(2)
+        names = ("x", "z", "p", "q", "r", "w", "scratch", "red_send", "red_recv")
+        for name, vector in zip(names, common_block([(length, np.float64)] * 7 + [(2, np.float64)] * 2)):
+            setattr(self, name, vector)
 
     @property
     def nprocs(self) -> int:
@@ -71,6 +73,42 @@ class CGState:
     @property
     def me(self) -> int:
         return self.grid.me
+
+
+PAGE = 4096
+GAP = 64  # bytes after each array of a block: equal lengths never put two arrays at one offset in a page
+
+
+def common_block(specs: Sequence[tuple[int, type]]) -> list[np.ndarray]:
+    """Zeroed arrays of (length, dtype), one after the other in one page-aligned block.
+
+    NPB's Fortran keeps its arrays in common blocks: one layout, whatever else the program allocated.
+    Arrays from the heap instead land where the process's allocation history puts them, and the kernels'
+    speed depends on their offsets within a page; an annotated job and an MA_DISABLE=1 job have different
+    histories. Here the offsets depend on the lengths alone. The block takes sum(nbytes + GAP) + PAGE bytes.
+    Arrays come in order of non-increasing item size, so that each starts aligned for its type.
+    """
+    sizes = [n * np.dtype(dtype).itemsize for n, dtype in specs]
+    raw = np.zeros(sum(sizes) + GAP * len(sizes) + PAGE, dtype=np.uint8)
+    start = first = -raw.ctypes.data % PAGE
+    arrays = []
+    for (n, dtype), size in zip(specs, sizes):
+        if (start - first) % np.dtype(dtype).itemsize:
+            raise ValueError(f"common block {specs}: put the arrays of larger items first")
+        arrays.append(raw[start:start + size].view(dtype))
+        start += size + GAP
+    return arrays
+
+
+def matrix_in_common_block(a: sp.csr_matrix) -> sp.csr_matrix:
+    """``a``, its values, column indices and row pointers moved into one common block."""
+    arrays = common_block(((a.nnz, a.data.dtype.type), (a.nnz, a.indices.dtype.type),
+                           (a.indptr.size, a.indptr.dtype.type)))
+    for placed, kept in zip(arrays, (a.data, a.indices, a.indptr)):
+        placed[:] = kept
+    # Set, not passed to the constructor: scipy copies an array that is a small view of a larger one.
+    a.data, a.indices, a.indptr = arrays
+    return a
 
 
 # --------------------------------------------------------------------------------------------------
@@ -111,20 +149,23 @@ def clear_w(st: CGState) -> None:
 def update_z_r(st: CGState, alpha: float) -> None:
     """z = z + alpha*p and r = r - alpha*q over this rank's columns."""
     n = st.grid.ncols
-    st.z[:n] += alpha * st.p[:n]
-    st.r[:n] -= alpha * st.q[:n]
+    scaled = np.multiply(st.p[:n], alpha, out=st.scratch[:n])
+    np.add(st.z[:n], scaled, out=st.z[:n])
+    np.multiply(st.q[:n], alpha, out=scaled)
+    np.subtract(st.r[:n], scaled, out=st.r[:n])
 
 
 def update_p(st: CGState, beta: float) -> None:
     """p = r + beta*p over this rank's columns."""
-    n = st.grid.ncols
-    st.p[:n] = st.r[:n] + beta * st.p[:n]
+    p = st.p[:st.grid.ncols]
+    np.multiply(p, beta, out=p)
+    np.add(p, st.r[:st.grid.ncols], out=p)
 
 
 def local_residual_sq(st: CGState) -> float:
     """Sum of (x(j) - r(j))^2 over this rank's columns, r holding A.z."""
     n = st.grid.ncols
-    d = st.x[:n] - st.r[:n]
+    d = np.subtract(st.x[:n], st.r[:n], out=st.scratch[:n])
     return _dot(d, d)
 
 
