@@ -188,10 +188,11 @@ def main() -> int:
     parser.add_argument("--nprocs", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=6, help="pairs of jobs (jobs with --in-process)")
     parser.add_argument("--repeat", type=int, default=20, help="pairs of timed sections per round")
-    parser.add_argument("--in-process", action="store_true", help="annotations on and off within each job")
     parser.add_argument("--bind-to", default="none", help="mpiexec's -bind-to for both jobs (none, core, ...)")
-    parser.add_argument("--null", action="store_true",
-                        help="two MA_DISABLE=1 jobs side by side: how far apart identical jobs measure")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--in-process", action="store_true", help="annotations on and off within each job")
+    mode.add_argument("--null", action="store_true",
+                      help="two MA_DISABLE=1 jobs side by side: how far apart identical jobs measure")
     args = parser.parse_args()
 
     problem = CLASSES[args.class_name.upper()]
