@@ -4,9 +4,10 @@ Each round starts two jobs side by side: one under ``ma run`` (PMPI library prel
 one through the same mpiexec with MA_DISABLE=1. Both run bench/cg_repeat.py --serve: set up, warm up, then
 wait, asleep, for orders on a Unix socket. The bench then alternates them, one timed section (NPB's, verified,
 timed as NPB does: the slowest rank) at a time: annotated, disabled, disabled, annotated, ..., after one
-untimed section of each. Only one job computes at any moment. Printed: each round's median ratio of adjacent sections (annotated / disabled),
-the median over all rounds with a 90 % bootstrap interval (rounds resampled, then sections within them;
-goal <= 1.03), and the port's Mop/s next to the annotated run's.
+untimed section of each. Only one job computes at any moment. Printed: each round's median ratio of
+adjacent sections (annotated / disabled), the median over all rounds with a 90 % bootstrap interval
+(rounds resampled, then sections within them; goal <= 1.03), and the port's Mop/s next to the annotated
+run's.
 
 Why sections and not whole jobs: this host is a 2-core VM whose speed steps by 10-20 % from one second to
 the next (4 ranks are oversubscribed on it). Sections a second apart see the same host; whole jobs ten
@@ -85,6 +86,7 @@ class ServedJob:
         self.process = subprocess.Popen(argv, env=job_env(annotated), stdout=self.log, stderr=subprocess.STDOUT)
         self.nprocs = args.nprocs
         self.ranks: dict[int, socket.socket] = {}
+        self.results: IO[str] | None = None  # rank 0's answers, once connected
 
     def connect(self) -> None:
         """Wait until every rank has set up, warmed up and connected."""
@@ -103,6 +105,7 @@ class ServedJob:
     def section(self) -> float:
         for link in self.ranks.values():
             link.sendall(b"g")
+        assert self.results is not None, "section() before connect()"
         answer = self.results.readline().strip()
         if not answer or answer == "FAIL":
             self.fail("section unverified" if answer else "stopped in a section")

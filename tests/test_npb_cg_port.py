@@ -259,6 +259,8 @@ def test_common_block_offsets_depend_on_the_lengths_alone() -> None:
         assert [int(a.min()) for a in arrays] == [k + 1 for k in range(len(specs))]
         del held
     assert offsets[0][0] == 0 and all(o == offsets[0] for o in offsets)
+    with pytest.raises(ValueError, match="larger items first"):  # a float64 after 3 int32s would be unaligned
+        common_block([(3, np.int32), (2, np.float64)])
 
     s = CLASSES["S"]
     tran, _ = randlc(SEED, MULTIPLIER)
