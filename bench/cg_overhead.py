@@ -14,10 +14,10 @@ the next (4 ranks are oversubscribed on it). Sections a second apart see the sam
 seconds apart do not. What stays per job (where its code and data land) is what the rounds sample.
 
 --null starts two MA_DISABLE=1 jobs instead: identical programs, so its ratio and interval show what the
-method itself can resolve on this host. Most of the round-to-round spread is address-space layout: with
-ASLR off (setarch -R) identical jobs agree within about 2 %, with it on within about 10 % (Mytkowicz et
-al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009). The rounds sample
-layouts; they are not switched off here, since a fixed layout is one sample, not the mean.
+method itself can resolve on this host. Most of the round-to-round spread is address-space layout
+(Mytkowicz et al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009): compare
+the rounds of --null with those of --null --no-aslr. The rounds sample layouts; randomisation stays on by
+default, since a fixed layout is one sample, not the mean.
 
 --in-process measures the annotations alone: each of --rounds jobs (under ``ma run``) alternates NPB's
 timed section with the annotations bound to the runtime and to the no-ops of MA_DISABLE=1 (bench/cg_repeat.py
@@ -25,7 +25,7 @@ timed section with the annotations bound to the runtime and to the no-ops of MA_
 bench/pmpi_overhead.py; the larger process).
 
 Usage: python bench/cg_overhead.py [--class W] [--nprocs 4] [--rounds 6] [--repeat 20] [--bind-to core]
-       python bench/cg_overhead.py --null [--rounds 6]
+       python bench/cg_overhead.py --null [--rounds 6] [--no-aslr]
        python bench/cg_overhead.py --in-process [--rounds 4] [--repeat 20]
 """
 
@@ -56,10 +56,12 @@ SETUP_SECONDS = 600  # longest wait for a job's ranks to connect (set-up and war
 def job_argv(args: argparse.Namespace, annotated: bool, trace_dir: Path, *worker_args: str) -> list[str]:
     command = [sys.executable, str(WORKER), "--class", args.class_name, *worker_args]
     mpiexec = [str(BIN / "mpiexec"), *(["-bind-to", args.bind_to] if args.bind_to != "none" else [])]
+    # setarch -R turns address-space randomisation off for the launcher and everything it starts.
+    prefix = ["setarch", "-R"] if args.no_aslr else []
     if annotated:
-        return [str(BIN / "ma"), "run", "-n", str(args.nprocs), "--launcher", shlex.join(mpiexec),
+        return [*prefix, str(BIN / "ma"), "run", "-n", str(args.nprocs), "--launcher", shlex.join(mpiexec),
                 "--trace-dir", str(trace_dir), "--", *command]
-    return [*mpiexec, "-n", str(args.nprocs), *command]
+    return [*prefix, *mpiexec, "-n", str(args.nprocs), *command]
 
 
 def job_env(annotated: bool) -> dict[str, str]:
@@ -192,6 +194,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=6, help="pairs of jobs (jobs with --in-process)")
     parser.add_argument("--repeat", type=int, default=20, help="pairs of timed sections per round")
     parser.add_argument("--bind-to", default="none", help="mpiexec's -bind-to for both jobs (none, core, ...)")
+    parser.add_argument("--no-aslr", action="store_true",
+                        help="jobs without address-space randomisation (setarch -R): one layout per program")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--in-process", action="store_true", help="annotations on and off within each job")
     mode.add_argument("--null", action="store_true",
