@@ -47,8 +47,7 @@ def main() -> int:
     if args.switch and ma.DISABLED:
         raise SystemExit("--switch compares the runtime with the no-ops: run it without MA_DISABLE")
 
-    from mpi4py import MPI
-
+    MPI = cg.start_mpi()
     comm = MPI.COMM_WORLD
     problem, niter = cg.resolve_class(args.class_name, None)
     st = cg.setup(problem, niter, comm)

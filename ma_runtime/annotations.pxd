@@ -20,6 +20,12 @@ cdef extern from *:
     static CYTHON_INLINE int ma_sole_reference(void *o) { return Py_REFCNT((PyObject *)o) == 1; }
     """
     bint ma_sole_reference(void *o)
+cdef extern from "csrc/fast_region.h":
+    ctypedef void (*ma_complete_fn)(Region, Node) except *
+    int ma_fast_install(object module, type region_type, unsigned long main_thread, ma_complete_fn complete,
+                        list factories, tuple constants) except -1
+    void ma_fast_adopt_main_state(ThreadState state)
+    const unsigned long long *ma_view_data(object view)
 cdef extern from "Python.h":
     unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
     Py_ssize_t ma_length_hint "PyObject_LengthHint" (object o, Py_ssize_t default) except -1
@@ -44,6 +50,7 @@ cdef void counter_start(Region region, Node node)
 cdef void counter_stop(Region region)
 cdef void mpi_start(Region region, Node node)
 cdef inline void mpi_stop(Region region, Node node)
+cdef inline long long mpi_total(Node node, Py_ssize_t offset)
 cdef void complete(Region region, Node node)
 cdef inline void count_verdict(Node node)
 cdef void discard(Region region, Node node)
@@ -54,7 +61,8 @@ cdef Region make(type cls, int kind, object id, object expr, object value, objec
 # Every kind has these fields (and no others). No free list: Cython ignores a decorator here (so the one
 # that stood here never worked), and one declared in annotations.py (@cython.freelist above @cython.cclass)
 # made a call fetch 5 more lines of code in situ than PyType_GenericAlloc (bench/annotation_instructions.py).
-cdef class Region:
+# public: csrc/fast_region.c reads and writes these fields through the generated annotations.h.
+cdef public class Region [object MaRegionObject, type MaRegionType]:
     cdef public object id, expr, value, count, undo, outer
     cdef public Node node
     cdef public ThreadState state

@@ -8,7 +8,9 @@ evaluates the expression (cached while no variable changes) and starts the measu
 the measurement and folds it into the node. Both are shared by every kind and switch on ``kind`` for what
 it measures: a counter is read last on entry and first on exit, so that it encloses as little of the
 SDK's own work as possible. They run on every call of annotated code: compiled by Cython where available
-(annotations.pxd), slotted plain Python otherwise.
+(annotations.pxd), slotted plain Python otherwise. Compiled, csrc/fast_region.c takes over ``__enter__``,
+``__exit__`` and the ``*_call`` factories for the common call (one that repeats its site's previous call),
+and hands every other call to the code here (see the end of this file).
 
 What a call costs in situ is mostly code fetched again: between two annotations the kernels evict it from
 the caches, so every line of machine code a call runs is a miss. Hence one function per entry and exit,
@@ -19,6 +21,7 @@ tree.Node inlined here.
 
 from __future__ import annotations
 
+import sys
 from builtins import range as _range
 from collections.abc import Callable, Iterable, Iterator
 from operator import length_hint as _length_hint
@@ -69,6 +72,8 @@ def current_state() -> ThreadState:
     if on_main_thread():
         if _main_state is None:
             _main_state = thread_state()
+            if cython.compiled:
+                ma_fast_adopt_main_state(_main_state)  # noqa: F821
         return _main_state
     return thread_state()
 
@@ -258,16 +263,25 @@ def mpi_start(region: Region, node: Node) -> None:
         counters = region.state.runtime.mpi_counters(region.TYPE)
         if counters is not None:
             node.counters, node.group = counters
+            if cython.compiled:
+                node.totals = ma_view_data(node.counters)  # noqa: F821
     region.measured = node.counters is not None
     if region.measured:
-        region.calls0 = node.counters[node.group]
-        region.bytes0 = node.counters[node.group + 1]
+        region.calls0 = mpi_total(node, 0)
+        region.bytes0 = mpi_total(node, 1)
 
 
 def mpi_stop(region: Region, node: Node) -> None:
     if region.measured:
-        region.calls0 = node.counters[node.group] - region.calls0
-        region.bytes0 = node.counters[node.group + 1] - region.bytes0
+        region.calls0 = mpi_total(node, 0) - region.calls0
+        region.bytes0 = mpi_total(node, 1) - region.bytes0
+
+
+def mpi_total(node: Node, offset: int) -> int:
+    """The running calls (offset 0) or bytes (1) of the node's kind of MPI call."""
+    if cython.compiled:
+        return node.totals[node.group + offset]  # type: ignore[attr-defined, no-any-return]
+    return node.counters[node.group + offset]  # type: ignore[no-any-return]
 
 
 def complete(region: Region, node: Node) -> None:
@@ -645,3 +659,19 @@ def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: st
 def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_barrier:
     """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`)."""
     return make(mpi_barrier, _MPI, id, expr, value, count)  # type: ignore[return-value]
+
+
+# --- the common path in C (csrc/fast_region.c) --------------------------------------------------------------
+# Compiled, Region.__enter__/__exit__ and the *_call factories above are replaced by C functions that serve
+# the call repeating its site's previous one in a third of the machine code, and call the versions above
+# for everything else.
+if cython.compiled:
+    ma_fast_install(  # noqa: F821
+        sys.modules[__name__], Region, _MAIN_THREAD, complete,
+        [(f"{kind_class.TYPE}_call", kind_class, kind) for kind_class, kind in (
+            (loop, _LOOP), (flop, _COUNTER), (loadstore, _COUNTER), (heap_memory, _COUNTER),
+            (stack_memory, _COUNTER), *((cls, _MPI) for cls in (
+                mpi_send, mpi_isend, mpi_recv, mpi_irecv, mpi_sendrecv, mpi_bcast, mpi_reduce, mpi_allreduce,
+                mpi_gather, mpi_scatter, mpi_allgather, mpi_alltoall, mpi_barrier)))],
+        (_PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI, _NOT_REPORTED, _FROM_RANGE, _NO_VERDICT, _PASS,
+         _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED))

@@ -5,7 +5,8 @@ cdef class Stats:
     cpdef bint add(self, object x)
     cpdef repeat(self, long long k)
 
-cdef class Node:
+# public: csrc/fast_region.c reads and writes these fields through the generated tree.h.
+cdef public class Node [object MaNodeObject, type MaNodeType]:
     # The fields every call reads or writes come first, so that a call touches a few cache lines of the
     # node (Cython lays the fields out in this order): a rank that shares its core loses its cache often.
     cdef public dict children
@@ -16,7 +17,9 @@ cdef class Node:
     cdef public int verdict, last_kind
     cdef public bint track_cpu
     cdef public Py_ssize_t group
-    cdef public const unsigned long long[:] counters
+    # MPI sites: the PMPI library's totals (a uint64 memoryview) and its buffer, read at every call
+    cdef public object counters
+    cdef const unsigned long long *totals
     # The rest: read when a call differs from the previous one, or when the trace is written.
     cdef public object id, type, path, count_text, count_expression, file, line
     cdef public long long mismatch, cpu_ns

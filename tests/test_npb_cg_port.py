@@ -435,3 +435,22 @@ def test_verification_failure_exits_non_zero(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "VERIFICATION FAILED" in proc.stdout
     assert _field(proc.stdout, r"Verification\s+=\s+(\S+)") == "UNSUCCESSFUL"
+
+
+_THREAD_LEVEL_SCRIPT = textwrap.dedent("""
+    from examples.npb_cg import cg
+    MPI = cg.start_mpi()
+    levels = MPI.COMM_WORLD.gather((MPI.Query_thread() == MPI.THREAD_SINGLE, MPI.Is_thread_main()))
+    if MPI.COMM_WORLD.rank == 0:
+        print("levels", levels)
+""")
+
+
+@pytest.mark.mpi
+def test_the_port_starts_mpi_as_npb_does(tmp_path: Path) -> None:
+    # MPI_Init, not MPI_Init_thread(MPI_THREAD_MULTIPLE) as mpi4py would: no locks around every call.
+    script = tmp_path / "thread_level.py"
+    script.write_text(_THREAD_LEVEL_SCRIPT)
+    proc = _mpirun(2, str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert "levels [(True, True), (True, True)]" in proc.stdout, proc.stdout

@@ -13,6 +13,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Callable, Sequence
 
 if __package__ in (None, ""):
@@ -145,10 +146,26 @@ def timed_loop(st: CGState,
     return history
 
 
+def start_mpi() -> ModuleType:
+    """The mpi4py.MPI module, with MPI started as NPB starts it: MPI_Init, no thread support asked for.
+
+    mpi4py would ask for MPI_THREAD_MULTIPLE, at which MPICH locks around every call and the PMPI library
+    counts with atomic operations; the port calls MPI from one thread only. Once mpi4py.MPI is imported,
+    MPI runs as it was started.
+    """
+    if "mpi4py.MPI" not in sys.modules:
+        import mpi4py
+
+        mpi4py.rc.threads = False
+    from mpi4py import MPI
+
+    return MPI
+
+
 def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = None,
         verbose: bool = False) -> Result:
     """Run CG on ``comm`` (default COMM_WORLD); ``verbose`` prints NPB's report on the root rank."""
-    from mpi4py import MPI
+    MPI = start_mpi()
 
     comm = MPI.COMM_WORLD if comm is None else comm
     problem, niter = resolve_class(class_name, niter)
@@ -289,7 +306,7 @@ def _parse(argv: Sequence[str] | None, rank: int) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from mpi4py import MPI
+    MPI = start_mpi()
 
     comm = MPI.COMM_WORLD
     try:
