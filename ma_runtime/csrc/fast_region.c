@@ -2,7 +2,7 @@
  *
  * Between two annotations of a running program its kernels evict the runtime's code from the caches, so
  * every line of machine code an annotation runs is fetched again (bench/annotation_instructions.py
- * --in-situ counts them). Cython's code for the same steps spans about three times the lines: argument
+ * --in-situ counts them). Cython's code for the same steps spans about twice the lines: argument
  * parsing, reference and error checks around every field. This file does the common case in a few
  * straight functions and hands everything else, untouched, to the Cython code it replaces:
  *
