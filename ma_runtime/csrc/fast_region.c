@@ -333,23 +333,26 @@ static PyObject *take_over(PyTypeObject *type, PyMethodDef *def)
  * function object refers to it). */
 static PyMethodDef *factory_def(PyObject *name, PyObject *slow, long kind)
 {
-    PyMethodDef *def = PyMem_Calloc(1, sizeof *def);
     PyObject *doc = PyObject_GetAttrString(slow, "__doc__");
     const char *name_text = PyUnicode_AsUTF8(name);
-    const char *doc_text = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : "";
+    const char *doc_text = doc && PyUnicode_Check(doc) ? PyUnicode_AsUTF8(doc) : NULL;
+    PyMethodDef *def = PyMem_Calloc(1, sizeof *def);
     char *name_copy = name_text ? PyMem_Malloc(strlen(name_text) + 1) : NULL;
     char *doc_copy = doc_text ? PyMem_Malloc(strlen(doc_text) + 1) : NULL;
-    Py_XDECREF(doc);
-    if (!def || !name_copy || !doc_copy) {
+    if (def && name_copy && doc_copy) { /* copied while `doc` still holds its text */
+        def->ml_name = strcpy(name_copy, name_text);
+        def->ml_doc = strcpy(doc_copy, doc_text);
+        def->ml_meth = (PyCFunction)(void (*)(void))(kind == LOOP ? make_LOOP : kind == MPI ? make_MPI : make_COUNTER);
+        def->ml_flags = METH_FASTCALL | METH_KEYWORDS;
+    } else {
         PyMem_Free(def);
         PyMem_Free(name_copy);
         PyMem_Free(doc_copy);
-        return PyErr_Occurred() ? NULL : (PyMethodDef *)PyErr_NoMemory();
+        def = NULL;
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "fast_region.c: cannot copy the name and documentation of %R", slow);
     }
-    def->ml_name = strcpy(name_copy, name_text);
-    def->ml_doc = strcpy(doc_copy, doc_text);
-    def->ml_meth = (PyCFunction)(void (*)(void))(kind == LOOP ? make_LOOP : kind == MPI ? make_MPI : make_COUNTER);
-    def->ml_flags = METH_FASTCALL | METH_KEYWORDS;
+    Py_XDECREF(doc);
     return def;
 }
 
