@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from typing import Any
 
 # Why MPI calls will not be measured, when that is known at import time (read by the runtime).
@@ -44,6 +45,9 @@ def abort_mpi_job() -> None:
     try:
         if mpi.Is_initialized() and not mpi.Is_finalized() and mpi.COMM_WORLD.Get_size() > 1:
             sys.stderr.flush()
+            # Hydra forwards output asynchronously and kills the job as soon as the abort reaches it: give
+            # its forwarder a moment to pass the traceback on (seen cut after its first line in CI).
+            time.sleep(0.25)
             mpi.COMM_WORLD.Abort(1)
     except Exception:  # Abort itself failing leaves nothing better to do than exit normally
         pass

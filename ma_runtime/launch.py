@@ -7,6 +7,7 @@ not whatever comes first on PATH; ``--launcher`` / ``MA_LAUNCHER`` names another
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -104,3 +105,25 @@ def run(launch: LaunchPlan) -> int:
 
 def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
     return [p for p in (trace_path(trace_dir, r) for r in range(nprocs)) if p.exists()]
+
+
+def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:
+    """Rank -> "status: reason" for each written trace that does not come from a clean exit.
+
+    Read after a failed job, so that ``ma run`` can say which rank failed and why even when the launcher's
+    output forwarding lost the rank's own traceback in the abort.
+    """
+    found: dict[int, str] = {}
+    for rank in range(nprocs):
+        path = trace_path(trace_dir, rank)
+        if not path.exists():
+            continue
+        try:
+            header = json.loads(path.read_text(encoding="utf-8"))["header"]
+            status, reason = str(header["status"]), header.get("exit_reason")
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            found[rank] = f"an unreadable trace {path} ({error})"
+            continue
+        if status != "complete":
+            found[rank] = f"{status}: {reason}" if reason else status
+    return found

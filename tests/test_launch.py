@@ -81,9 +81,18 @@ def test_an_uncaught_exception_on_one_rank_aborts_the_job(tmp_path: Path) -> Non
     """
     done = ma_run(tmp_path, "-n", "2", "--", sys.executable, "prog.py", source=source, timeout=60)
     assert done.returncode != 0
-    assert "rank 1 fails" in done.stderr
+    # Said by `ma run` from the trace, so it holds even when Hydra loses the rank's traceback in the abort.
+    assert "ma run: rank 1 ended with exception: RuntimeError: rank 1 fails" in done.stderr
     failed = load(tmp_path / "ma-traces", 1)["header"]
     assert failed["status"] == "exception" and "rank 1 fails" in failed["exit_reason"]
+
+
+def test_an_unreadable_trace_is_named_among_the_unclean_exits(tmp_path: Path) -> None:
+    from ma_runtime.launch import unclean_exits
+
+    (tmp_path / "rank-1.ma.json").write_text('{"header": {"status": "exc', encoding="utf-8")
+    found = unclean_exits(tmp_path, 2)
+    assert list(found) == [1] and "unreadable trace" in found[1] and "rank-1.ma.json" in found[1]
 
 
 @pytest.mark.mpi

@@ -33,4 +33,7 @@ def handle(args: argparse.Namespace) -> int:
     written = launch.written_traces(plan.trace_dir, args.nprocs)
     print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)
+    if status != 0:
+        for rank, how in sorted(launch.unclean_exits(plan.trace_dir, args.nprocs).items()):
+            print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
     return status
