@@ -384,7 +384,8 @@ def test_periodic_flush_leaves_a_trace_when_killed(tmp_path: Path) -> None:
     check_trace_schema(trace)
     assert trace["header"]["status"] == "running" and trace["header"]["end_time"] is None
     tick = nodes(trace)["tick"]
-    assert 1 <= tick["calls"] < 10 and tick["pass"] == tick["calls"]
+    # the last flush may follow any tick's end, the tenth included, when a slow host stretches the sleeps
+    assert 1 <= tick["calls"] <= 10 and tick["pass"] == tick["calls"]
     assert not [p for p in traces.iterdir() if p.name.endswith(".tmp")]
 
 
