@@ -13,11 +13,17 @@ Why sections and not whole jobs: this host is a 2-core VM whose speed steps by 1
 the next (4 ranks are oversubscribed on it). Sections a second apart see the same host; whole jobs ten
 seconds apart do not. What stays per job (where its code and data land) is what the rounds sample.
 
---null starts two MA_DISABLE=1 jobs instead: identical programs, so its ratio and interval show what the
-method itself can resolve on this host. Most of the round-to-round spread is address-space layout
-(Mytkowicz et al., "Producing wrong data without doing anything obviously wrong!", ASPLOS 2009): compare
-the rounds of --null with those of --null --no-aslr. The rounds sample layouts; randomisation stays on by
-default, since a fixed layout is one sample, not the mean.
+--variant puts another job A beside the same port (job B), to take the overhead apart:
+  annotated  ``ma run``, annotations live (the default; the figure the goal is about);
+  noops      ``ma run``, runtime and PMPI library live, the annotations bound to the no-ops of MA_DISABLE=1
+             (bench/cg_repeat.py --noops): what a job carries besides the annotations' own work;
+  pmpi       ``ma run`` with MA_DISABLE=1: the PMPI library alone;
+  null       a second MA_DISABLE=1 job: identical programs, so its ratio and interval show what the method
+             itself can resolve on this host (--null is short for it).
+Most of the round-to-round spread is address-space layout (Mytkowicz et al., "Producing wrong data without
+doing anything obviously wrong!", ASPLOS 2009): compare the rounds of --null with those of --null --no-aslr.
+The rounds sample layouts; randomisation stays on by default, since a fixed layout is one sample, not the
+mean.
 
 --in-process measures the annotations alone: each of --rounds jobs (under ``ma run``) alternates NPB's
 timed section with the annotations bound to the runtime and to the no-ops of MA_DISABLE=1 (bench/cg_repeat.py
@@ -25,7 +31,7 @@ timed section with the annotations bound to the runtime and to the no-ops of MA_
 bench/pmpi_overhead.py; the larger process).
 
 Usage: python bench/cg_overhead.py [--class W] [--nprocs 4] [--rounds 6] [--repeat 20] [--bind-to core]
-       python bench/cg_overhead.py --null [--rounds 6] [--no-aslr]
+       python bench/cg_overhead.py --variant noops|pmpi|null [--rounds 6] [--no-aslr]
        python bench/cg_overhead.py --in-process [--rounds 4] [--repeat 20]
 """
 
@@ -41,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -53,21 +60,41 @@ from examples.npb_cg.classes import CLASSES, official_op_count  # noqa: E402
 SETUP_SECONDS = 600  # longest wait for a job's ranks to connect (set-up and warm-up under load)
 
 
-def job_argv(args: argparse.Namespace, annotated: bool, trace_dir: Path, *worker_args: str) -> list[str]:
-    command = [sys.executable, str(WORKER), "--class", args.class_name, *worker_args]
+@dataclass(frozen=True)
+class JobKind:
+    """How a bench job starts: under ``ma run`` or a plain mpiexec, with the annotations live or not."""
+
+    label: str
+    under_ma_run: bool
+    disabled: bool  # MA_DISABLE=1: the no-ops from import on, no runtime
+    noops: bool = False  # runtime live, annotations rebound to the no-ops (cg_repeat.py --noops)
+
+
+PORT = JobKind("port (MA_DISABLE=1)", under_ma_run=False, disabled=True)
+VARIANTS = {
+    "annotated": JobKind("annotated (ma run)", under_ma_run=True, disabled=False),
+    "noops": JobKind("ma run, no-op annotations", under_ma_run=True, disabled=False, noops=True),
+    "pmpi": JobKind("ma run, MA_DISABLE=1", under_ma_run=True, disabled=True),
+    "null": JobKind("port again (MA_DISABLE=1)", under_ma_run=False, disabled=True),
+}
+
+
+def job_argv(args: argparse.Namespace, kind: JobKind, trace_dir: Path, *worker_args: str) -> list[str]:
+    command = [sys.executable, str(WORKER), "--class", args.class_name, *worker_args,
+               *(["--noops"] if kind.noops else [])]
     mpiexec = [str(BIN / "mpiexec"), *(["-bind-to", args.bind_to] if args.bind_to != "none" else [])]
     # setarch -R turns address-space randomisation off for the launcher and everything it starts.
     prefix = ["setarch", "-R"] if args.no_aslr else []
-    if annotated:
+    if kind.under_ma_run:
         return [*prefix, str(BIN / "ma"), "run", "-n", str(args.nprocs), "--launcher", shlex.join(mpiexec),
                 "--trace-dir", str(trace_dir), "--", *command]
     return [*prefix, *mpiexec, "-n", str(args.nprocs), *command]
 
 
-def job_env(annotated: bool) -> dict[str, str]:
+def job_env(kind: JobKind) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MA_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
-    if not annotated:
+    if kind.disabled:
         env["MA_DISABLE"] = "1"
     return env
 
@@ -75,8 +102,8 @@ def job_env(annotated: bool) -> dict[str, str]:
 class ServedJob:
     """One MPI job of bench/cg_repeat.py --serve: its ranks' sockets, and a timed section on demand."""
 
-    def __init__(self, args: argparse.Namespace, annotated: bool, work: Path, name: str) -> None:
-        self.label = f"{name} ({'annotated' if annotated else 'MA_DISABLE=1'})"
+    def __init__(self, args: argparse.Namespace, kind: JobKind, work: Path, name: str) -> None:
+        self.label = f"{name}, {kind.label},"
         self.log_path = work / f"{name}.log"
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         path = str(work / f"{name}.sock")
@@ -84,8 +111,8 @@ class ServedJob:
         self.listener.listen(args.nprocs)
         self.listener.settimeout(1.0)
         self.log: IO[str] = open(self.log_path, "w")
-        argv = job_argv(args, annotated, work / "traces", "--serve", path)
-        self.process = subprocess.Popen(argv, env=job_env(annotated), stdout=self.log, stderr=subprocess.STDOUT)
+        argv = job_argv(args, kind, work / "traces", "--serve", path)
+        self.process = subprocess.Popen(argv, env=job_env(kind), stdout=self.log, stderr=subprocess.STDOUT)
         self.nprocs = args.nprocs
         self.ranks: dict[int, socket.socket] = {}
         self.results: IO[str] | None = None  # rank 0's answers, once connected
@@ -135,15 +162,15 @@ class ServedJob:
 
 
 def side_by_side_round(args: argparse.Namespace, number: int) -> tuple[list[float], list[float]]:
-    """An annotated and a disabled job side by side, their sections alternated: the seconds of each."""
+    """Job A (the --variant) and the port side by side, their sections alternated: the seconds of each."""
     times: dict[bool, list[float]] = {True: [], False: []}
     with tempfile.TemporaryDirectory() as work:
-        # Job A is the annotated one (a second disabled one with --null). Which starts first alternates, so
-        # that start order cannot bias the figure.
+        # Job A is the --variant, job B the port. Which starts first alternates, so that start order cannot
+        # bias the figure.
         jobs: dict[bool, ServedJob] = {}
         try:
             for a in (True, False) if number % 2 == 0 else (False, True):
-                jobs[a] = ServedJob(args, a and not args.null, Path(work), "A" if a else "B")
+                jobs[a] = ServedJob(args, VARIANTS[args.variant] if a else PORT, Path(work), "A" if a else "B")
             for job in jobs.values():
                 job.connect()
             # The first section of a pair follows its own job's previous one and runs warmer; the orders
@@ -165,8 +192,9 @@ def side_by_side_round(args: argparse.Namespace, number: int) -> tuple[list[floa
 def in_process_round(args: argparse.Namespace, number: int) -> tuple[list[float], list[float]]:
     """One annotated job switching its annotations on and off between sections: the seconds of each."""
     with tempfile.TemporaryDirectory() as work:
-        argv = job_argv(args, True, Path(work) / "traces", "--switch", "--repeat", str(args.repeat))
-        done = subprocess.run(argv, env=job_env(True), capture_output=True, text=True, timeout=3600)
+        annotated = VARIANTS["annotated"]
+        argv = job_argv(args, annotated, Path(work) / "traces", "--switch", "--repeat", str(args.repeat))
+        done = subprocess.run(argv, env=job_env(annotated), capture_output=True, text=True, timeout=3600)
     lines = {line.split()[0]: [float(t) for t in line.split()[1:]] for line in done.stdout.splitlines()
              if line.startswith(("ON ", "OFF "))}
     if done.returncode != 0 or len(lines) != 2:
@@ -198,8 +226,10 @@ def main() -> int:
                         help="jobs without address-space randomisation (setarch -R): one layout per program")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--in-process", action="store_true", help="annotations on and off within each job")
-    mode.add_argument("--null", action="store_true",
-                      help="two MA_DISABLE=1 jobs side by side: how far apart identical jobs measure")
+    mode.add_argument("--variant", choices=sorted(VARIANTS), default="annotated",
+                      help="job A beside the port: annotated (default), noops, pmpi or null (see above)")
+    mode.add_argument("--null", dest="variant", action="store_const", const="null",
+                      help="short for --variant null: how far apart identical jobs measure")
     args = parser.parse_args()
 
     problem = CLASSES[args.class_name.upper()]
@@ -220,10 +250,10 @@ def main() -> int:
               "sections, annotations on and off in the same processes:")
         labels = ("annotations off (no-ops)", "annotations on")
     else:
-        pair = "two disabled jobs" if args.null else "an annotated and a disabled job"
-        print(f"class {problem.name}, {args.nprocs} ranks, {args.rounds} rounds of {pair} side by side x "
-              f"{args.repeat} pairs of alternated timed sections:")
-        labels = ("port, job B", "port, job A") if args.null else ("port (MA_DISABLE=1)", "annotated (ma run)")
+        kind = VARIANTS[args.variant]
+        print(f"class {problem.name}, {args.nprocs} ranks, {args.rounds} rounds of two jobs side by side "
+              f"({kind.label}; {PORT.label}) x {args.repeat} pairs of alternated timed sections:")
+        labels = (PORT.label, kind.label)
     for label, times in zip(labels, (off_times, on_times)):
         median = statistics.median(times)
         print(f"  {label + ':':<26}{median:7.4f} s  {ops / median / 1e6:9.2f} Mop/s  (median of {len(times)})")
@@ -231,7 +261,7 @@ def main() -> int:
     low, high = bootstrap_interval(rounds)
     print(f"ratio {labels[1]} / {labels[0]} = {ratio:.3f}  (median of {len(on_times)} adjacent pairs; 90 % "
           f"bootstrap interval {low:.3f} .. {high:.3f})")
-    if args.in_process or args.null:
+    if args.in_process or args.variant != "annotated":
         return 0
     print("  (goal <= 1.03)")
     return 0 if ratio <= 1.03 else 1

@@ -11,7 +11,8 @@ start-up over many samples.
 With --serve, every rank connects to the bench's Unix socket and runs a section each time it is sent
 ``g`` (it sleeps in ``recv`` meanwhile, taking no CPU), until ``q``; rank 0 answers each section with its
 seconds (``FAIL`` when unverified). The bench runs an annotated and a MA_DISABLE=1 job side by side this
-way and alternates their sections.
+way and alternates their sections. With --noops as well (under ``ma run``), the served sections run with the
+annotations bound to the no-ops while the runtime and the PMPI library stay live.
 
 With --switch (under ``ma run``), R pairs of sections instead: in each pair one section runs with the
 annotations bound to the runtime and one with them bound to the no-ops of MA_DISABLE=1, in alternating
@@ -43,9 +44,13 @@ def main() -> int:
     mode.add_argument("--serve", metavar="SOCKET", help="run a section on each order from this Unix socket")
     mode.add_argument("--switch", action="store_true",
                       help="pairs of sections, annotations on and off (needs the runtime: ma run)")
+    parser.add_argument("--noops", action="store_true",
+                        help="with --serve: the runtime live, the annotations bound to its no-ops")
     args = parser.parse_args()
-    if args.switch and ma.DISABLED:
-        raise SystemExit("--switch compares the runtime with the no-ops: run it without MA_DISABLE")
+    if (args.switch or args.noops) and ma.DISABLED:
+        raise SystemExit("--switch and --noops compare the runtime with the no-ops: run without MA_DISABLE")
+    if args.noops and not args.serve:
+        raise SystemExit("--noops goes with --serve (--switch alternates the no-ops itself)")
 
     MPI = cg.start_mpi()
     comm = MPI.COMM_WORLD
@@ -68,12 +73,14 @@ def main() -> int:
             return None
         return slowest
 
-    if args.serve:
-        return serve(args.serve, comm.rank, timed_section)
     from ma._noop import bindings
 
     noops = bindings(ma.MPI_ANNOTATIONS)
     annotations: dict[str, Any] = {name: getattr(ma, name) for name in noops}
+    if args.serve:
+        if args.noops:
+            vars(ma).update(noops)  # what ``ma.flop`` & co. look up at each call
+        return serve(args.serve, comm.rank, timed_section)
     lines: dict[str, list[float]] = {"ON": [], "OFF": []}
     for pair in range(args.repeat):
         for on in (True, False) if pair % 2 == 0 else (False, True):
