@@ -49,7 +49,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -91,11 +91,14 @@ def job_argv(args: argparse.Namespace, kind: JobKind, trace_dir: Path, *worker_a
     return [*prefix, *mpiexec, "-n", str(args.nprocs), *command]
 
 
-def job_env(kind: JobKind) -> dict[str, str]:
+def job_env(kind: JobKind, settings: Sequence[str] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MA_")}
     env["PATH"] = f"{BIN}{os.pathsep}{env.get('PATH', '')}"
     if kind.disabled:
         env["MA_DISABLE"] = "1"
+    for setting in settings:
+        name, value = setting.split("=", 1)
+        env[name] = value
     return env
 
 
@@ -112,7 +115,8 @@ class ServedJob:
         self.listener.settimeout(1.0)
         self.log: IO[str] = open(self.log_path, "w")
         argv = job_argv(args, kind, work / "traces", "--serve", path)
-        self.process = subprocess.Popen(argv, env=job_env(kind), stdout=self.log, stderr=subprocess.STDOUT)
+        env = job_env(kind, args.env if kind is not PORT else ())
+        self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.nprocs = args.nprocs
         self.ranks: dict[int, socket.socket] = {}
         self.results: IO[str] | None = None  # rank 0's answers, once connected
@@ -194,7 +198,7 @@ def in_process_round(args: argparse.Namespace, number: int) -> tuple[list[float]
     with tempfile.TemporaryDirectory() as work:
         annotated = VARIANTS["annotated"]
         argv = job_argv(args, annotated, Path(work) / "traces", "--switch", "--repeat", str(args.repeat))
-        done = subprocess.run(argv, env=job_env(annotated), capture_output=True, text=True, timeout=3600)
+        done = subprocess.run(argv, env=job_env(annotated, args.env), capture_output=True, text=True, timeout=3600)
     lines = {line.split()[0]: [float(t) for t in line.split()[1:]] for line in done.stdout.splitlines()
              if line.startswith(("ON ", "OFF "))}
     if done.returncode != 0 or len(lines) != 2:
@@ -224,6 +228,8 @@ def main() -> int:
     parser.add_argument("--bind-to", default="none", help="mpiexec's -bind-to for both jobs (none, core, ...)")
     parser.add_argument("--no-aslr", action="store_true",
                         help="jobs without address-space randomisation (setarch -R): one layout per program")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="a setting for job A only (e.g. MA_COUNTERS=none), to probe what it costs")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--in-process", action="store_true", help="annotations on and off within each job")
     mode.add_argument("--variant", choices=sorted(VARIANTS), default="annotated",
@@ -231,6 +237,9 @@ def main() -> int:
     mode.add_argument("--null", dest="variant", action="store_const", const="null",
                       help="short for --variant null: how far apart identical jobs measure")
     args = parser.parse_args()
+    for setting in args.env:
+        if "=" not in setting or not setting.split("=", 1)[0]:
+            parser.error(f"--env {setting!r}: expected NAME=VALUE")
 
     problem = CLASSES[args.class_name.upper()]
     ops = official_op_count(problem.na, problem.nonzer, problem.niter)
