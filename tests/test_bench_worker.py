@@ -11,19 +11,9 @@ from typing import Any, TextIO
 
 import pytest
 
-from conftest import REPO, VENV_BIN, clean_env
+from conftest import REPO, VENV_BIN, clean_env, find_node
 
 NPROCS = 2
-
-
-def find(node: dict[str, Any], name: str) -> dict[str, Any] | None:
-    if node.get("id") == name:
-        return node
-    for child in node.get("children", []):
-        found = find(child, name)
-        if found is not None:
-            return found
-    return None
 
 
 def serve_sections(tmp_path: Path, sections: int, *worker_args: str) -> dict[str, Any]:
@@ -69,9 +59,21 @@ def test_served_sections_run_with_the_annotations_live_or_as_noops(tmp_path: Pat
     trace = serve_sections(tmp_path, 2, *(["--noops"] if noops else []))
     root = trace["threads"][0]["root"]
     # the warm-up runs annotated in both; the timed sections' outer loop only while the annotations are live
-    assert find(root, "warmup") is not None
-    conj_loop = find(root, "conj_loop")
+    assert find_node(root, "warmup")["calls"] == 1
     if noops:
-        assert conj_loop is None
+        with pytest.raises(KeyError):
+            find_node(root, "conj_loop")
     else:
-        assert conj_loop is not None and conj_loop["calls"] == 2 and conj_loop["fail"] == 0
+        conj_loop = find_node(root, "conj_loop")
+        assert conj_loop["calls"] == 2 and conj_loop["fail"] == 0
+
+
+@pytest.mark.parametrize("args, env, message", [
+    (["--switch", "--noops"], {}, "--noops goes with --serve"),
+    (["--serve", "unused.sock", "--noops"], {"MA_DISABLE": "1"}, "run without MA_DISABLE"),
+])
+def test_the_worker_refuses_noops_where_they_compare_nothing(tmp_path: Path, args: list[str], env: dict[str, str],
+                                                           message: str) -> None:
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "cg_repeat.py"), "--class", "S", *args],
+                          cwd=tmp_path, env=clean_env(**env), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and message in done.stderr
