@@ -55,7 +55,7 @@ def initialize(st: SPState) -> None:
             cd.u[(slice(None), *target)] = np.broadcast_to(face, cd.u[(slice(None), *target)].shape)
 
 
-def _dissipation(ue: np.ndarray, cd: CellData, d: int, ghost: int, dssp: float, out: np.ndarray) -> None:
+def dissipation(ue: np.ndarray, cd: CellData, d: int, ghost: int, dssp: float, out: np.ndarray) -> None:
     """out -= dssp * (fourth difference of ue along d), one-sided next to the grid's faces (NPB's rows 1, 2,
     N-3, N-2); ``out`` covers the cell's interior, ``ue`` has ``ghost`` layers."""
     cell = cd.cell
@@ -122,7 +122,7 @@ def exact_rhs(st: SPState) -> None:
             f[4] += (-k.t2 * (vp * (C1 * up[4] - C2 * at(q, 1)) - vm * (C1 * um[4] - C2 * at(q, -1)))
                      + 0.5 * k.con3 * second(sumsq) + k.con4 * second(cuf) + k.con5 * second(buf[4])
                      + k.dd * second(ue[4]))
-            _dissipation(ue, cd, d, g, st.k.dssp, f)
+            dissipation(ue, cd, d, g, st.k.dssp, f)
         f *= -1.0
 
 

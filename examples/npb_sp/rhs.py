@@ -1,12 +1,22 @@
 """NPB SP's point-wise kernels: ``compute_rhs``, ``txinvr``, ``ninvr``, ``pinvr``, ``tzetar`` and ``add``,
-each vectorised over one cell's points (whole-cell array expressions, no loop over points)."""
+each vectorised over one cell's points (whole-cell array expressions, no loop over points).
+
+Flop expressions count the array operations written here (add, subtract, multiply, divide, sqrt; not
+negation or max), per cell, in the derived parameters of the driver: ``csize`` = problem_size/ncells
+(points of a cell per direction) and ``isize`` = (problem_size-2)/ncells (its points off the grid's
+faces). Both are means over the cells: exact for every cell when ncells divides problem_size and
+ncells <= 2, exact in the sum over all ranks otherwise. ``8/ncells``-like terms are the one-sided
+dissipation rows, which only cells on the grid's faces have (2 of every ncells along a direction).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
+import ma
+
 from .constants import BT, C1, C1C2, C2, C2IV, CON43
-from .exact import _dissipation
+from .exact import dissipation
 from .state import AUX_GHOST, U_GHOST, CellData, SPState, box
 
 ALL = slice(None)
@@ -60,15 +70,30 @@ def fluxes(st: SPState, cd: CellData, d: int, r: np.ndarray) -> None:
              - k.t2 * ((C1 * up[4] - C2 * sqp) * vp - (C1 * um[4] - C2 * sqm) * vm))
 
 
-def compute_rhs(st: SPState, cd: CellData) -> None:
+FLUX_SITES = (("xi_flux", "xi_diss"), ("eta_flux", "eta_diss"), ("zeta_flux", "zeta_diss"))
+
+
+def compute_rhs_cell(st: SPState, cd: CellData) -> None:
     """rhs = dt * (forcing + fluxes + fourth-order dissipation) at the cell's interior points; forcing elsewhere."""
-    pointwise(st, cd)
+    with ma.flop("rhs_pointwise", "17*(csize+2)^3"):
+        pointwise(st, cd)
     cd.rhs[...] = cd.forcing
     r = cd.rhs[(ALL, *box(cd.cell, 0))]
     for d in range(3):
-        fluxes(st, cd, d, r)
-        _dissipation(cd.u, cd, d, U_GHOST, st.k.dssp, r)
-    r *= st.k.dt
+        flux, diss = FLUX_SITES[d]
+        with ma.flop(flux, "95*isize^3"):
+            fluxes(st, cd, d, r)
+        with ma.flop(diss, "5*isize^2*(9*isize - 8/ncells)"):
+            dissipation(cd.u, cd, d, U_GHOST, st.k.dssp, r)
+    with ma.flop("rhs_dt", "5*isize^3"):
+        r *= st.k.dt
+
+
+@ma.subroutine("compute_rhs")
+def compute_rhs(st: SPState) -> None:
+    with ma.loop("rhs_cells", "ncells") as lp:
+        for c in lp.range(st.ncells):
+            compute_rhs_cell(st, st.cells[c])
 
 
 def interior(cd: CellData) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -77,7 +102,15 @@ def interior(cd: CellData) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     return cd.rhs[(ALL, *box(cd.cell, 0))], {name: arr[sl] for name, arr in cd.aux.items()}
 
 
-def txinvr(cd: CellData) -> None:
+@ma.subroutine("txinvr")
+def txinvr(st: SPState) -> None:
+    with ma.loop("txinvr_cells", "ncells") as lp:
+        for c in lp.range(st.ncells):
+            with ma.flop("txinvr_flops", "27*isize^3"):
+                txinvr_cell(st.cells[c])
+
+
+def txinvr_cell(cd: CellData) -> None:
     """rhs := T_x^-1 rhs, the block-diagonal change to the x-characteristic variables."""
     r, a = interior(cd)
     r1, r2, r3, r4, r5 = (x.copy() for x in r)
@@ -92,8 +125,14 @@ def txinvr(cd: CellData) -> None:
     r[4] = t2 + t3
 
 
+@ma.subroutine("ninvr")
 def ninvr(cd: CellData) -> None:
     """rhs := N^-1 rhs, from the x- to the y-characteristic variables."""
+    with ma.flop("ninvr_flops", "7*isize^3"):
+        ninvr_cell(cd)
+
+
+def ninvr_cell(cd: CellData) -> None:
     r, _ = interior(cd)
     r1, r2, r3, r4, r5 = (x.copy() for x in r)
     t1 = BT * r3
@@ -105,8 +144,14 @@ def ninvr(cd: CellData) -> None:
     r[4] = t1 + t2
 
 
+@ma.subroutine("pinvr")
 def pinvr(cd: CellData) -> None:
     """rhs := P^-1 rhs, from the y- to the z-characteristic variables."""
+    with ma.flop("pinvr_flops", "7*isize^3"):
+        pinvr_cell(cd)
+
+
+def pinvr_cell(cd: CellData) -> None:
     r, _ = interior(cd)
     r1, r2, r3, r4, r5 = (x.copy() for x in r)
     t1 = BT * r1
@@ -118,8 +163,22 @@ def pinvr(cd: CellData) -> None:
     r[4] = t1 + t2
 
 
+@ma.subroutine("tzetar")
 def tzetar(cd: CellData) -> None:
-    """rhs := T_z rhs, back from the z-characteristic to the conserved variables."""
+    """rhs := T_z rhs, back from the z-characteristic to the conserved variables.
+
+    Asserted with the vector paper's expressions (Alam & Vetter, Cray X1E, section 5.1): 26 load/stores
+    and 16 flops at each of size^2*(size-1) points of a cell, size = floor(problem_size/ncells). The loop
+    really does 27 flops (NPB 3.4's count; NumPy's here too) at each of the cell's interior points, about
+    isize^3: the paper's flop figure is 6 % under that for class S on one process, 15 % under on four,
+    32 % under for class W on one. Its load/store figure is the Fortran loop's scalar count; NumPy's
+    vector loads and stores, and the interpreter's own, are not that.
+    """
+    with ma.loadstore("tzetar_ldst", "size^2*(size-1)*26"), ma.flop("tzetar_flops", "size^2*(size-1)*16"):
+        tzetar_cell(cd)
+
+
+def tzetar_cell(cd: CellData) -> None:
     r, a = interior(cd)
     r1, r2, r3, r4, r5 = (x.copy() for x in r)
     u1 = cd.u[(0, *box(cd.cell, U_GHOST))]
@@ -135,6 +194,11 @@ def tzetar(cd: CellData) -> None:
     r[4] = u1 * (-xvel * r2 + yvel * r1) + a["qs"] * t2 + C2IV * (ac * ac) * t1 + zvel * t3
 
 
-def add(cd: CellData) -> None:
-    """u += rhs at the cell's interior points."""
-    cd.u[(ALL, *box(cd.cell, U_GHOST))] += cd.rhs[(ALL, *box(cd.cell, 0))]
+@ma.subroutine("add")
+def add(st: SPState) -> None:
+    """u += rhs at the interior points of every cell."""
+    with ma.loop("add_cells", "ncells") as lp:
+        for c in lp.range(st.ncells):
+            cd = st.cells[c]
+            with ma.flop("add_flops", "5*isize^3"):
+                cd.u[(ALL, *box(cd.cell, U_GHOST))] += cd.rhs[(ALL, *box(cd.cell, 0))]

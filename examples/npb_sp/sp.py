@@ -23,6 +23,8 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+import ma
+
 from .adi import adi, copy_faces
 from .classes import CLASSES, VERIFY_EPSILON, ProblemClass, official_op_count
 from .constants import Constants
@@ -82,13 +84,46 @@ def start_mpi() -> ModuleType:
     return MPI
 
 
+def declare_parameters(st: SPState) -> None:
+    """The model's inputs and derived variables (MA paper section 3, vector paper section 5.1).
+
+    ``size`` is the paper's cell size: problem_size div ncells, the smallest cell (the first
+    problem_size mod ncells cells along a direction get one point more). ``csize`` and ``isize`` are the
+    mean points of a cell per direction, all of them and those off the grid's faces; every rank has one
+    cell in each slab, so its means are the grid's.
+    """
+    lay = st.layout
+    ma.variable("problem_size", lay.n)
+    ma.variable("niter", st.niter)
+    ma.variable("nprocs", lay.nprocs)
+    ma.assign("ncells", "sqrt(nprocs)", lay.ncells)
+    ma.assign("size", "floor(problem_size/ncells)", min(c.size[0] for c in lay.cells))
+    ma.assign("csize", "problem_size/ncells", sum(c.size[0] for c in lay.cells) / lay.ncells)
+    ma.assign("isize", "(problem_size-2)/ncells",
+              sum(hi - lo for lo, hi in (c.interior(0) for c in lay.cells)) / lay.ncells)
+
+
+def broadcast_inputs(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> tuple[int, float, int]:
+    """NPB's four broadcasts from the root: niter, dt, grid_points(3), timeron."""
+    values = (np.array([niter], dtype=np.int32), np.array([problem.dt]),
+              np.full(3, problem.problem_size, dtype=np.int32), np.zeros(1, dtype=np.int32))
+    for (name, size), buf in zip((("bcast_niter", "4"), ("bcast_dt", "8"), ("bcast_grid", "12"),
+                                  ("bcast_timeron", "4")), values):
+        with ma.mpi_bcast(name, size):
+            comm.Bcast(buf, root=ROOT)
+    return int(values[0][0]), float(values[1][0]), int(values[2][0])
+
+
 def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> SPState:
-    layout = make_set(problem.problem_size, comm.Get_size(), comm.Get_rank())
-    st = SPState(class_name=problem.name, niter=niter, layout=layout,
-                 k=Constants.make(problem.problem_size, problem.dt),
-                 comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
-    initialize(st)
-    exact_rhs(st)
+    with ma.subroutine("setup"):
+        niter, dt, n = broadcast_inputs(problem, niter, comm)
+        layout = make_set(n, comm.Get_size(), comm.Get_rank())
+        st = SPState(class_name=problem.name, niter=niter, layout=layout, k=Constants.make(n, dt),
+                     comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
+    declare_parameters(st)                      # at top level: visible to every site
+    with ma.subroutine("setup"):
+        ma.subroutine("initialize")(initialize)(st)
+        ma.subroutine("exact_rhs")(exact_rhs)(st)
     return st
 
 
@@ -98,18 +133,23 @@ def norms(st: SPState) -> tuple[np.ndarray, np.ndarray]:
 
     scale = float(np.prod([st.layout.n - 2] * 3))
     xce = np.empty(5)
-    st.comm_setup.Allreduce(error_sums(st), xce, op=MPI.SUM)
+    sums = error_sums(st)
+    with ma.mpi_allreduce("error_norm", "40"):
+        st.comm_setup.Allreduce(sums, xce, op=MPI.SUM)
     copy_faces(st)
     xcr = np.empty(5)
-    st.comm_setup.Allreduce(rhs_sums(st), xcr, op=MPI.SUM)
+    sums = rhs_sums(st)
+    with ma.mpi_allreduce("rhs_norm", "40"):
+        st.comm_setup.Allreduce(sums, xcr, op=MPI.SUM)
     return np.sqrt(xcr / scale) / st.k.dt, np.sqrt(xce / scale)
 
 
 def timed_loop(st: SPState, on_step: Callable[[int], None] | None = None) -> None:
-    for step in range(1, st.niter + 1):
-        if on_step is not None:
-            on_step(step)
-        adi(st)
+    with ma.loop("step", "niter") as lp:
+        for step in lp.range(1, st.niter + 1):
+            if on_step is not None:
+                on_step(step)
+            adi(st)
 
 
 def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = None,
@@ -123,15 +163,19 @@ def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = Non
     say(banner(problem, niter, comm.Get_size()))
 
     st = setup(problem, niter, comm)
-    adi(st)                                   # one untimed step touches all code and data ...
-    initialize(st)                            # ... and the state starts again
-    comm.Barrier()
+    with ma.subroutine("warmup"):
+        adi(st)                               # one untimed step touches all code and data ...
+        ma.subroutine("initialize")(initialize)(st)   # ... and the state starts again
+    with ma.mpi_barrier("start", "0"):
+        comm.Barrier()
     t_start = MPI.Wtime()
     timed_loop(st, lambda step: say(f" Time step {step:4d}") if step % 20 == 0 or step == 1 else None)
     t_local = MPI.Wtime() - t_start
-    xcr, xce = norms(st)
+    with ma.subroutine("verify"):
+        xcr, xce = norms(st)
     t_max = np.zeros(1)
-    comm.Reduce(np.array([t_local]), t_max, op=MPI.MAX, root=ROOT)
+    with ma.mpi_reduce("time_max", "8"):
+        comm.Reduce(np.array([t_local]), t_max, op=MPI.MAX, root=ROOT)
     elapsed = float(t_max[0]) if me == ROOT else t_local
     mops = 1.0e-6 * official_op_count(problem.problem_size, niter) / elapsed if elapsed > 0 else 0.0
 
