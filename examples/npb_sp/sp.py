@@ -29,7 +29,7 @@ from .adi import adi, copy_faces
 from .classes import CLASSES, VERIFY_EPSILON, ProblemClass, official_op_count
 from .constants import Constants
 from .exact import error_sums, exact_rhs, initialize, rhs_sums
-from .layout import SPSetupError, make_set
+from .layout import Layout, SPSetupError, make_set
 from .state import SPState
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def start_mpi() -> ModuleType:
     return MPI
 
 
-def declare_parameters(st: SPState) -> None:
+def declare_parameters(lay: Layout, niter: int) -> None:
     """The model's inputs and derived variables (MA paper section 3, vector paper section 5.1).
 
     ``size`` is the paper's cell size: problem_size div ncells, the smallest cell (the first
@@ -92,9 +92,8 @@ def declare_parameters(st: SPState) -> None:
     mean points of a cell per direction, all of them and those off the grid's faces; every rank has one
     cell in each slab, so its means are the grid's.
     """
-    lay = st.layout
     ma.variable("problem_size", lay.n)
-    ma.variable("niter", st.niter)
+    ma.variable("niter", niter)
     ma.variable("nprocs", lay.nprocs)
     ma.assign("ncells", "sqrt(nprocs)", lay.ncells)
     ma.assign("size", "floor(problem_size/ncells)", min(c.size[0] for c in lay.cells))
@@ -115,13 +114,13 @@ def broadcast_inputs(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> tup
 
 
 def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> SPState:
+    """NPB's start: broadcast the inputs, lay out the cells, set the initial state and the forcing term."""
+    layout = make_set(problem.problem_size, comm.Get_size(), comm.Get_rank())
+    declare_parameters(layout, niter)           # at top level: visible to every site
     with ma.subroutine("setup"):
         niter, dt, n = broadcast_inputs(problem, niter, comm)
-        layout = make_set(n, comm.Get_size(), comm.Get_rank())
         st = SPState(class_name=problem.name, niter=niter, layout=layout, k=Constants.make(n, dt),
                      comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
-    declare_parameters(st)                      # at top level: visible to every site
-    with ma.subroutine("setup"):
         ma.subroutine("initialize")(initialize)(st)
         ma.subroutine("exact_rhs")(exact_rhs)(st)
     return st
