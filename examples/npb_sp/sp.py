@@ -119,8 +119,12 @@ def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> SPState:
     declare_parameters(layout, niter)           # at top level: visible to every site
     with ma.subroutine("setup"):
         niter, dt, n = broadcast_inputs(problem, niter, comm)
-        st = SPState(class_name=problem.name, niter=niter, layout=layout, k=Constants.make(n, dt),
-                     comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
+        # Per cell: u with two ghost layers, rhs and forcing, the eight point-wise quantities with one,
+        # and the solve's lhs (15) and rhs (5) work arrays of (csize+2) x isize^2, all doubles.
+        with ma.heap_memory("cells", "8*ncells*(5*(csize+4)^3 + 10*csize^3 + 8*(csize+2)^3 "
+                                     "+ 20*(csize+2)*isize^2)"):
+            st = SPState(class_name=problem.name, niter=niter, layout=layout, k=Constants.make(n, dt),
+                         comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
         ma.subroutine("initialize")(initialize)(st)
         ma.subroutine("exact_rhs")(exact_rhs)(st)
     return st

@@ -9,7 +9,7 @@ every side (NPB's -2..size+1), the point-wise quantities (rho_i, us, ...) one (-
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -74,7 +74,6 @@ class SPState:
     comm_solve: "MPI.Comm"
     comm_rhs: "MPI.Comm"
     cells: list[CellData] = field(init=False)
-    face_buffers: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.cells = [CellData.allocate(c) for c in self.layout.cells]
