@@ -175,12 +175,6 @@ def test_class_s_verifies_on_1_4_and_9_processes_with_the_same_norms() -> None:
 
 
 @pytest.mark.mpi
-@pytest.mark.slow
-def test_class_w_verifies_on_4_processes() -> None:
-    check_verified(_mpirun(4, str(SP), "--class", "W"))
-
-
-@pytest.mark.mpi
 @pytest.mark.parametrize("nprocs, args, message", [
     (3, ["--class", "S"], "SP needs a square number of processes (1, 4, 9, 16, 25, ...), got 3"),
     (1, ["--class", "Q"], "unknown class 'Q'; expected one of S, W, A, B, C"),
