@@ -20,6 +20,7 @@ if str(ROOT) not in sys.path:                # examples/ is not an installed pac
     sys.path.insert(0, str(ROOT))
 
 from conftest import clean_env  # noqa: E402
+
 from examples.npb_sp.classes import CLASSES, official_op_count  # noqa: E402
 from examples.npb_sp.layout import SPSetupError, make_set  # noqa: E402
 
@@ -52,10 +53,9 @@ def test_cells_tile_the_grid_once_one_per_slab_per_rank(n: int, nprocs: int) -> 
     for lay in layouts:                      # every neighbour of a rank's cells is on its successor/predecessor
         for cell in lay.cells:
             for d in range(3):
-                up = list(cell.coord)
-                up[d] += 1
-                if up[d] < p:
-                    assert owner[tuple(up)] == lay.successor[d]
+                x, y, z = (cell.coord[e] + (e == d) for e in range(3))
+                if cell.coord[d] + 1 < p:
+                    assert owner[(x, y, z)] == lay.successor[d]
                     assert make_set(n, nprocs, lay.successor[d]).predecessor[d] == lay.node
                 assert cell.start[d] == (cell.coord[d] == 0) and cell.end[d] == (cell.coord[d] == p - 1)
 
@@ -129,15 +129,21 @@ _KERNEL_SCRIPT = textwrap.dedent("""
 """)
 
 
+def found(pattern: str, text: str) -> re.Match[str]:
+    match = re.search(pattern, text)
+    assert match is not None, (pattern, text[-3000:])
+    return match
+
+
 def test_kernels_on_one_cell(tmp_path: Path) -> None:
     script = tmp_path / "kernels.py"
     script.write_text(_KERNEL_SCRIPT)
     proc = subprocess.run([sys.executable, str(script)], env=clean_env(MA_DISABLE="1", PYTHONPATH=str(ROOT)),
                           capture_output=True, text=True, timeout=TIMEOUT)
     assert proc.returncode == 0, proc.stderr
-    residual, scale = (float(v) for v in re.search(r"residual (\S+) (\S+)", proc.stdout).groups())
+    residual, scale = (float(v) for v in found(r"residual (\S+) (\S+)", proc.stdout).groups())
     assert scale > 1.0 and residual < 1e-12, proc.stdout
-    assert float(re.search(r"solve (\S+)", proc.stdout).group(1)) < 1e-12, proc.stdout
+    assert float(found(r"solve (\S+)", proc.stdout).group(1)) < 1e-12, proc.stdout
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,7 +167,7 @@ def check_verified(proc: subprocess.CompletedProcess[str]) -> np.ndarray:
     assert re.search(r"Verification\s+=\s+SUCCESSFUL", proc.stdout), proc.stdout
     values = norms(proc.stdout)
     assert values.shape == (10, 2) and np.all(values[:, 1] <= 1e-8), proc.stdout
-    mops = float(re.search(r"Mop/s total\s+=\s+(\S+)", proc.stdout).group(1))
+    mops = float(found(r"Mop/s total\s+=\s+(\S+)", proc.stdout).group(1))
     assert mops > 0
     return values[:, 0]
 

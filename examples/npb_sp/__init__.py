@@ -6,4 +6,4 @@ Importing the package does not initialise MPI; ``sp.run`` imports mpi4py when it
 from .classes import CLASSES, ProblemClass, official_op_count
 from .layout import Layout, SPSetupError, make_set
 
-__all__ = ["CLASSES", "ProblemClass", "official_op_count", "Layout", "SPSetupError", "make_set"]
+__all__ = ["CLASSES", "Layout", "ProblemClass", "SPSetupError", "make_set", "official_op_count"]

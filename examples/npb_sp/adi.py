@@ -22,8 +22,18 @@ import numpy as np
 import ma
 
 from .rhs import add, compute_rhs, ninvr, pinvr, txinvr, tzetar
-from .solve import (BACK_DOUBLES, DEFAULT_TAG, FORWARD_DOUBLES, LineSystem, backward, backward_message, build_lhs,
-                    forward, forward_message, lines)
+from .solve import (
+    BACK_DOUBLES,
+    DEFAULT_TAG,
+    FORWARD_DOUBLES,
+    LineSystem,
+    backward,
+    backward_message,
+    build_lhs,
+    forward,
+    forward_message,
+    lines,
+)
 from .state import U_GHOST, CellData, SPState, plane_points
 
 if TYPE_CHECKING:
@@ -39,7 +49,7 @@ FACE_BYTES = "80*(ncells-1)*csize^2"
 ONE_IF_SPLIT = "min(ncells-1, 1)"          # one message each way, none on a single process
 
 
-def _mpi() -> "type[MPI.Request]":
+def _mpi() -> type[MPI.Request]:
     from mpi4py import MPI
 
     return MPI.Request

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .constants import C1, C2, CE
+from .layout import Cell
 from .state import U_GHOST, CellData, SPState, box
 
 
@@ -102,8 +103,8 @@ def exact_rhs(st: SPState) -> None:
             k = st.k.dirs[d]
             md = 1 + d
 
-            def at(a: np.ndarray, shift: int, d: int = d) -> np.ndarray:
-                return a[(..., *box(cd.cell, g, d, shift))]
+            def at(a: np.ndarray, shift: int, d: int = d, cell: Cell = cd.cell) -> np.ndarray:
+                return a[(..., *box(cell, g, d, shift))]
 
             def second(a: np.ndarray, d: int = d) -> np.ndarray:
                 return at(a, 1, d) - 2.0 * at(a, 0, d) + at(a, -1, d)

@@ -79,7 +79,7 @@ def make_set(n: int, nprocs: int, node: int) -> Layout:
     cells = []
     for c in range(p):
         coord = ((i + c) % p, (j - c) % p, c)
-        sizes, lows = zip(*(extent(n, p, coord[d]) for d in range(3)))
+        sizes, lows = zip(*(extent(n, p, coord[d]) for d in range(3)), strict=True)
         cells.append(Cell(coord=coord, size=tuple(sizes), low=tuple(lows),  # type: ignore[arg-type]
                           start=tuple(int(x == 0) for x in coord),           # type: ignore[arg-type]
                           end=tuple(int(x == p - 1) for x in coord)))        # type: ignore[arg-type]

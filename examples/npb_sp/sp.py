@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
     # Run as a script: put the repository root (not this folder) on the path, import as the package.
@@ -102,18 +103,18 @@ def declare_parameters(lay: Layout, niter: int) -> None:
               sum(hi - lo for lo, hi in (c.interior(0) for c in lay.cells)) / lay.ncells)
 
 
-def broadcast_inputs(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> tuple[int, float, int]:
+def broadcast_inputs(problem: ProblemClass, niter: int, comm: MPI.Comm) -> tuple[int, float, int]:
     """NPB's four broadcasts from the root: niter, dt, grid_points(3), timeron."""
     values = (np.array([niter], dtype=np.int32), np.array([problem.dt]),
               np.full(3, problem.problem_size, dtype=np.int32), np.zeros(1, dtype=np.int32))
     for (name, size), buf in zip((("bcast_niter", "4"), ("bcast_dt", "8"), ("bcast_grid", "12"),
-                                  ("bcast_timeron", "4")), values):
+                                  ("bcast_timeron", "4")), values, strict=True):
         with ma.mpi_bcast(name, size):
             comm.Bcast(buf, root=ROOT)
     return int(values[0][0]), float(values[1][0]), int(values[2][0])
 
 
-def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> SPState:
+def setup(problem: ProblemClass, niter: int, comm: MPI.Comm) -> SPState:
     """NPB's start: broadcast the inputs, lay out the cells, set the initial state and the forcing term."""
     layout = make_set(problem.problem_size, comm.Get_size(), comm.Get_rank())
     declare_parameters(layout, niter)           # at top level: visible to every site
@@ -155,7 +156,7 @@ def timed_loop(st: SPState, on_step: Callable[[int], None] | None = None) -> Non
             adi(st)
 
 
-def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = None,
+def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
         verbose: bool = False) -> Result:
     """Run SP on ``comm`` (default COMM_WORLD); ``verbose`` prints NPB's report on the root rank."""
     MPI = start_mpi()

@@ -70,9 +70,9 @@ class SPState:
     niter: int
     layout: Layout
     k: Constants
-    comm_setup: "MPI.Comm"
-    comm_solve: "MPI.Comm"
-    comm_rhs: "MPI.Comm"
+    comm_setup: MPI.Comm
+    comm_solve: MPI.Comm
+    comm_rhs: MPI.Comm
     cells: list[CellData] = field(init=False)
 
     def __post_init__(self) -> None:
