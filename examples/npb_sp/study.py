@@ -94,21 +94,25 @@ def official_comparison(models: SPModels) -> list[tuple[str, float, float, float
 
 def scaling(models: SPModels, class_name: str = "C") -> dict[str, np.ndarray]:
     inputs = class_inputs(class_name, nprocs=NPROCS.astype(float))
-    per_rank_bytes = value(models.mpi_bytes, inputs)
-    per_rank_count = value(models.mpi_count, inputs)
+
+    def at_nprocs(model: Any) -> np.ndarray:      # a model without nprocs in it is one number
+        return np.broadcast_to(np.asarray(value(model, inputs), dtype=float), NPROCS.shape)
+
+    per_rank_bytes, per_rank_count = at_nprocs(models.mpi_bytes), at_nprocs(models.mpi_count)
     out = {"nprocs": NPROCS, "bytes_per_rank": per_rank_bytes, "count_per_rank": per_rank_count,
            "bytes_total": per_rank_bytes * NPROCS, "count_total": per_rank_count * NPROCS,
-           "flops_per_rank": value(models.flops, inputs), "memory_per_rank": value(models.memory, inputs)}
+           "flops_per_rank": at_nprocs(models.flops), "memory_per_rank": at_nprocs(models.memory)}
     for name, model in models.by_subroutine.items():
-        out[f"flops_{name}"] = np.broadcast_to(value(model, inputs), NPROCS.shape)
+        out[f"flops_{name}"] = at_nprocs(model)
     return out
 
 
 def sensitivity(models: SPModels, nprocs: int, class_name: str = "C") -> dict[str, list[float]]:
-    """quantity -> values at x1, x2, x10 of problem_size."""
-    return {quantity: [float(value(model, class_inputs(class_name, nprocs, size_scale=s))) for s in SCALES]
-            for quantity, model in (("flops", models.flops), ("memory per rank", models.memory),
-                                    ("message volume", models.mpi_bytes))}
+    """quantity -> values at x1, x2, x10 of problem_size; quantities the trace has no assertion of are left out."""
+    out = {quantity: [float(value(model, class_inputs(class_name, nprocs, size_scale=s))) for s in SCALES]
+           for quantity, model in (("flops", models.flops), ("memory per rank", models.memory),
+                                   ("message volume", models.mpi_bytes))}
+    return {quantity: values for quantity, values in out.items() if values[0] != 0}
 
 
 def message_sizes(models: SPModels, nprocs: int, class_name: str = "C") -> list[Any]:
