@@ -167,7 +167,7 @@ def plot_sensitivity(sens: dict[str, list[float]], nprocs: int, path: Path) -> N
     fig, axis = plt.subplots(figsize=(7, 4.2))
     width = 0.25
     positions = np.arange(len(SCALES))
-    for offset, (quantity, values) in zip((-width, 0, width), sens.items(), strict=True):
+    for offset, (quantity, values) in zip((-width, 0, width), sens.items(), strict=False):
         axis.bar(positions + offset, np.asarray(values) / values[0], width, label=quantity)
     axis.set_xticks(positions, [f"problem_size x{s}" for s in SCALES])
     axis.set_yscale("log")
