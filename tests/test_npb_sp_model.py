@@ -153,3 +153,14 @@ def test_flop_assertions_are_measured_under_the_software_counter(tmp_path: Path)
         # instructions are not that: the only assertions that fail.
         failing = {r.site.path.split("/")[-1] for r in report.results if r.fails}
         assert failing == {"tzetar_ldst"}, failing
+
+
+def test_speed_bench_alternates_annotations_within_a_job() -> None:
+    bench = REPO / "bench" / "sp_speed.py"
+    done = subprocess.run([sys.executable, str(bench), "--in-process", "--class", "S", "--niter", "3", "--rounds", "2",
+                           "--nprocs", "1", "4"], env=clean_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for nprocs in (1, 4):
+        line = next(x for x in done.stdout.splitlines() if x.strip().startswith(f"{nprocs} ranks: pairs"))
+        ratios = [float(x) for x in line.split("pairs")[1].split("median")[0].split()]
+        assert len(ratios) == 2 and all(0.2 < r < 5 for r in ratios), line
