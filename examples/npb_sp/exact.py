@@ -56,36 +56,42 @@ def initialize(st: SPState) -> None:
             cd.u[(slice(None), *target)] = np.broadcast_to(face, cd.u[(slice(None), *target)].shape)
 
 
+# NPB's fourth-difference dissipation: coefficients of u at shifts -2..+2 along the direction, on the
+# rows of a line off the grid's faces, and one-sided on rows 1, 2, N-3 and N-2.
+FULL = (1.0, -4.0, 6.0, -4.0, 1.0)
+ROW_1 = (0.0, 0.0, 5.0, -4.0, 1.0)
+ROW_2 = (0.0, -4.0, 6.0, -4.0, 1.0)
+ROW_N3 = (1.0, -4.0, 6.0, -4.0, 0.0)
+ROW_N2 = (1.0, -4.0, 5.0, 0.0, 0.0)
+
+
 def dissipation(ue: np.ndarray, cd: CellData, d: int, ghost: int, dssp: float, out: np.ndarray) -> None:
-    """out -= dssp * (fourth difference of ue along d), one-sided next to the grid's faces (NPB's rows 1, 2,
-    N-3, N-2); ``out`` covers the cell's interior, ``ue`` has ``ghost`` layers."""
+    """out -= dssp * (fourth difference of ue along d) on the cell's interior (``out``); ``ue`` has
+    ``ghost`` layers."""
     cell = cd.cell
-    lo, hi = cell.interior(d)
+    lo = cell.interior(d)[0]
     size = cell.size[d]
-    axis = 3 - d
 
-    def rows(a: int, b: int) -> tuple[slice, ...]:
-        sl = [slice(None)] * 4
-        sl[axis] = slice(a - lo, b - lo)
-        return tuple(sl)
+    def apply(a: int, b: int, coefs: tuple[float, ...]) -> None:
+        """Rows [a, b) (cell-local) of out -= dssp * sum(coef * u(shift)), terms of coefficient 0 left out."""
+        total: np.ndarray | None = None
+        for shift, coef in zip(range(-2, 3), coefs, strict=True):
+            if coef != 0.0:
+                term = ue[(slice(None), *box(cell, ghost, d, shift, (a, b)))]
+                term = term if coef == 1.0 else coef * term
+                total = term if total is None else total + term
+        assert total is not None
+        sl: list[slice] = [slice(None)] * 4
+        sl[3 - d] = slice(a - lo, b - lo)
+        out[tuple(sl)] -= dssp * total
 
-    def u_at(shift: int, a: int, b: int) -> np.ndarray:
-        return ue[(slice(None), *box(cell, ghost, d, shift, (a, b)))]
-
-    a, b = 3 * cell.start[d], size - 3 * cell.end[d]
-    out[rows(a, b)] -= dssp * (u_at(-2, a, b) - 4.0 * u_at(-1, a, b) + 6.0 * u_at(0, a, b)
-                               - 4.0 * u_at(1, a, b) + u_at(2, a, b))
+    apply(3 * cell.start[d], size - 3 * cell.end[d], FULL)
     if cell.start[d]:
-        out[rows(1, 2)] -= dssp * (5.0 * u_at(0, 1, 2) - 4.0 * u_at(1, 1, 2) + u_at(2, 1, 2))
-        out[rows(2, 3)] -= dssp * (-4.0 * u_at(-1, 2, 3) + 6.0 * u_at(0, 2, 3) - 4.0 * u_at(1, 2, 3)
-                                   + u_at(2, 2, 3))
+        apply(1, 2, ROW_1)
+        apply(2, 3, ROW_2)
     if cell.end[d]:
-        out[rows(size - 3, size - 2)] -= dssp * (u_at(-2, size - 3, size - 2) - 4.0 * u_at(-1, size - 3, size - 2)
-                                                 + 6.0 * u_at(0, size - 3, size - 2)
-                                                 - 4.0 * u_at(1, size - 3, size - 2))
-        out[rows(size - 2, size - 1)] -= dssp * (u_at(-2, size - 2, size - 1) - 4.0 * u_at(-1, size - 2, size - 1)
-                                                 + 5.0 * u_at(0, size - 2, size - 1))
-    del hi
+        apply(size - 3, size - 2, ROW_N3)
+        apply(size - 2, size - 1, ROW_N2)
 
 
 def exact_rhs(st: SPState) -> None:
