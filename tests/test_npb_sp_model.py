@@ -164,3 +164,16 @@ def test_speed_bench_alternates_annotations_within_a_job() -> None:
         line = next(x for x in done.stdout.splitlines() if x.strip().startswith(f"{nprocs} ranks: pairs"))
         ratios = [float(x) for x in line.split("pairs")[1].split("median")[0].split()]
         assert len(ratios) == 2 and all(0.2 < r < 5 for r in ratios), line
+
+
+def test_heap_assertion_is_measured_by_tracemalloc(tmp_path: Path) -> None:
+    # The cells' arrays as asserted; tracemalloc adds the Python objects around them (a few KB a cell).
+    for nprocs in (1, 4):
+        trace_dir = tmp_path / f"tm-{nprocs}"
+        done = ma_run(trace_dir, "S", nprocs, 1, "--counters", "tracemalloc", MA_TOLERANCE="heap_memory=0.03")
+        assert done.returncode == 0, done.stderr[-3000:]
+        report = ma_post.validate(ma_post.load(trace_dir))
+        (cells,) = [r for r in report.results if r.site.type == "heap_memory"]
+        assert cells.fails == 0 and cells.passes == nprocs
+        cells_per_rank = 1 if nprocs == 1 else 2
+        assert 0 < cells.measured[0] - cells.predicted[0] < 4096 * cells_per_rank
