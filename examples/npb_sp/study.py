@@ -30,7 +30,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
-from examples.npb_cg.study import _pyplot, measured_flop_sites, plot_measured, value
+from examples.npb_cg.study import measured_flop_sites, value
 from ma.errors import MAError
 
 from .classes import CLASSES, official_op_count
@@ -122,6 +122,40 @@ def message_sizes(models: SPModels, nprocs: int, class_name: str = "C") -> list[
 
 
 # --- the figures ------------------------------------------------------------------------------------
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")              # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
+    """Error rate (predicted - measured) / measured of each flop assertion of the timed step, one bar per
+    kernel (calls in every context pooled): the paper's Figure 10."""
+    plt = _pyplot()
+    kernels: dict[str, list[float]] = {}
+    for site, predicted, measured in rows:
+        if site.split("/")[0] == TIMED_LOOP:
+            pooled = kernels.setdefault(site.split("/")[-1], [0.0, 0.0])
+            pooled[0] += predicted
+            pooled[1] += measured
+    names = list(kernels)
+    rates = [100 * (p - m) / m for p, m in kernels.values()]
+    fig, axis = plt.subplots(figsize=(10, 4.4))
+    axis.bar(np.arange(len(names)), rates)
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.set_xticks(np.arange(len(names)), names, rotation=60, fontsize=8, ha="right")
+    axis.set_ylabel("(predicted - measured) / measured, %")
+    axis.set_title("NPB SP: flops per kernel of the time step, predicted vs measured (Valgrind counter)",
+                   fontsize=10)
+    axis.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def _loglog(axis: Any, x: np.ndarray, series: dict[str, np.ndarray], ylabel: str) -> None:
     for label, y in series.items():
         axis.loglog(x, y, "o-", markersize=3, label=label)
