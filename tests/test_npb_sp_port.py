@@ -197,14 +197,35 @@ def test_bad_setup_fails_cleanly_on_all_ranks(nprocs: int, args: list[str], mess
 _PATCHED_SCRIPT = textwrap.dedent("""
     import dataclasses, sys
     from examples.npb_sp import sp
-    field, value = sys.argv[1], float(sys.argv[2])
+    field, value, *niter = sys.argv[1:]
     problem = sp.CLASSES["S"]
     if field == "problem_size":
         sp.CLASSES["S"] = dataclasses.replace(problem, problem_size=int(value))
     else:                                        # a wrong reference value
-        sp.CLASSES["S"] = dataclasses.replace(problem, xcr=(value,) + problem.xcr[1:])
-    sys.exit(sp.main(["--class", "S"]))
+        sp.CLASSES["S"] = dataclasses.replace(problem, xcr=(float(value),) + problem.xcr[1:])
+    sys.exit(sp.main(["--class", "S", *(["--niter", niter[0]] if niter else [])]))
 """)
+
+
+@pytest.mark.mpi
+def test_uneven_cells_give_the_one_process_norms(tmp_path: Path) -> None:
+    # 13 points: cells of 7 and 6 points on 4 processes, 5, 4 and 4 on 9 (the remainder rule)
+    script = tmp_path / "patched.py"
+    script.write_text(_PATCHED_SCRIPT)
+    runs = {}
+    for nprocs in (1, 4, 9):
+        proc = _mpirun(nprocs, str(script), "problem_size", "13", "5")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert re.search(r"Verification\s+=\s+NOT PERFORMED", proc.stdout)
+        runs[nprocs] = norms_unverified(proc.stdout)
+    assert runs[1].shape == (10,) and np.all(runs[1] > 0)
+    for nprocs in (4, 9):
+        assert np.allclose(runs[nprocs], runs[1], rtol=1e-11, atol=0), (nprocs, runs[nprocs] - runs[1])
+
+
+def norms_unverified(stdout: str) -> np.ndarray:
+    """The ten printed norms (xcr then xce) of a run without verification."""
+    return np.array(re.findall(r"^\s+[1-5]\s*(\S+)\s*$", stdout, flags=re.M), dtype=float)
 
 
 @pytest.mark.mpi

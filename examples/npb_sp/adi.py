@@ -89,9 +89,10 @@ def copy_faces(st: SPState) -> None:
     requests = []
     received = []
     for d in range(3):
-        # from the successor: its low faces, into the ghosts above our cells not at the top coordinate
-        size = sum(face(cd, d, "above").size for cd in st.cells if cd.cell.coord[d] != p - 1)
-        from_succ, from_pred = np.empty(size), np.empty(size)
+        # from the successor: its low faces, into the ghosts above our cells not at the top coordinate;
+        # from the predecessor: its high faces, below our cells not at the bottom
+        from_succ = np.empty(sum(face(cd, d, "above").size for cd in st.cells if cd.cell.coord[d] != p - 1))
+        from_pred = np.empty(sum(face(cd, d, "below").size for cd in st.cells if cd.cell.coord[d] != 0))
         with ma.mpi_irecv(f"faces_{AXES[d]}_recv_high", FACE_BYTES, count=ONE_IF_SPLIT):
             if exchange:
                 requests.append(comm.Irecv(from_succ, source=lay.successor[d], tag=LOW_TAGS[d]))
