@@ -115,7 +115,8 @@ def broadcast_inputs(problem: ProblemClass, niter: int, comm: MPI.Comm) -> tuple
 
 
 def setup(problem: ProblemClass, niter: int, comm: MPI.Comm) -> SPState:
-    """NPB's start: broadcast the inputs, lay out the cells, set the initial state and the forcing term."""
+    """NPB's start: the cells laid out (the model's parameters declared from them), NPB's broadcasts of the
+    inputs, the arrays, the initial state and the forcing term."""
     layout = make_set(problem.problem_size, comm.Get_size(), comm.Get_rank())
     declare_parameters(layout, niter)           # at top level: visible to every site
     with ma.subroutine("setup"):
@@ -126,8 +127,10 @@ def setup(problem: ProblemClass, niter: int, comm: MPI.Comm) -> SPState:
                                      "+ 20*(csize+2)*isize^2)"):
             st = SPState(class_name=problem.name, niter=niter, layout=layout, k=Constants.make(n, dt),
                          comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
-        ma.subroutine("initialize")(initialize)(st)
-        ma.subroutine("exact_rhs")(exact_rhs)(st)
+        with ma.subroutine("initialize"):
+            initialize(st)
+        with ma.subroutine("exact_rhs"):
+            exact_rhs(st)
     return st
 
 
@@ -169,7 +172,8 @@ def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
     st = setup(problem, niter, comm)
     with ma.subroutine("warmup"):
         adi(st)                               # one untimed step touches all code and data ...
-        ma.subroutine("initialize")(initialize)(st)   # ... and the state starts again
+        with ma.subroutine("initialize"):     # ... and the state starts again
+            initialize(st)
     with ma.mpi_barrier("start", "0"):
         comm.Barrier()
     t_start = MPI.Wtime()
