@@ -17,8 +17,17 @@ from __future__ import annotations
 import os as _os
 from typing import Any
 
-from .errors import (AnnotationError, CounterError, ExpressionDomainError, ExpressionError, LaunchError, MAError,
-                     ToolBuildError, TraceError, UndefinedVariableError)
+from .errors import (
+    AnnotationError,
+    CounterError,
+    ExpressionDomainError,
+    ExpressionError,
+    LaunchError,
+    MAError,
+    ToolBuildError,
+    TraceError,
+    UndefinedVariableError,
+)
 from .expr import Expression, parse_expression
 
 __version__ = "0.1.0"

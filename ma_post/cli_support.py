@@ -38,7 +38,7 @@ def add_set_arguments(parser: argparse.ArgumentParser) -> None:
                              "traced ranks (default: mean, with the spread shown)")
 
 
-def load_traces(args: argparse.Namespace) -> "TraceSet":
+def load_traces(args: argparse.Namespace) -> TraceSet:
     from .traceset import load
 
     with warnings.catch_warnings(record=True) as caught:
@@ -92,4 +92,4 @@ def number(x: Any) -> str:
 
 def table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in rows)
+    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() + "\n" for r in rows)

@@ -94,7 +94,8 @@ def _flatten_tree(root: Mapping[str, Any], name: str, thread: int, thread_name: 
 
 def flatten(document: Mapping[str, Any], name: str) -> FlatTrace:
     """Flat rows of a checked trace document; TraceError naming ``name`` for a malformed site."""
-    threads = [_flatten_tree(t["root"], name, int(t.get("thread", 0)), str(t.get("name") or f"thread {t.get('thread', 0)}"))
+    threads = [_flatten_tree(t["root"], name, int(t.get("thread", 0)),
+                             str(t.get("name") or f"thread {t.get('thread', 0)}"))
                for t in document["threads"]]
     return FlatTrace(name, document["header"], list(document.get("variables") or ()),
                      list(document.get("anomalies") or ()), document.get("mpi_profile"), threads)

@@ -33,6 +33,7 @@ from .quantities import BASE_QUANTITIES, DEFAULT_QUANTITIES, RATIOS, known_quant
 from .sympy_expr import symbol, to_sympy, to_text
 from .traceset import Site, SiteKey, TraceSet, rank_ranges
 
+
 class ModelError(MAError):
     """A model that cannot be built as asked (unknown quantity, inconsistent definitions)."""
 
@@ -100,7 +101,7 @@ class Model:
     ranks: np.ndarray
     inline: bool
     check: ModelCheck | None = None
-    parts: tuple["Model", "Model"] | None = None  # numerator and denominator of a ratio
+    parts: tuple[Model, Model] | None = None  # numerator and denominator of a ratio
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled numeric functions
 
     def inlined(self) -> sympy.Expr:
@@ -327,9 +328,9 @@ class ModelBuilder:
         for (vname, scope), var in self.ts.variables.items():
             if vname != name or (vname, scope) in seen:
                 continue
-            if scope == "" or path == scope or path.startswith(scope + "/"):
-                if best is None or len(scope) > len(best.scope):
-                    best = var
+            if ((scope == "" or path == scope or path.startswith(scope + "/"))
+                    and (best is None or len(scope) > len(best.scope))):
+                best = var
         return best
 
     # --- models ---------------------------------------------------------------------------------
@@ -340,7 +341,8 @@ class ModelBuilder:
             num, den = self.model(num_name, inline=inline), self.model(den_name, inline=inline)
             defs = {**num.definitions, **den.definitions}
             expr = num.expr / den.expr if den.expr != 0 else sympy.nan
-            model = Model(q, expr, sorted(set(num.inputs) | set(den.inputs)), defs, [], _unique_notes(num.notes + den.notes),
+            model = Model(q, expr, sorted(set(num.inputs) | set(den.inputs)), defs, [],
+                          _unique_notes(num.notes + den.notes),
                           {**num.trace_values, **den.trace_values}, self.ts.ranks, inline, parts=(num, den))
             return model
         if q not in BASE_QUANTITIES:
@@ -373,7 +375,8 @@ class ModelBuilder:
                                                  f"{_fmt(float(np.mean(model.check.model[bad])))} per rank but the "
                                                  "trace's own predictions add up to "
                                                  f"{_fmt(float(np.mean(model.check.trace_predicted[bad])))} on ranks "
-                                                 f"{rank_ranges(model.check.ranks[bad])} (see the other notes for why)"))
+                                                 f"{rank_ranges(model.check.ranks[bad])} "
+                                                 "(see the other notes for why)"))
         model.notes = _unique_notes(model.notes)
         return model
 
@@ -409,11 +412,11 @@ class ModelBuilder:
                 return
             if name in stack:
                 raise ModelError(f"derived variable {name!r} is defined in terms of itself "
-                                 f"({' -> '.join(stack + (name,))})")
+                                 f"({' -> '.join((*stack, name))})")
             scope, text = self._definitions[name][0]
             definition = self._resolve(to_sympy(text), scope, conflicting, frozenset({(name, scope)}))
             for sym in sorted(definition.free_symbols, key=lambda s: s.name):
-                visit(sym.name, stack + (name,))
+                visit(sym.name, (*stack, name))
             ordered[name] = definition
 
         for sym in sorted(expr.free_symbols, key=lambda s: s.name):
@@ -439,7 +442,8 @@ class ModelBuilder:
             if var.rank_dependent:
                 notes.append(Note("rank_dependent", "", f"input {name!r} differs between ranks "
                                                         f"({_fmt(float(np.nanmin(var.values)))}.."
-                                                        f"{_fmt(float(np.nanmax(var.values)))}): the model is per rank"))
+                                                        f"{_fmt(float(np.nanmax(var.values)))}): "
+                                                        "the model is per rank"))
             if var.varies_within_rank:
                 notes.append(Note("varying", var.scope, f"input {name!r} takes several values during the run "
                                                         f"({_fmt(float(np.nanmin(var.mins)))}.."
@@ -520,6 +524,6 @@ def ts_ranks_text(ts: TraceSet, mask: np.ndarray, calls: np.ndarray, execs: np.n
     return f"ranks {rank_ranges(odd)}" if odd.size else "all ranks"
 
 
-__all__ = ["Model", "ModelBuilder", "ModelCheck", "ModelError", "Note", "Term", "model", "known_quantities",
-           "available_quantities", "BASE_QUANTITIES", "RATIOS", "DEFAULT_QUANTITIES", "substitute_definitions",
-           "normalise_quantity"]
+__all__ = ["BASE_QUANTITIES", "DEFAULT_QUANTITIES", "RATIOS", "Model", "ModelBuilder", "ModelCheck", "ModelError",
+           "Note", "Term", "available_quantities", "known_quantities", "model", "normalise_quantity",
+           "substitute_definitions"]

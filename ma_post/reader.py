@@ -52,7 +52,7 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
     workers = default_workers(len(ranks)) if workers is None else workers
     traces: dict[int, FlatTrace] = {}
     skipped: dict[str, str] = {}
-    for rank, result in zip(ranks, read_many([(files[r], r) for r in ranks], workers)):
+    for rank, result in zip(ranks, read_many([(files[r], r) for r in ranks], workers), strict=False):
         if isinstance(result, TraceError):
             if not allow_missing:
                 raise result

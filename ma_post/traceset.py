@@ -47,7 +47,7 @@ class Stats:
     max: np.ndarray
     sum: np.ndarray
 
-    def per_rank(self) -> "Stats":
+    def per_rank(self) -> Stats:
         """Reduced over threads: shape (ranks,)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: rank without the site
@@ -124,7 +124,7 @@ class Site:
 
     def ranks_present(self) -> np.ndarray:
         """Bool per rank: the site appears on at least one thread of the rank."""
-        return self.present.any(axis=1)
+        return np.asarray(self.present.any(axis=1))
 
     @property
     def is_assertion(self) -> bool:
@@ -261,7 +261,7 @@ class TraceSet:
     def incomplete_ranks(self) -> dict[int, str]:
         """Ranks whose trace is not from a clean exit: rank -> status (and reason)."""
         out = {}
-        for rank, header in zip(self.ranks.tolist(), self.headers):
+        for rank, header in zip(self.ranks.tolist(), self.headers, strict=False):
             status = header.get("status", "complete")
             if status != "complete":
                 reason = header.get("exit_reason")
@@ -329,7 +329,7 @@ def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None
     if not traces:
         raise TraceError(str(directory or "<traces>"), "no trace to load")
     names = list(names) if names is not None else [f"rank-{i}.ma.json" for i in range(len(traces))]
-    return _build([flatten_document(t, n) for t, n in zip(traces, names)], directory)
+    return _build([flatten_document(t, n) for t, n in zip(traces, names, strict=False)], directory)
 
 
 def _build(flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
@@ -366,7 +366,7 @@ class _Builder:
             for node in thread.nodes:
                 parent_row = node[0]
                 parent = keys[parent_row] if parent_row >= 0 else ()
-                key = parent + ((node[1], node[2]),)
+                key = (*parent, (node[1], node[2]))
                 keys.append(key)
                 site = self._site(key, node[1:8], parent)
                 indices.append(site.index)
@@ -454,5 +454,5 @@ def _num(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-__all__ = ["TraceSet", "Site", "Variable", "Anomaly", "Stats", "SiteKey", "TraceWarning", "load",
-           "from_traces", "FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "is_mpi", "rank_ranges"]
+__all__ = ["FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "Anomaly", "Site", "SiteKey", "Stats", "TraceSet", "TraceWarning",
+           "Variable", "from_traces", "is_mpi", "load", "rank_ranges"]

@@ -170,10 +170,7 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResul
         idx = int(np.nanargmax(np.where(np.isnan(bound), -1.0, bound)))
         worst_rank, worst_error = int(ts.ranks[idx]), float(bound[idx])
     fail_per_rank = site.array("fail").sum(axis=1)
-    if tolerance is None:
-        failing = ts.ranks[fail_per_rank > 0]
-    else:
-        failing = ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
+    failing = ts.ranks[fail_per_rank > 0] if tolerance is None else ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
     if meas.n.sum() == 0 and not (count_meas and count_meas[0] == count_meas[0]):
         status = UNMEASURED
     else:
@@ -295,10 +292,10 @@ def format_table(report: Report) -> str:
         rows.append((r.site.path, r.type, str(r.calls), pred, meas, format_rate(r.error_rate), str(r.passes),
                      str(r.fails), str(r.unmeasured), r.status, worst))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"trace: {ts.directory or '-'}  ranks: {ts.n_ranks} of {ts.size}  language: {ts.language}"
-           f"  run: {ts.run_id or '-'}", ""] + lines
+           f"  run: {ts.run_id or '-'}", "", *lines]
     out += ["", summary_line(report)]
     out += _notes(report)
     if report.attribution:
@@ -339,7 +336,7 @@ def _notes(report: Report) -> list[str]:
         out.append(f"incomplete: rank {rank}: {status}")
     if ts.missing_ranks:
         out.append(f"missing ranks: {rank_ranges(ts.missing_ranks)}")
-    return [""] + out if out else []
+    return ["", *out] if out else []
 
 
 def format_attribution(attribution: Iterable[Attribution]) -> list[str]:

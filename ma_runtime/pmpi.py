@@ -301,5 +301,5 @@ def prepare_for_mpi4py() -> str | None:
     return None
 
 
-__all__ = ["MPI_TYPES", "OTHER_ROUTINES", "PmpiLibrary", "build_pmpi", "build_c_runtime", "library_path",
-           "c_runtime_path", "loaded_library", "prepare_for_mpi4py", "c_flags", "c_libs"]
+__all__ = ["MPI_TYPES", "OTHER_ROUTINES", "PmpiLibrary", "build_c_runtime", "build_pmpi", "c_flags", "c_libs",
+           "c_runtime_path", "library_path", "loaded_library", "prepare_for_mpi4py"]

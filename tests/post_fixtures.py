@@ -14,26 +14,26 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ma.expr import parse_expression
 
-Number = Union[int, float]
+Number = int | float
 Env = dict[str, Number]
-Actual = Union[str, Callable[[Env], Number], None]  # expression text, function of the env, or "as predicted"
+Actual = str | Callable[[Env], Number] | None  # expression text, function of the env, or "as predicted"
 
 
 @dataclass
 class Var:
     name: str
-    value: Union[Number, Callable[[Env], Number]]
+    value: Number | Callable[[Env], Number]
 
 
 @dataclass
 class Assign:
     name: str
     expr: str
-    given: Union[Number, None] = None  # the program's own value (recorded as measured)
+    given: Number | None = None  # the program's own value (recorded as measured)
 
 
 @dataclass
@@ -69,7 +69,7 @@ class Mpi:
     count: str = "1"
     actual: Actual = None
     actual_count: Actual = None
-    peer: Callable[[Env], int] | None = None
+    peer: Callable[[Env], Number] | None = None
 
 
 @dataclass
@@ -93,10 +93,13 @@ def _value(actual: Actual, env: Env, default: Number) -> Number:
 
 
 class _Stats:
-    __slots__ = ("n", "min", "max", "sum")
+    __slots__ = ("max", "min", "n", "sum")
 
     def __init__(self) -> None:
-        self.n, self.min, self.max, self.sum = 0, None, None, 0
+        self.n = 0
+        self.min: Number | None = None
+        self.max: Number | None = None
+        self.sum: Number = 0
 
     def add(self, value: Number, times: int) -> None:
         if times <= 0:
@@ -119,7 +122,7 @@ class _Node:
         self.first_mismatch: dict[str, Any] | None = None
         self.children: dict[tuple[str, str], _Node] = {}
 
-    def child(self, type_: str, id_: str, expr: str | None, count_expr: str | None = None) -> "_Node":
+    def child(self, type_: str, id_: str, expr: str | None, count_expr: str | None = None) -> _Node:
         key = (type_, id_)
         if key not in self.children:
             path = f"{self.path}/{id_}" if self.path else id_
@@ -278,7 +281,8 @@ class Simulator:
         entry["calls"] += messages
         entry["bytes"] += messages * int(real_size)
         entry["time_ns"] += messages * 2000
-        bucket = (0, 0) if real_size == 0 else (2 ** (int(real_size).bit_length() - 1), 2 ** int(real_size).bit_length() - 1)
+        bits = int(real_size).bit_length()
+        bucket = (0, 0) if real_size == 0 else (2 ** (bits - 1), 2 ** bits - 1)
         entry["hist"][bucket] = entry["hist"].get(bucket, 0) + messages
         if item.peer is not None and item.type in ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv"):
             peer = str(item.peer(env))
@@ -477,3 +481,9 @@ def variable_entry(name: str, value: Number, *, kind: str = "input", expr: str |
                    defs: int = 1) -> dict[str, Any]:
     return {"name": name, "kind": kind, "expr": expr, "scope": scope, "defs": defs, "value": value,
             "min": value, "max": value}
+
+
+def checked(model: Any) -> Any:
+    """The model's check against its trace (every model of a base quantity has one)."""
+    assert model.check is not None, model.quantity
+    return model.check

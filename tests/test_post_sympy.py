@@ -87,7 +87,8 @@ def test_random_expressions_match_the_runtime() -> None:
         expr = to_sympy(text)
         runtime = parse_expression(text)
         for _ in range(3):
-            env = {"a": rng.randint(1, 50), "b": rng.uniform(0.5, 20), "c": rng.randint(1, 8), "n": rng.randint(1, 1024)}
+            env = {"a": rng.randint(1, 50), "b": rng.uniform(0.5, 20), "c": rng.randint(1, 8),
+                   "n": rng.randint(1, 1024)}
             expected = float(runtime.evaluate(env))
             exact = expr.xreplace({sympy.Symbol(k): sympy.Rational(repr(v)) for k, v in env.items()})
             got = float(exact.evalf(20))

@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Union
 
 from ..errors import ExpressionDomainError, ExpressionError, UndefinedVariableError
 from .compiler import DomainProblem, Evaluator, compile_node
 from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols
 from .parser import parse_tree
 
-Number = Union[int, float]
+Number = int | float
 
-__all__ = [
-    "Expression", "parse_expression", "Number", "FUNCTIONS",
-    "Node", "Num", "Var", "Neg", "BinOp", "Call",
-]
+__all__ = ["FUNCTIONS", "BinOp", "Call", "Expression", "Neg", "Node", "Num", "Number", "Var", "parse_expression"]
 
 
 class Expression:
     """A parsed expression: its text, the names it reads and a compiled evaluator."""
 
-    __slots__ = ("text", "tree", "symbols", "_evaluate")
+    __slots__ = ("_evaluate", "symbols", "text", "tree")
 
     def __init__(self, text: str, tree: Node) -> None:
         self.text = text

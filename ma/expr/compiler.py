@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Union
 
 from .nodes import BinOp, Call, Neg, Node, Num, Var
 
-Number = Union[int, float]
+Number = int | float
 Evaluator = Callable[[Mapping[str, Number]], Number]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ def _lark_parser() -> Any:
     return Lark(_GRAMMAR.read_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
-def _expected(tokens: set[str] | frozenset[str]) -> str:
+def _expected(tokens: Iterable[str]) -> str:
     names = sorted({_TERMINAL_NAMES.get(t, t) for t in tokens})
     return " or ".join(names)
 
@@ -42,7 +43,7 @@ def parse_tree(text: str) -> Node:
     try:
         tree = _lark_parser().parse(text)
     except UnexpectedCharacters as exc:
-        raise ExpressionError(text, f"unexpected character {text[exc.pos_in_stream]!r}", exc.column,
+        raise ExpressionError(text, f"unexpected character {text[exc.pos_in_stream]!r}", exc.column,  # type: ignore[index]
                               _expected(exc.allowed or set())) from None
     except UnexpectedToken as exc:
         if exc.token.type == "$END":
@@ -65,7 +66,7 @@ def _to_node(text: str, tree: Any) -> Node:
     from lark import Token
 
     if isinstance(tree, Token):  # a bare NUMBER or NAME cannot reach here: rules wrap them
-        raise ExpressionError(text, f"unexpected token {tree!s}", tree.column)
+        raise ExpressionError(text, f"unexpected token {tree!s}", tree.column or 0)
     column = tree.meta.column if not tree.meta.empty else 0
     rule = tree.data
     if rule == "number":

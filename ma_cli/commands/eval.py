@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     names, points = grid(sets)
     columns = {n: np.array([p[i] for p in points]) for i, n in enumerate(names)} if points else {}
     results = [evaluate(m, columns, rank=rank) for m in models]
-    for m, r in zip(models, results):
+    for m, r in zip(models, results, strict=False):
         if r.unused:
             print(f"ma eval: note: {m.quantity} does not depend on {', '.join(r.unused)}", file=sys.stderr)
         for name, how in r.from_trace.items():
@@ -48,10 +48,10 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for k in range(n_points):
         row = {n: float(columns[n][k]) for n in names}
-        for m, r in zip(models, results):
+        for m, r in zip(models, results, strict=False):
             value = np.asarray(r.value, dtype=float).reshape(-1)
             row[m.quantity] = float(value[k] if value.size > 1 else value[0])
-            if r.per_rank is not None:
+            if r.per_rank is not None and r.ranks is not None:
                 per_rank = np.asarray(r.per_rank).reshape(len(r.ranks), -1)
                 column = per_rank[:, k if per_rank.shape[1] > 1 else 0]
                 row[f"{m.quantity}:min"] = float(np.nanmin(column))

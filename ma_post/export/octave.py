@@ -9,7 +9,6 @@ from ..models import Model
 from .common import OCTAVE_RESERVED, environment, function_name, prepare, provenance, wrap
 from .printers import OctavePrinter
 
-
 # Octave functions whose names quantities would take: a function file of that name would shadow them.
 OCTAVE_FUNCTIONS = frozenset({"memory"})
 
