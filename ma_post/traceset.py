@@ -16,26 +16,18 @@ from typing import Any
 
 import numpy as np
 
+from ma import trace_format
 from ma.errors import TraceError
+from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
-from .flat import FIELDS, FlatTrace, flatten_document
-from .reader import TraceWarning, read_trace_dir
+from .reader import FIELDS, FlatTrace, TraceWarning, flatten_document, read_trace_dir
 
 SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
 
 FIELD = {name: i for i, name in enumerate(FIELDS)}
 _MINMAX = [i for i, name in enumerate(FIELDS) if name.endswith(("_min", "_max"))]
 
-MPI_TYPES: frozenset[str] = frozenset({
-    "mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
-    "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier",
-})
-# Types that are structure or declarations, not assertions checked against a measurement.
-STRUCTURE_TYPES: frozenset[str] = frozenset({"root", "subroutine", "variable", "assign"})
-
-
-def is_mpi(site_type: str) -> bool:
-    return site_type.startswith("mpi_")
+MPI_TYPES: frozenset[str] = frozenset(trace_format.MPI_TYPES)
 
 
 @dataclass(frozen=True)
@@ -262,10 +254,9 @@ class TraceSet:
         """Ranks whose trace is not from a clean exit: rank -> status (and reason)."""
         out = {}
         for rank, header in zip(self.ranks.tolist(), self.headers, strict=False):
-            status = header.get("status", "complete")
-            if status != "complete":
-                reason = header.get("exit_reason")
-                out[rank] = f"{status}: {reason}" if reason else str(status)
+            status = header_status({"status": trace_format.COMPLETE, **header})
+            if not status.complete:
+                out[rank] = status.describe()
         return out
 
     def tolerance(self, site_type: str) -> float:
@@ -313,7 +304,7 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     a newer schema version, a file that is not an ma-trace, a rank or size that does not match, or a
     different run id. With ``allow_missing=True``, missing and unreadable rank files are reported with
     ``warnings.warn`` (TraceWarning) and the ranks present are kept. ``workers`` processes parse the
-    files (default: automatic, see ma_post.flat.default_workers; 0: this process only).
+    files (default: automatic, see ma_post.reader.default_workers; 0: this process only).
     """
     directory = Path(trace_dir)
     flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
@@ -328,7 +319,7 @@ def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None
     """Build a TraceSet from trace documents already in memory (one per rank, in rank order)."""
     if not traces:
         raise TraceError(str(directory or "<traces>"), "no trace to load")
-    names = list(names) if names is not None else [f"rank-{i}.ma.json" for i in range(len(traces))]
+    names = list(names) if names is not None else [rank_file_name(i) for i in range(len(traces))]
     return _build([flatten_document(t, n) for t, n in zip(traces, names, strict=False)], directory)
 
 

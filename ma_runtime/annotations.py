@@ -31,6 +31,7 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from ma.errors import AnnotationError
+from ma.trace_format import MPI_TYPES
 
 from . import tree as _tree
 from .decorate import in_subroutine
@@ -50,8 +51,6 @@ Number = int | float
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-MPI_TYPES = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
-             "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
 
 # Compiled, the clock, the thread id and the iterator's length hint are read straight from C (names that
 # annotations.pxd declares and this file never binds), with no Python call and no int object. The clock is

@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from ma.errors import AnnotationError
+from ma.trace_format import COMPLETE, RUNNING
 
 from .annotations import Region, flop, loadstore, loop, subroutine
 from .mars import current_runtime, runtime, thread_state
@@ -120,12 +121,12 @@ def flush() -> None:
     """Write this rank's trace now (it is also written periodically and at exit)."""
     rt = current_runtime()
     if rt is not None:
-        rt.write("running")
+        rt.write(RUNNING)
 
 
 def finalize() -> None:
     """Close the runtime and write the final trace now (``ma_finalize``); later annotations are not recorded."""
     rt = current_runtime()
     if rt is not None:
-        rt.finish("complete")
+        rt.finish(COMPLETE)
         rt.set_enabled(False)

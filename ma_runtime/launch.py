@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import LaunchError, ToolBuildError
+from ma.trace_format import RANK_FILE_GLOB, TEMPORARY_GLOB, header_status
 
 from .counters import parse_spec
 from .toolchain import env_bin_dir, find_program
@@ -84,9 +85,9 @@ def clear_traces(trace_dir: Path) -> None:
     """Remove the rank files of an earlier run, so a smaller run cannot be mixed with a larger one's."""
     if not trace_dir.is_dir():
         return
-    for stale in trace_dir.glob("rank-*.ma.json"):
+    for stale in trace_dir.glob(RANK_FILE_GLOB):
         stale.unlink()
-    for stale in trace_dir.glob(".rank-*.tmp"):
+    for stale in trace_dir.glob(TEMPORARY_GLOB):
         stale.unlink()
 
 
@@ -119,11 +120,10 @@ def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:
         if not path.exists():
             continue
         try:
-            header = json.loads(path.read_text(encoding="utf-8"))["header"]
-            status, reason = str(header["status"]), header.get("exit_reason")
+            status = header_status(json.loads(path.read_text(encoding="utf-8"))["header"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             found[rank] = f"an unreadable trace {path} ({error})"
             continue
-        if status != "complete":
-            found[rank] = f"{status}: {reason}" if reason else status
+        if not status.complete:
+            found[rank] = status.describe()
     return found

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ma.expr import parse_expression
+from ma.trace_format import COMPLETE, RUNNING, TERMINATED
 
 from . import COMPILED, trace
 from .config import Settings
@@ -82,7 +83,7 @@ class Runtime:
         self.new_node = NodeFactory(self.settings, self.readers)
         self.pmpi, self.mpi_reason = _open_pmpi()
         self.mpi_live = False
-        atexit.register(self.finish, "complete")
+        atexit.register(self.finish, COMPLETE)
         _install_signal_handler(self)
 
     def _pick_reader(self, kind: str) -> tuple[Callable[[], int] | None, dict[str, str] | None]:
@@ -190,7 +191,7 @@ class Runtime:
         for state in self.threads:
             state.flush_deadline = 1 << 62  # no re-entry while writing
         try:
-            self.write("running")
+            self.write(RUNNING)
         finally:
             self.flush_deadline = time.perf_counter_ns() + self.flush_interval_ns
             for state in self.threads:
@@ -292,7 +293,7 @@ def _install_signal_handler(runtime: Runtime) -> None:
         return  # the program has its own handler; leave it alone
 
     def on_term(signum: int, frame: object) -> None:
-        runtime.finish("terminated", "SIGTERM")
+        runtime.finish(TERMINATED, "SIGTERM")
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ma.expr import parse_expression
+from ma.trace_format import FORMAT, VERSION, rank_file
 
 Number = int | float
 Env = dict[str, Number]
@@ -330,7 +331,7 @@ def make_trace(program: Sequence[Any], rank: int = 0, size: int = 1, *, run_id: 
                       "root": root_node([c.json(500 + 20 * i) for i, c in enumerate(tsim.root.children.values())])})
     header = make_header(rank, size, run_id=run_id, language=language, tolerance=tol,
                          measured_kinds=measured_kinds, mpi=mpi, status=status)
-    return {"format": "ma-trace", "version": 1, "header": header,
+    return {"format": FORMAT, "version": VERSION, "header": header,
             "variables": list(sim.variables.values()), "threads": trees,
             "anomalies": [dict(a) for a in anomalies], "mpi_profile": sim.profile_json()}
 
@@ -340,7 +341,7 @@ def write_run(directory: Path, program: Sequence[Any], size: int = 1, **kwargs: 
     directory.mkdir(parents=True, exist_ok=True)
     for rank in range(size):
         trace = make_trace(program, rank, size, **kwargs)
-        (directory / f"rank-{rank}.ma.json").write_text(json.dumps(trace))
+        rank_file(directory, rank).write_text(json.dumps(trace))
     return directory
 
 
@@ -471,7 +472,7 @@ def site_node(type_: str, id_: str, path: str, expr: str | None, calls: int, *,
 
 def trace_doc(children: Sequence[dict[str, Any]], *, variables: Sequence[dict[str, Any]] = (), rank: int = 0,
               size: int = 1, **header_args: Any) -> dict[str, Any]:
-    return {"format": "ma-trace", "version": 1, "header": make_header(rank, size, **header_args),
+    return {"format": FORMAT, "version": VERSION, "header": make_header(rank, size, **header_args),
             "variables": list(variables),
             "threads": [{"thread": 0, "name": "MainThread", "root": root_node(list(children))}],
             "anomalies": [], "mpi_profile": None}
