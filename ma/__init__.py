@@ -24,6 +24,8 @@ from .errors import (
     ExpressionError,
     LaunchError,
     MAError,
+    ModelError,
+    SiteNotFoundError,
     ToolBuildError,
     TraceError,
     UndefinedVariableError,
@@ -75,7 +77,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "MAError", "ExpressionError", "UndefinedVariableError", "ExpressionDomainError", "AnnotationError",
-    "CounterError", "LaunchError", "ToolBuildError", "TraceError",
+    "CounterError", "LaunchError", "ToolBuildError", "TraceError", "ModelError", "SiteNotFoundError",
     "Expression", "parse_expression", "DISABLED",
     *_RUNTIME_API,
 ]

@@ -53,6 +53,15 @@ class ToolBuildError(MAError):
     """A C part of the project (PMPI library, C runtime, Valgrind tool) could not be built."""
 
 
+class ModelError(MAError):
+    """A model that cannot be built or evaluated as asked (unknown quantity, inconsistent definitions, an input
+    with no value)."""
+
+
+class SiteNotFoundError(MAError):
+    """A site asked for by path that the trace set does not have (or has more than once)."""
+
+
 class TraceError(MAError):
     """A trace file that is missing, truncated, corrupt or of an unknown schema version."""
 

@@ -10,16 +10,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import sympy
 
-from .export.printers import NumpyPrinter, numpy_mod
+from ma.errors import ModelError
+
+from .printers import NumpyPrinter, numpy_mod
 from .sympy_expr import symbol
 
-if TYPE_CHECKING:
-    from .models import Model
+
+class NumericModel(Protocol):
+    """What evaluation reads of a model (models.Model): evaluation sits below the models that use it."""
+
+    quantity: str
+    inputs: list[str]
+    trace_values: dict[str, np.ndarray]
+    ranks: np.ndarray
+    cache: dict[str, Any]
+
+    def inlined(self) -> sympy.Expr: ...
 
 RankChoice = int | str | None  # None: per rank + mean; "mean" | "min" | "max"; or a rank number
 
@@ -44,7 +55,7 @@ class Evaluation:
         return int(self.ranks[idx]), self.per_rank[idx]
 
 
-def numeric_function(model: Model) -> Callable[..., Any]:
+def numeric_function(model: NumericModel) -> Callable[..., Any]:
     """NumPy function of the model's inputs (in ``model.inputs`` order), compiled once per model."""
     fn = model.cache.get("numpy")
     if fn is None:
@@ -57,7 +68,7 @@ def numeric_function(model: Model) -> Callable[..., Any]:
     return fn
 
 
-def _call(model: Model, arrays: list[Any]) -> Any:
+def _call(model: NumericModel, arrays: list[Any]) -> Any:
     fn = numeric_function(model)
     with np.errstate(all="ignore"):
         result = fn(*arrays)
@@ -65,10 +76,8 @@ def _call(model: Model, arrays: list[Any]) -> Any:
     return np.broadcast_to(np.asarray(result, dtype=float), shape).copy() if shape else float(result)
 
 
-def evaluate(model: Model, values: Mapping[str, Any], *, rank: RankChoice = None) -> Evaluation:
+def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None) -> Evaluation:
     """Evaluate ``model`` with ``values`` (scalars or broadcastable arrays); missing inputs from the trace."""
-    from .models import ModelError
-
     given = {name: np.asarray(value, dtype=float) for name, value in values.items()}
     unused = sorted(set(given) - set(model.inputs))
     grid_shape = np.broadcast_shapes(*(v.shape for v in given.values())) if given else ()
@@ -111,7 +120,7 @@ def evaluate(model: Model, values: Mapping[str, Any], *, rank: RankChoice = None
     return Evaluation(value if np.ndim(value) else float(value), per_rank, model.ranks, from_trace, unused)
 
 
-def evaluate_at_trace(model: Model) -> np.ndarray:
+def evaluate_at_trace(model: NumericModel) -> np.ndarray:
     """The model at every traced rank's own inputs (NaN where an input was not traced on that rank)."""
     n = len(model.ranks)
     arrays = []
@@ -122,7 +131,7 @@ def evaluate_at_trace(model: Model) -> np.ndarray:
     return np.broadcast_to(np.asarray(result, dtype=float), (n,)).copy()
 
 
-def exact_value(model: Model, values: Mapping[str, Any]) -> sympy.Expr:
+def exact_value(model: NumericModel, values: Mapping[str, Any]) -> sympy.Expr:
     """Exact SymPy value at a point (rational arithmetic; floor/ceil of exact values)."""
     subs = {symbol(name): sympy.nsimplify(value, rational=True) if isinstance(value, float) else sympy.Integer(value)
             for name, value in values.items()}

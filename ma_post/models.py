@@ -27,15 +27,12 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ma.errors import MAError
+from ma.errors import ModelError
 
+from .evaluation import evaluate, evaluate_at_trace
 from .quantities import BASE_QUANTITIES, DEFAULT_QUANTITIES, RATIOS, known_quantities, normalise_quantity
 from .sympy_expr import symbol, to_sympy, to_text
 from .traceset import Site, SiteKey, TraceSet, rank_ranges
-
-
-class ModelError(MAError):
-    """A model that cannot be built as asked (unknown quantity, inconsistent definitions)."""
 
 
 @dataclass
@@ -136,8 +133,6 @@ class Model:
 
     def evaluate(self, values: Mapping[str, Any] | None = None, *, rank: int | str | None = None) -> Any:
         """Numeric value (float64, NumPy semantics of the exports); see ma_post.evaluate.evaluate."""
-        from .evaluation import evaluate
-
         return evaluate(self, values or {}, rank=rank).value
 
 
@@ -473,8 +468,6 @@ class ModelBuilder:
             m = np.where(site.present, m, 0.0)
             predicted += p.sum(axis=1)
             measured += m.sum(axis=1)
-        from .evaluation import evaluate_at_trace
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             values = evaluate_at_trace(model)

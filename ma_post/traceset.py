@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ma import trace_format
-from ma.errors import TraceError
+from ma.errors import SiteNotFoundError, TraceError
 from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
 from .reader import FIELDS, FlatTrace, TraceWarning, flatten_document, read_trace_dir
@@ -223,7 +223,7 @@ class TraceSet:
                    and (site_type is None or s.type == site_type)]
         if len(matches) != 1:
             what = f"{path!r}" + (f" of type {site_type}" if site_type else "")
-            raise KeyError(f"{len(matches)} sites match {what}")
+            raise SiteNotFoundError(f"{len(matches)} sites match {what}" + (" (give the site type)" if matches else ""))
         return matches[0]
 
     def rank_index(self, rank: int) -> int:

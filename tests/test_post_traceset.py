@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from post_fixtures import Loop, Op, Sub, Var, cg_program, make_trace, site_node, stats, trace_doc, write_run
 
-from ma.errors import MAError, TraceError
+from ma.errors import MAError, SiteNotFoundError, TraceError
 from ma_post.reader import TraceWarning
 from ma_post.traceset import load
 
@@ -30,6 +30,8 @@ def test_load_cg_run(cg_dir: Path) -> None:
     assert flopq.calls[:, 0].tolist() == [375] * 4  # niter * cgitmax
     assert flopq.predicted.mean() == 2 * 7 * 8 * 1400 / 4
     assert [a.id for a in ts.ancestors(flopq)] == ["conj_loop", "conj_grad", "cgit"]
+    with pytest.raises(SiteNotFoundError, match="0 sites match 'conj_loop/nothing'"):
+        ts.find("conj_loop/nothing")
     nprocs = ts.variables[("nprocs", "")]
     assert nprocs.values.tolist() == [4.0] * 4 and not nprocs.rank_dependent
     assert ts.variables[("num_proc_cols", "")].kind == "derived"

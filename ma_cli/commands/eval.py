@@ -8,7 +8,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_model_arguments, add_set_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_set_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "eval", help="evaluate models at parameters the run never used",
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ma_post.cli_support import grid, load_traces, number, parse_rank, parse_sets, table
+    from ma_cli.support import grid, load_traces, number, parse_rank, parse_sets, table
     from ma_post.evaluation import evaluate
     from ma_post.models import ModelBuilder
 

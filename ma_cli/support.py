@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ma.errors import MAError
 
 if TYPE_CHECKING:
-    from .traceset import TraceSet
+    from ma_post.traceset import TraceSet
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +39,7 @@ def add_set_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_traces(args: argparse.Namespace) -> TraceSet:
-    from .traceset import load
+    from ma_post.traceset import load
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -85,7 +85,7 @@ def grid(sets: dict[str, list[float]]) -> tuple[list[str], list[tuple[float, ...
 
 
 def number(x: Any) -> str:
-    from .validation import format_number
+    from ma_post.validation import format_number
 
     return format_number(float(x))
 
