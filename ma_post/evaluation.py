@@ -24,11 +24,20 @@ from .sympy_expr import symbol
 class NumericModel(Protocol):
     """What evaluation reads of a model (models.Model): evaluation sits below the models that use it."""
 
-    quantity: str
-    inputs: list[str]
-    trace_values: dict[str, np.ndarray]
-    ranks: np.ndarray
-    cache: dict[str, Any]
+    @property
+    def quantity(self) -> str: ...
+
+    @property
+    def inputs(self) -> list[str]: ...
+
+    @property
+    def trace_values(self) -> dict[str, np.ndarray]: ...
+
+    @property
+    def ranks(self) -> np.ndarray: ...
+
+    @property
+    def cache(self) -> dict[str, Any]: ...
 
     def inlined(self) -> sympy.Expr: ...
 

@@ -18,6 +18,7 @@ must reproduce the runtime's own predicted totals (sum of the per-call predictio
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -84,9 +85,10 @@ class ModelCheck:
         return self.ranks[bad]
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Model:
-    """A symbolic per-rank model of one quantity."""
+    """A symbolic per-rank model of one quantity, complete when ModelBuilder returns it (``cache`` only keeps
+    the numeric function compiled from it)."""
 
     quantity: str
     expr: sympy.Expr  # derived variables appear as symbols unless inline
@@ -362,18 +364,16 @@ class ModelBuilder:
         notes = [n for n in self.notes if n.key is None or any(t.site.key[:len(n.key)] == n.key for t in terms)] + notes
         definitions = {} if inline else self._definitions_for(expr, conflicting)
         inputs, trace_values = self._inputs(expr, definitions, notes)
-        model = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline)
-        model.check = self._check(model, types, what)
-        bad = np.isin(model.check.ranks, model.check.disagreeing_ranks())
+        unchecked = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline)
+        check = self._check(unchecked, types, what)
+        bad = np.isin(check.ranks, check.disagreeing_ranks())
         if bad.any():
-            model.notes.append(Note("check", "", f"at the traced inputs the model gives "
-                                                 f"{_fmt(float(np.mean(model.check.model[bad])))} per rank but the "
-                                                 "trace's own predictions add up to "
-                                                 f"{_fmt(float(np.mean(model.check.trace_predicted[bad])))} on ranks "
-                                                 f"{rank_ranges(model.check.ranks[bad])} "
-                                                 "(see the other notes for why)"))
-        model.notes = _unique_notes(model.notes)
-        return model
+            notes.append(Note("check", "", f"at the traced inputs the model gives "
+                                           f"{_fmt(float(np.mean(check.model[bad])))} per rank but the "
+                                           "trace's own predictions add up to "
+                                           f"{_fmt(float(np.mean(check.trace_predicted[bad])))} on ranks "
+                                           f"{rank_ranges(check.ranks[bad])} (see the other notes for why)"))
+        return dataclasses.replace(unchecked, notes=_unique_notes(notes), check=check)
 
     def submodel(self, name: str, expr: sympy.Expr, *, inline: bool = True) -> Model:
         """A model of any expression over the same variables (e.g. one site's term), unchecked."""
@@ -456,7 +456,7 @@ class ModelBuilder:
             if what == "value":
                 p, m = pred.sum, np.where(meas.n == site.calls, meas.sum, np.nan)
             else:
-                cp, cm = site.stats("cpred"), site.stats("cmeas")
+                cp, cm = site.count_predicted, site.count_measured
                 if what == "count":
                     p, m = cp.sum, np.where(cm.n == site.calls, cm.sum, np.nan)
                 else:  # bytes: per-call bytes x messages; exact when either is the same on every call

@@ -89,30 +89,68 @@ class Site:
         """Number of sites from the root down to this one (top-level sites are 1)."""
         return len(self.key)
 
-    def array(self, name: str) -> np.ndarray:
+    # --- the site's aggregates: arrays of shape (ranks, threads) --------------------------------
+    def _field(self, name: str) -> np.ndarray:
         assert self._data is not None
         return self._data[FIELD[name]]
+
+    def _stats(self, prefix: str) -> Stats:
+        return Stats(*(self._field(f"{prefix}_{part}") for part in ("n", "min", "max", "sum")))
 
     @property
     def present(self) -> np.ndarray:
         """(ranks, threads) bool: where this site appears in the trace."""
-        return self.array("calls") > 0
+        return self._field("calls") > 0
 
     @property
     def calls(self) -> np.ndarray:
-        return self.array("calls")
+        return self._field("calls")
 
-    def stats(self, prefix: str) -> Stats:
-        """``pred``, ``meas``, ``cpred`` (MPI predicted count) or ``cmeas`` (MPI measured count)."""
-        return Stats(*(self.array(f"{prefix}_{part}") for part in ("n", "min", "max", "sum")))
+    @property
+    def passes(self) -> np.ndarray:
+        """Calls whose measurement was within the tolerance of the prediction."""
+        return self._field("pass")
+
+    @property
+    def fails(self) -> np.ndarray:
+        return self._field("fail")
+
+    @property
+    def unmeasured(self) -> np.ndarray:
+        """Calls with a prediction but no measurement (no counter, MPI not profiled, an exception)."""
+        return self._field("unmeasured")
+
+    @property
+    def mismatches(self) -> np.ndarray:
+        """Calls where the program's own value differed from the evaluated expression."""
+        return self._field("mismatch")
+
+    @property
+    def wall_ns(self) -> np.ndarray:
+        return self._field("wall_ns")
+
+    @property
+    def cpu_ns(self) -> np.ndarray:
+        return self._field("cpu_ns")
 
     @property
     def predicted(self) -> Stats:
-        return self.stats("pred")
+        """The expression's value per call (bytes per message for an MPI site)."""
+        return self._stats("pred")
 
     @property
     def measured(self) -> Stats:
-        return self.stats("meas")
+        return self._stats("meas")
+
+    @property
+    def count_predicted(self) -> Stats:
+        """MPI sites: the count expression's value per call (messages)."""
+        return self._stats("cpred")
+
+    @property
+    def count_measured(self) -> Stats:
+        """MPI sites: the messages the PMPI library counted per call."""
+        return self._stats("cmeas")
 
     def ranks_present(self) -> np.ndarray:
         """Bool per rank: the site appears on at least one thread of the rank."""
@@ -165,9 +203,11 @@ class Anomaly:
     line: int | None
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class TraceSet:
-    """All ranks of one run. ``ranks[i]`` is the rank number of row i of every per-rank array."""
+    """All ranks of one run. ``ranks[i]`` is the rank number of row i of every per-rank array.
+
+    Complete when returned by ``load`` or ``from_traces``; nothing assigns to it afterwards."""
 
     directory: Path | None
     files: list[str]
@@ -308,10 +348,7 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     """
     directory = Path(trace_dir)
     flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
-    ts = _build(flats, directory)
-    ts.skipped = skipped
-    ts.missing_ranks = missing
-    return ts
+    return _build(flats, directory, skipped=skipped, missing=missing)
 
 
 def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None, *,
@@ -323,11 +360,12 @@ def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None
     return _build([flatten_document(t, n) for t, n in zip(traces, names, strict=False)], directory)
 
 
-def _build(flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
+def _build(flats: Sequence[FlatTrace], directory: Path | None, *, skipped: dict[str, str] | None = None,
+           missing: list[int] | None = None) -> TraceSet:
     builder = _Builder(len(flats))
     for index, flat in enumerate(flats):
         builder.add(index, flat)
-    return builder.finish(flats, directory)
+    return builder.finish(flats, directory, skipped or {}, missing or [])
 
 
 class _Builder:
@@ -410,7 +448,8 @@ class _Builder:
             found.count += int(anomaly.get("count", 1) or 1)
             found.ranks.append(rank)
 
-    def finish(self, flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
+    def finish(self, flats: Sequence[FlatTrace], directory: Path | None, skipped: dict[str, str],
+               missing: list[int]) -> TraceSet:
         n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
         data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
         data[:, _MINMAX] = np.nan
@@ -438,7 +477,7 @@ class _Builder:
             size=int(flats[0].header["size"]), run_id=flats[0].header.get("run_id"),
             headers=[f.header for f in flats], thread_ids=tids, thread_names=self.thread_names,
             sites=sites, variables=variables, anomalies=list(self.anomalies.values()),
-            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=[], skipped={}, data=data)
+            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=missing, skipped=skipped, data=data)
 
 
 def _num(value: Any) -> float:
