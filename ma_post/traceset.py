@@ -266,12 +266,6 @@ class TraceSet:
             raise SiteNotFoundError(f"{len(matches)} sites match {what}" + (" (give the site type)" if matches else ""))
         return matches[0]
 
-    def rank_index(self, rank: int) -> int:
-        where = np.flatnonzero(self.ranks == rank)
-        if not where.size:
-            raise KeyError(f"rank {rank} is not in this trace set (ranks {rank_ranges(self.ranks)})")
-        return int(where[0])
-
     # --- variables --------------------------------------------------------------------------
     def variable_names(self, kind: str | None = None) -> list[str]:
         names: dict[str, None] = {}
@@ -279,16 +273,6 @@ class TraceSet:
             if kind is None or var.kind == kind:
                 names.setdefault(name, None)
         return list(names)
-
-    def visible_variable(self, name: str, path: str) -> Variable | None:
-        """The declaration of ``name`` that a site at ``path`` sees: the innermost enclosing scope."""
-        best: Variable | None = None
-        for (vname, scope), var in self.variables.items():
-            if vname != name or not _scope_contains(scope, path):
-                continue
-            if best is None or len(scope) > len(best.scope):
-                best = var
-        return best
 
     def incomplete_ranks(self) -> dict[int, str]:
         """Ranks whose trace is not from a clean exit: rank -> status (and reason)."""
@@ -317,10 +301,6 @@ class TraceSet:
             reasons = [f"{p.get('name')}: {p.get('reason')}" for p in providers if p.get("reason")]
             return "no counter provider measures " + kind + (f" ({'; '.join(reasons)})" if reasons else "")
         return None
-
-
-def _scope_contains(scope: str, path: str) -> bool:
-    return scope == "" or path == scope or path.startswith(scope + "/")
 
 
 def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
