@@ -157,7 +157,7 @@ def test_import_ma_stays_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, ma, ma.trace_format; heavy = [m for m in ('sympy', 'numpy', 'matplotlib', 'scipy', "
+    code = ("import sys, ma, ma.trace_format; heavy = [m for m in ('sympy', 'numpy', 'jinja2', 'matplotlib', 'scipy', "
             "'mpi4py.MPI', 'ma_post') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == ""
