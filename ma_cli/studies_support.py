@@ -36,12 +36,16 @@ def add_rank_argument(parser: argparse.ArgumentParser) -> None:
                              "traced ranks (default: mean)")
 
 
-def build_models(args: argparse.Namespace, quantities: Sequence[str]) -> tuple[ModelBuilder, list[Model]]:
+def build_models(args: argparse.Namespace, quantities: Sequence[str] | None,
+                 default: Sequence[str] = ()) -> tuple[ModelBuilder, list[Model]]:
+    """The models of ``quantities``; without them, those of ``default`` that the trace has sites for."""
     from ma_post.cli_support import load_traces
-    from ma_post.models import ModelBuilder
+    from ma_post.models import ModelBuilder, available_quantities
 
     ts = load_traces(args)
     builder = ModelBuilder(ts, conditional=getattr(args, "conditional", "literal"))
+    if not quantities:
+        quantities = [q for q in available_quantities(ts) if q in default]
     return builder, [builder.model(q, inline=getattr(args, "inline", False)) for q in quantities]
 
 

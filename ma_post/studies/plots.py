@@ -47,8 +47,10 @@ def svg(fig: Figure) -> str:
 
 
 def _spans_decades(values: np.ndarray) -> bool:
-    finite = values[np.isfinite(values)]
-    return bool(finite.size and np.all(finite > 0) and finite.max() / finite.min() > 100)
+    """Whether the positive values span over two decades (a log axis leaves out zeros: one process sends
+    nothing)."""
+    positive = values[np.isfinite(values) & (values > 0)]
+    return bool(positive.size > 1 and positive.max() / positive.min() > 100)
 
 
 def sweep_figure(result: SweepResult) -> Figure:
