@@ -170,3 +170,33 @@ def test_cg_sweep_of_a_million_points_equals_sympy(tmp_path: Path) -> None:
     assert result.points == 1_000_000
     assert np.all(np.isfinite(result.values["flops"])) and np.all(result.values["mpi_bytes"] >= 0)
     _check_pointwise(models, result, sets, samples=40)
+
+
+def test_progress_bar_on_a_terminal_only(stencil_run: Path) -> None:
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    argv = [str(VENV_BIN / "ma"), "sweep", str(stencil_run), "-q", "flops", "--set", "n=1:3000",
+            "--set", "m=1:2000", "--quiet"]  # 6e6 points: two slabs
+    piped = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert piped.returncode == 0 and "\r" not in piped.stderr and "slab" not in piped.stderr, piped.stderr
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))  # a terminal has a size
+    try:
+        done = subprocess.run(argv, env=clean_env(), stdout=subprocess.DEVNULL, stderr=follower, timeout=300)
+        os.close(follower)
+        seen = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(leader)
+    assert done.returncode == 0 and b"sweep" in seen and b"slab" in seen, seen
