@@ -123,6 +123,7 @@ def browser(tmp_path: Path) -> Iterator[Browser]:
         b.close()
 
 
+@pytest.mark.slow
 def test_the_browser_harness_sees_errors_and_network(browser: Browser, tmp_path: Path) -> None:
     """The checks below could fail: a page with a script error, a console error and a remote image is caught."""
     page = tmp_path / "broken.html"

@@ -116,6 +116,19 @@ def test_sweep_keeps_traced_values_and_fixed_parameters(stencil_run: Path) -> No
                                                _exact(model, {"n": 20, "steps": 4, "m": 9})]
 
 
+def test_rank_dependent_input_is_reduced_as_asked(tmp_path: Path) -> None:
+    import post_fixtures as pf
+
+    program = [pf.Var("n", 10), pf.Var("local", lambda env: 100 + 10 * env["__rank"]), pf.Op("flop", "f", "local*n")]
+    model = ma_post.model(ma_post.load(pf.write_run(tmp_path / "run", program, size=4)), "flops")
+    n = np.array([1.0, 2.0, 5.0])
+    locals_ = np.array([100.0, 110.0, 120.0, 130.0])
+    expected = {None: locals_.mean() * n, "mean": locals_.mean() * n, "max": 130 * n, "min": 100 * n, 2: 120 * n}
+    for rank, values in expected.items():
+        assert sweep([model], {"n": n}, rank=rank).values["flops"].tolist() == values.tolist(), rank
+    assert sweep([model], {"n": n, "local": [7.0]}).values["flops"].tolist() == (7 * n).tolist()
+
+
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     status = main(list(argv))
     out, err = capsys.readouterr()

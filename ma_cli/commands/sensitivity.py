@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         factors = scale_factors(model, at, parameters=params or model.inputs, scales=scales, rank=rank)
         results.append({"quantity": model.quantity, "elasticities": ranked, "factors": factors,
                         "point": {n: point_value(model, n, at) for n in model.inputs}})
+    ignored = sorted(set(at) - {n for m in models for n in m.inputs})
+    if ignored:
+        note(args.command, f"no model depends on {', '.join(ignored)}: --at {ignored[0]}=... changes nothing")
     traced = sorted({n for r in results for n in r["point"] if n not in at})
     if traced:
         point = {n: v for r in results for n, v in r["point"].items()}
