@@ -220,3 +220,25 @@ def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_pat
     })()""")
     assert collapsed is True
     assert browser.problems() == []
+
+
+def test_failing_and_unmeasured_assertions_are_coloured(run_program) -> None:  # type: ignore[no-untyped-def]
+    run = run_program("""
+        import ma
+
+        ma.variable("n", 6)
+        with ma.loop("wrong", "n") as lp:
+            for _ in lp.range(7):
+                pass
+        with ma.loop("right", "n") as lp:
+            for _ in lp.range(6):
+                with ma.flop("work", "2*n"):
+                    pass
+        """, MA_COUNTERS="none")
+    assert run.returncode == 0, run.stderr
+    text = build_report(ma_post.load(run.trace_dir))
+    rows = {line.split('<td class="text">')[1].split("<")[0]: line.split('"')[1]
+            for line in text.splitlines() if line.startswith("<tr class=")}
+    assert rows == {"wrong": "fail", "right": "pass", "right/work": "unmeasured"}
+    assert '<span class="fail">FAIL 1</span>' in text and '<span class="pass">PASS 1</span>' in text
+    assert '<details class="site pass" open>' in text and '<div class="leaf fail">' in text

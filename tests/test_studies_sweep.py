@@ -192,8 +192,8 @@ def test_progress_bar_on_a_terminal_only(stencil_run: Path) -> None:
     import struct
     import termios
 
-    argv = [str(VENV_BIN / "ma"), "sweep", str(stencil_run), "-q", "flops", "--set", "n=1:3000",
-            "--set", "m=1:2000", "--quiet"]  # 6e6 points: two slabs
+    argv = [str(VENV_BIN / "ma"), "sweep", str(stencil_run), "-q", "flops", "--set", "n=1:30", "--set", "m=1:20",
+            "--quiet"]
     piped = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=300)
     assert piped.returncode == 0 and "\r" not in piped.stderr and "slab" not in piped.stderr, piped.stderr
     leader, follower = pty.openpty()
