@@ -98,3 +98,17 @@ def test_cli(trace_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert float(rows[1]["flops/rank"]) == pytest.approx(4000.0**2 / 4 + 4000 * math.log2(4), rel=1e-15)
     assert main(["scaling", str(trace_dir), "-q", "flops", "--nprocs", "1:4", "--set", "n=1,2"]) == 2
     assert "one base value per parameter" in capsys.readouterr().err
+
+
+def test_a_backends_time_gets_parallel_efficiency(trace_dir: Path) -> None:
+    flops = ma_post.model(ma_post.load(trace_dir), "flops")
+
+    def seconds(values):  # type: ignore[no-untyped-def]  # a stand-in for a backend: 1 GFlop/s, 1 ms per doubling
+        n, p = values.get("n", 1000.0), values["nprocs"]
+        return (n * n / p + n * np.log2(p)) / 1e9 + 1e-3 * np.log2(p)
+
+    result = scaling([flops], P, time=seconds)
+    expected = seconds({"nprocs": P})
+    np.testing.assert_allclose(result.per_rank["time"], expected, rtol=1e-15)
+    np.testing.assert_allclose(result.efficiency["time"], expected[0] / (expected * P), rtol=1e-15)
+    assert "time:eff" in result.columns()

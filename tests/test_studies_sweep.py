@@ -18,6 +18,7 @@ import pytest
 from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
+from ma.errors import MAError
 from ma_cli.main import main
 from ma_post.evaluation import exact_value
 from ma_post.studies.ranges import RangeError, is_geometric, parse_assignment, parse_values
@@ -114,6 +115,22 @@ def test_sweep_keeps_traced_values_and_fixed_parameters(stencil_run: Path) -> No
     assert result.from_trace["flops"] == {"m": "9 (traced)"}
     assert result.values["flops"].tolist() == [_exact(model, {"n": 10, "steps": 4, "m": 9}),
                                                _exact(model, {"n": 20, "steps": 4, "m": 9})]
+
+
+def test_extra_columns_are_evaluated_on_the_same_open_grid(stencil_run: Path) -> None:
+    model = ma_post.model(ma_post.load(stencil_run), "flops")
+    shapes = []
+
+    def per_point_time(grid):  # type: ignore[no-untyped-def]  # e.g. a backend's prediction
+        shapes.append((np.shape(grid["n"]), np.shape(grid["m"]), grid["steps"]))
+        return grid["n"] * grid["m"] * 1e-9
+
+    result = sweep([model], {"n": parse_values("1:5"), "m": parse_values("1:3"), "steps": [2.0]},
+                   extra={"time": per_point_time})
+    assert shapes == [((5, 1), (1, 3), 2.0)]  # parameters along their own axes, no point-by-point call
+    np.testing.assert_allclose(result.values["time"], np.outer(np.arange(1, 6), np.arange(1, 4)) * 1e-9)
+    with pytest.raises(MAError, match="asked for twice"):
+        sweep([model], {"n": [1.0, 2.0]}, extra={"flops": per_point_time})
 
 
 def test_rank_dependent_input_is_reduced_as_asked(tmp_path: Path) -> None:
