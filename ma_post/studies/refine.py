@@ -147,7 +147,8 @@ def _group(run: str, values: dict[str, np.ndarray], common: list[str], measured:
     groups: dict[tuple[float, ...], list[int]] = {}
     for r in np.flatnonzero(np.isfinite(measured)):
         point = tuple(float(values[name][r]) for name in common)
-        groups.setdefault(point, []).append(int(r))
+        if all(np.isfinite(point)):  # a rank that did not declare some input gives no point
+            groups.setdefault(point, []).append(int(r))
     out = []
     for point, ranks in groups.items():
         pred = None if predicted is None else float(np.nanmean(predicted[ranks]))
