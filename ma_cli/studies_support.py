@@ -39,7 +39,7 @@ def add_rank_argument(parser: argparse.ArgumentParser) -> None:
 def build_models(args: argparse.Namespace, quantities: Sequence[str] | None,
                  default: Sequence[str] = ()) -> tuple[ModelBuilder, list[Model]]:
     """The models of ``quantities``; without them, those of ``default`` that the trace has sites for."""
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.models import ModelBuilder, available_quantities
 
     ts = load_traces(args)
@@ -67,7 +67,7 @@ def write_columns(columns: Mapping[str, np.ndarray], fmt: str, *, extra_json: Ma
     """Rows of equal-length columns as an aligned table, CSV (full precision) or JSON."""
     import numpy as np
 
-    from ma_post.cli_support import number, table
+    from ma_cli.support import number, table
 
     names = list(columns)
     data = [np.asarray(columns[n]).reshape(-1) for n in names]

@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.studies.progress import progress
     from ma_post.studies.refine import refine
 
@@ -60,7 +60,7 @@ def _run_names(dirs: list[str]) -> list[str]:
 
 
 def _text(s: Any) -> str:
-    from ma_post.cli_support import number, table
+    from ma_cli.support import number, table
     from ma_post.sympy_expr import to_text
 
     lines = [f"{s.path} [{s.type}] {s.what}: {s.reason}"]
@@ -89,7 +89,7 @@ def _text(s: Any) -> str:
 
 
 def _num(x: float | None) -> str:
-    from ma_post.cli_support import number
+    from ma_cli.support import number
 
     return "-" if x is None or x != x else number(float(f"{x:.10g}"))
 

@@ -7,7 +7,7 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_values_argument
-    from ma_post.cli_support import add_trace_arguments
+    from ma_cli.support import add_trace_arguments
 
     parser = subparsers.add_parser(
         "report", help="write one self-contained HTML report (validation, tree, models, studies)",
@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.report import write_report
     from ma_post.studies.ranges import parse_assignments, parse_values
 

@@ -9,7 +9,7 @@ import sys
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_post.cli_support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "scaling", help="strong and weak scaling: per rank, all ranks, efficiency, subroutine shares",
@@ -58,7 +58,7 @@ def nprocs_values(spec: str) -> list[float]:
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
     from ma_cli.studies_support import build_models, note, write_columns
-    from ma_post.cli_support import number, parse_rank, table
+    from ma_cli.support import number, parse_rank, table
     from ma_post.studies.ranges import parse_assignments
     from ma_post.studies.scaling import parse_rule, scaling
 

@@ -10,7 +10,7 @@ from typing import Any
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_post.cli_support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "sensitivity", help="elasticities d log Q / d log p of a model to every input, ranked",
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
     from ma_cli.studies_support import build_models, note
-    from ma_post.cli_support import number, parse_rank, table
+    from ma_cli.support import number, parse_rank, table
     from ma_post.studies.ranges import parse_assignments, parse_values
     from ma_post.studies.sensitivity import elasticities, point_value, scale_factors
     from ma_post.sympy_expr import to_text

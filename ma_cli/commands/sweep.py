@@ -7,7 +7,7 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_post.cli_support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "sweep", help="evaluate models over a grid of parameters (table, CSV, JSON, plot)",
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ma.errors import MAError
     from ma_cli.studies_support import build_models, note, report_trace_values, write_columns
-    from ma_post.cli_support import parse_rank
+    from ma_cli.support import parse_rank
     from ma_post.studies.ranges import parse_assignments
     from ma_post.studies.sweep import sweep
 

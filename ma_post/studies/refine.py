@@ -111,19 +111,20 @@ def _site_suggestions(runs: Sequence[tuple[str, TraceSet]], inputs: list[dict[st
         fields.append(("count", first.count_expr or "1", "messages per call"))
     out = []
     for prefix, annotated, what in fields:
-        meas_prefix, pred_prefix = ("meas", "pred") if prefix == "value" else ("cmeas", "cpred")
         observations: list[Observation] = []
         errors: list[float] = []
         for (name, _), site, values in zip(runs, sites, inputs, strict=True):
-            measured = site.stats(meas_prefix).mean_per_rank()
-            predicted = site.stats(pred_prefix).mean_per_rank()
+            measured_stats, predicted_stats = ((site.measured, site.predicted) if prefix == "value"
+                                               else (site.count_measured, site.count_predicted))
+            measured = measured_stats.mean_per_rank()
+            predicted = predicted_stats.mean_per_rank()
             if not np.isfinite(measured).any():
                 break
             observations += _group(name, values, common, measured, predicted)
             meas, pred = np.nanmean(measured), np.nanmean(predicted)
             errors.append(abs(pred - meas) / abs(meas) if meas else (0.0 if pred == meas else np.inf))
         else:
-            failed = [name for (name, _), site in zip(runs, sites, strict=True) if site.array("fail").sum() > 0]
+            failed = [name for (name, _), site in zip(runs, sites, strict=True) if site.fails.sum() > 0]
             drifting = max(errors) > drift
             if not (failed or drifting or all_sites):
                 continue
@@ -175,7 +176,7 @@ def _unannotated(runs: Sequence[tuple[str, TraceSet]], inputs: list[dict[str, np
             for site in ts.sites.values():
                 if site.type != t:
                     continue
-                count = site.stats("cmeas").per_rank()
+                count = site.count_measured.per_rank()
                 meas = site.measured.per_rank()
                 with np.errstate(invalid="ignore", divide="ignore"):
                     per_call = np.where(count.n > 0, count.sum / np.where(count.n > 0, count.n, 1), 0.0)
