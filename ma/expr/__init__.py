@@ -7,7 +7,7 @@ from typing import Union
 
 from ..errors import ExpressionDomainError, ExpressionError, UndefinedVariableError
 from .compiler import DomainProblem, Evaluator, compile_node
-from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols
+from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols, walk
 from .parser import parse_tree
 
 Number = Union[int, float]
@@ -70,20 +70,7 @@ def parse_expression(text: str) -> Expression:
 
 
 def _column_of(node: Node, name: str) -> int:
-    if isinstance(node, Var):
-        return node.column if node.name == name else 0
-    children: tuple[Node, ...] = ()
-    if isinstance(node, Neg):
-        children = (node.operand,)
-    elif isinstance(node, BinOp):
-        children = (node.left, node.right)
-    elif isinstance(node, Call):
-        children = node.args
-    for child in children:
-        column = _column_of(child, name)
-        if column:
-            return column
-    return 0
+    return next((n.column for n in walk(node) if isinstance(n, Var) and n.name == name), 0)
 
 
 del ExpressionError  # re-exported from ma, not from here

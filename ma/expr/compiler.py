@@ -2,6 +2,10 @@
 
 Arithmetic stays exact on integers where the result is an integer (``8*na/2`` is an int when it divides),
 so trip counts and byte counts compare exactly with what the program measured.
+
+Every value stays finite and within MAX_MAGNITUDE (limits.py): a variable read and each operation check
+their result with one comparison, and an integer power checks the size of its result before computing it.
+A run of ``+ -`` or ``* /`` is evaluated in a loop, so closures nest only as deep as the expression nests.
 """
 
 from __future__ import annotations
@@ -10,7 +14,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Union
 
-from .nodes import BinOp, Call, Neg, Node, Num, Var
+from .limits import MAX_BITS, MAX_MAGNITUDE
+from .nodes import BinOp, Call, Neg, Node, Num, Var, chain
 
 Number = Union[int, float]
 Evaluator = Callable[[Mapping[str, Number]], Number]
@@ -24,25 +29,65 @@ class DomainProblem(Exception):
         self.column = column
 
 
+_MAX = MAX_MAGNITUDE
+
+
+def _out_of_range(value: Number, column: int, name: str | None = None) -> DomainProblem:
+    """The error for a value past MAX_MAGNITUDE or NaN: an operation's result, or a variable's value."""
+    subject = f"variable {name!r} is" if name is not None else "result is"
+    if value != value:
+        return DomainProblem(f"{subject} not a number (NaN)", column)
+    return DomainProblem(f"{subject} too large (magnitude over {_MAX!r})", column)
+
+
+def _add(a: Number, b: Number, column: int) -> Number:
+    value = a + b
+    if -_MAX <= value <= _MAX:
+        return value
+    raise _out_of_range(value, column)
+
+
+def _subtract(a: Number, b: Number, column: int) -> Number:
+    value = a - b
+    if -_MAX <= value <= _MAX:
+        return value
+    raise _out_of_range(value, column)
+
+
+def _multiply(a: Number, b: Number, column: int) -> Number:
+    value = a * b
+    if -_MAX <= value <= _MAX:
+        return value
+    raise _out_of_range(value, column)
+
+
 def _divide(a: Number, b: Number, column: int) -> Number:
     if b == 0:
         raise DomainProblem("division by zero", column)
-    if isinstance(a, int) and isinstance(b, int) and a % b == 0:
-        return a // b
-    return a / b
+    value = a // b if isinstance(a, int) and isinstance(b, int) and a % b == 0 else a / b
+    if -_MAX <= value <= _MAX:
+        return value
+    raise _out_of_range(value, column)
 
 
 def _power(a: Number, b: Number, column: int) -> Number:
     if isinstance(a, int) and isinstance(b, int) and b >= 0:
-        return a**b
-    if a == 0 and b < 0:
-        raise DomainProblem("zero raised to a negative power", column)
-    if a < 0 and not float(b).is_integer():
-        raise DomainProblem("negative number raised to a fractional power", column)
-    try:
-        return float(a) ** float(b)
-    except OverflowError:
-        raise DomainProblem("result too large", column) from None
+        # |a|^b needs about b*log2|a| bits: refuse one past MAX_BITS before computing it (9^9^9).
+        if abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_BITS:
+            raise _out_of_range(math.inf, column)
+        value: Number = a**b
+    else:
+        if a == 0 and b < 0:
+            raise DomainProblem("zero raised to a negative power", column)
+        if a < 0 and not float(b).is_integer():
+            raise DomainProblem("negative number raised to a fractional power", column)
+        try:
+            value = float(a) ** float(b)
+        except OverflowError:
+            raise _out_of_range(math.inf, column) from None
+    if -_MAX <= value <= _MAX:
+        return value
+    raise _out_of_range(value, column)
 
 
 def _integral(x: float) -> Number:
@@ -95,8 +140,7 @@ def compile_node(node: Node) -> Evaluator:
         value = node.value
         return lambda env: value
     if isinstance(node, Var):
-        name = node.name
-        return lambda env: env[name]
+        return _compile_var(node)
     if isinstance(node, Neg):
         inner = compile_node(node.operand)
         return lambda env: -inner(env)
@@ -105,17 +149,67 @@ def compile_node(node: Node) -> Evaluator:
     return _compile_call(node)
 
 
+def _compile_var(node: Var) -> Evaluator:
+    name, column = node.name, node.column
+
+    def read(env: Mapping[str, Number]) -> Number:
+        value = env[name]
+        if -_MAX <= value <= _MAX:
+            return value
+        raise _out_of_range(value, column, name)
+
+    return read
+
+
+_OPERATIONS: dict[str, Callable[[Number, Number, int], Number]] = {
+    "+": _add, "-": _subtract, "*": _multiply, "/": _divide, "^": _power,
+}
+
+
 def _compile_binop(node: BinOp) -> Evaluator:
-    left, right, column = compile_node(node.left), compile_node(node.right), node.column
-    if node.op == "+":
-        return lambda env: left(env) + right(env)
-    if node.op == "-":
-        return lambda env: left(env) - right(env)
-    if node.op == "*":
-        return lambda env: left(env) * right(env)
-    if node.op == "/":
-        return lambda env: _divide(left(env), right(env), column)
-    return lambda env: _power(left(env), right(env), column)
+    first, ops = chain(node)
+    start = compile_node(first)
+    steps = [(_OPERATIONS[op.op], compile_node(op.right), op.column) for op in ops]
+    if len(steps) > 1:
+        def run(env: Mapping[str, Number]) -> Number:
+            value = start(env)
+            for operation, operand, column in steps:
+                value = operation(value, operand(env), column)
+            return value
+
+        return run
+    ((_, right, column),) = steps
+    return _binary(node.op, start, right, column)
+
+
+def _binary(op: str, left: Evaluator, right: Evaluator, column: int) -> Evaluator:
+    """One operation: + - * checked inline (the common case, one call per node); / and ^ through helpers."""
+    if op == "+":
+        def add(env: Mapping[str, Number]) -> Number:
+            value = left(env) + right(env)
+            if -_MAX <= value <= _MAX:
+                return value
+            raise _out_of_range(value, column)
+
+        return add
+    if op == "-":
+        def subtract(env: Mapping[str, Number]) -> Number:
+            value = left(env) - right(env)
+            if -_MAX <= value <= _MAX:
+                return value
+            raise _out_of_range(value, column)
+
+        return subtract
+    if op == "*":
+        def multiply(env: Mapping[str, Number]) -> Number:
+            value = left(env) * right(env)
+            if -_MAX <= value <= _MAX:
+                return value
+            raise _out_of_range(value, column)
+
+        return multiply
+    operation = _OPERATIONS[op]
+    return lambda env: operation(left(env), right(env), column)
 
 
 def _compile_call(node: Call) -> Evaluator:
