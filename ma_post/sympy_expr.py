@@ -20,13 +20,14 @@ its terms, so the conversion recurses only as deep as the expression nests, and 
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import sympy
 from sympy.codegen.cfunctions import log2, log10
 
-from ma.errors import ExpressionError
-from ma.expr.limits import MAX_MAGNITUDE
+from ma.errors import ExpressionDomainError, ExpressionError
+from ma.expr.limits import MAX_BITS, MAX_MAGNITUDE
 from ma.expr.nodes import BinOp, Call, Neg, Node, Num, Var, chain
 from ma.expr.parser import parse_tree
 
@@ -66,11 +67,13 @@ def node_to_sympy(node: Node, text: str = "") -> sympy.Expr:
         return -node_to_sympy(node.operand, text)
     if isinstance(node, BinOp):
         if node.op == "^":
-            return sympy.Pow(node_to_sympy(node.left, text), node_to_sympy(node.right, text))
+            return _power(node_to_sympy(node.left, text), node_to_sympy(node.right, text), node.column, text)
         first, steps = chain(node)
         terms = [node_to_sympy(first, text)]
         for step in steps:
             operand = node_to_sympy(step.right, text)
+            if step.op == "/" and operand.is_zero:
+                raise ExpressionDomainError(text, "division by zero", step.column)
             terms.append({"+": operand, "-": -operand, "*": operand, "/": 1 / operand}[step.op])
         return sympy.Add(*terms) if node.op in "+-" else sympy.Mul(*terms)
     if isinstance(node, Call):
@@ -83,6 +86,18 @@ def node_to_sympy(node: Node, text: str = "") -> sympy.Expr:
             return sympy.Min(*args)
         return sympy.Max(*args)
     raise TypeError(f"not an expression node: {node!r}")
+
+
+def _power(base: sympy.Expr, exponent: sympy.Expr, column: int, text: str) -> sympy.Expr:
+    """``base^exponent``; SymPy computes a power of numbers exactly, so one past MAX_MAGNITUDE (``9^9^9``, a
+    370-million-digit integer) is refused first, as the runtime refuses it, and so is ``0^-1`` (SymPy's zoo)."""
+    if base.is_zero and exponent.is_negative:
+        raise ExpressionDomainError(text, "zero raised to a negative power", column)
+    if base.is_Rational and exponent.is_Rational and not base.is_zero:
+        bits = float(exponent) * math.log2(abs(float(base)))
+        if bits > MAX_BITS:
+            raise ExpressionDomainError(text, f"result is too large (magnitude over {MAX_MAGNITUDE!r})", column)
+    return sympy.Pow(base, exponent)
 
 
 def _number(node: Num, text: str) -> sympy.Expr:

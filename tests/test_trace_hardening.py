@@ -1,0 +1,103 @@
+"""No trace is lost: values JSON cannot carry, refused predictions, and ranks that write no trace."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import VENV_BIN, clean_env
+
+POWER_PROGRAM = """
+import ma
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+k = 10000
+ma.variable("k", k)
+ma.variable("big", 3**k)            # 4772 digits: past CPython's JSON digit limit
+ma.variable("spread", float("inf"))  # not representable in JSON either
+with ma.subroutine("main"):
+    try:
+        with ma.loop("power", "3^k") as lp:  # 3^10000 is past the expression language's magnitude limit
+            pass
+    except ma.ExpressionError as error:
+        print(f"rank {comm.rank} refused at column {error.column}\\n", end="", flush=True)
+    with ma.loop("counted", "k") as lp:
+        lp.end(k)
+print("rank", comm.rank, "done", flush=True)
+"""
+
+
+def ma_command(tmp_path: Path, *args: str, source: str | None = None) -> subprocess.CompletedProcess[str]:
+    if source is not None:
+        (tmp_path / "prog.py").write_text(textwrap.dedent(source))
+    return subprocess.run([str(VENV_BIN / "ma"), *args], cwd=tmp_path, env=clean_env(), capture_output=True,
+                          text=True, timeout=180)
+
+
+def test_unrepresentable_values_are_written_in_the_documented_form_and_read_back() -> None:
+    from ma_post.reader import _number_from_text
+    from ma_runtime.trace import encode
+
+    node = {"id": "l", "type": "loop", "path": "main/l", "file": "app.py", "line": 7,
+            "measured": {"n": 1, "min": 3**10000, "max": -(3**10000), "sum": float("nan")}}
+    document = {"format": "ma-trace", "variables": [{"name": "x", "value": float("-inf")}],
+                "threads": [{"root": {"id": "", "type": "root", "path": "", "children": [node]}}], "anomalies": []}
+    text = encode(document)
+    assert "NaN" not in text and "Infinity" not in text  # strict JSON
+    back = json.loads(text, object_hook=_number_from_text)
+    measured = back["threads"][0]["root"]["children"][0]["measured"]
+    assert measured["min"] == math.inf and measured["max"] == -math.inf and math.isnan(measured["sum"])
+    assert back["variables"][0]["value"] == -math.inf
+    raw = json.loads(text)
+    assert int(raw["threads"][0]["root"]["children"][0]["measured"]["min"]["$num"], 16) == 3**10000
+    kinds = {(a["kind"], a["path"], a["file"], a["line"]) for a in back["anomalies"]}
+    assert kinds == {("unrepresentable", "main/l", "app.py", 7), ("unrepresentable", "", None, None)}
+    assert len(back["anomalies"]) == 4
+    assert encode({"a": [1, 2.5, None]}) == '{"a":[1,2.5,null]}'  # the ordinary path is plain JSON
+
+
+@pytest.mark.mpi
+def test_a_power_past_the_limits_loses_no_trace(tmp_path: Path) -> None:
+    done = ma_command(tmp_path, "run", "-n", "2", "--", sys.executable, "prog.py", source=POWER_PROGRAM)
+    assert done.returncode == 0, done.stderr
+    assert "rank 0 refused at column 3" in done.stdout and "rank 1 refused at column 3" in done.stdout
+    assert "2 of 2 rank traces" in done.stderr
+    for rank in (0, 1):
+        text = (tmp_path / "ma-traces" / f"rank-{rank}.ma.json").read_text()
+        trace = json.loads(text)
+        assert trace["header"]["status"] == "complete"
+        evaluation = [a["message"] for a in trace["anomalies"] if a["kind"] == "evaluation"]
+        assert len(evaluation) == 1 and "at column 3: result is too large" in evaluation[0]
+        unrepresentable = sorted(a["message"] for a in trace["anomalies"] if a["kind"] == "unrepresentable")
+        assert any(m.startswith("variables[1].value: an integer of 15850 bits") for m in unrepresentable)
+        assert any(m.startswith("variables[2].value: a non-finite number") for m in unrepresentable)
+        big = next(v for v in trace["variables"] if v["name"] == "big")
+        assert int(big["value"]["$num"], 16) == 3**10000
+    from ma_post import load
+
+    traces = load(tmp_path / "ma-traces")
+    assert traces is not None
+    validate = ma_command(tmp_path, "validate", "ma-traces")
+    assert validate.returncode == 0 and "Traceback" not in validate.stderr, validate.stderr
+    assert "counted:ma_loop:10000:10000" in validate.stdout
+
+
+@pytest.mark.mpi
+def test_ma_run_fails_when_a_rank_writes_no_trace(tmp_path: Path) -> None:
+    source = """
+        import os
+        import ma
+        if os.environ.get("PMI_RANK") != "1":   # rank 1 runs no annotation, so it writes no trace
+            ma.variable("n", 1)
+    """
+    done = ma_command(tmp_path, "run", "-n", "2", "--", sys.executable, "prog.py", source=source)
+    assert done.returncode == 1, done.stderr
+    assert "ma run: exit status 0; 1 of 2 rank traces" in done.stderr
+    assert "ma run: error: no trace from rank 1 (1 of 2)" in done.stderr
+    assert (tmp_path / "ma-traces" / "rank-0.ma.json").is_file()
