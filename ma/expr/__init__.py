@@ -55,6 +55,10 @@ class Expression:
 
 _CACHE: dict[str, Expression] = {}
 _CACHE_LIMIT = 65536
+# Also bounded by the text it holds: a tree and its closures take ~100 bytes per character of text, and an
+# expression may be MAX_LENGTH characters long.
+_CACHE_CHARS_LIMIT = 1_000_000
+_cached_chars = 0
 
 
 def parse_expression(text: str) -> Expression:
@@ -62,10 +66,13 @@ def parse_expression(text: str) -> Expression:
     cached = _CACHE.get(text)
     if cached is not None:
         return cached
+    global _cached_chars
     expression = Expression(text, parse_tree(text))
-    if len(_CACHE) >= _CACHE_LIMIT:
+    if len(_CACHE) >= _CACHE_LIMIT or _cached_chars + len(text) > _CACHE_CHARS_LIMIT:
         _CACHE.clear()
+        _cached_chars = 0
     _CACHE[text] = expression
+    _cached_chars += len(text)
     return expression
 
 

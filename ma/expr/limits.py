@@ -7,6 +7,7 @@ milliseconds, whatever its text or the values of its variables:
 - ``MAX_DEPTH``: at most this many nested constructs — each parenthesis, function call, unary sign and
   exponent opens one; a chain of ``+ -`` or of ``* /`` at one level counts once, so a sum of any number of
   terms is fine. It bounds the recursion of the tree walks (compiler, SymPy converter, C evaluator).
+- ``MAX_ARGUMENTS``: at most this many arguments to one call of ``min``/``max``.
 - ``MAX_MAGNITUDE``: every number — literal, variable value, result of an operation — must be finite and at
   most the largest double (about 1.8e308) in magnitude; otherwise the expression fails with an
   ExpressionError at the column of the literal, variable or operator. Integers stay exact within that range
@@ -20,6 +21,7 @@ import sys
 
 MAX_LENGTH = 10_000
 MAX_DEPTH = 100
+MAX_ARGUMENTS = 64
 MAX_MAGNITUDE = sys.float_info.max
 # 2^MAX_BITS > MAX_MAGNITUDE: an integer power whose bit length is past this cannot fit.
 MAX_BITS = sys.float_info.max_exp  # 1024

@@ -136,6 +136,38 @@ int ma_num_format(ma_num n, char *buf, size_t cap)
 #define HEAD_CHARS 100
 #define WINDOW_CHARS 40
 
+/* Python's repr() of the first HEAD_CHARS characters (then "..."), for ASCII text: the same quotes and escapes. */
+static void quote_head(const char *text, size_t length, char *out)
+{
+    size_t shown = length > HEAD_CHARS ? HEAD_CHARS : length;
+    int single = 0, dual = 0;
+    for (size_t i = 0; i < shown; i++) {
+        single |= text[i] == '\'';
+        dual |= text[i] == '"';
+    }
+    char quote = single && !dual ? '"' : '\'';
+    size_t n = 0;
+    out[n++] = quote;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\\' || c == (unsigned char)quote) {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c == '\n' || c == '\t' || c == '\r') {
+            out[n++] = '\\';
+            out[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else if (c < 0x20 || c == 0x7f) {
+            n += (size_t)sprintf(out + n, "\\x%02x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    if (length > HEAD_CHARS)
+        n += (size_t)sprintf(out + n, "...");
+    out[n++] = quote;
+    out[n] = '\0';
+}
+
 static void report(char *err, size_t errlen, const char *text, int column, const char *expected,
                    const char *format, ...)
 {
@@ -147,9 +179,9 @@ static void report(char *err, size_t errlen, const char *text, int column, const
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
     size_t length = strlen(text);
-    int cut = length > HEAD_CHARS;
-    size_t used = (size_t)snprintf(err, errlen, "expression '%.*s%s'", cut ? HEAD_CHARS : (int)length, text,
-                                   cut ? "..." : "");
+    char head[4 * HEAD_CHARS + 8];
+    quote_head(text, length, head);
+    size_t used = (size_t)snprintf(err, errlen, "expression %s", head);
     if (column && used < errlen)
         used += (size_t)snprintf(err + used, errlen - used, " at column %d", column);
     if (used < errlen)
@@ -269,8 +301,11 @@ static void syntax_error(parser *p, const char *expected)
     p->failed = 1;
     if (p->kind == T_END)
         report(p->err, p->errlen, p->text, (int)strlen(p->text) + 1, expected, "unexpected end of expression");
-    else if (p->kind == T_BAD)
-        report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected character '%c'", p->text[p->start]);
+    else if (p->kind == T_BAD) {
+        char shown[16];
+        quote_head(p->text + p->start, 1, shown);
+        report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected character %s", shown);
+    }
     else
         report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected '%.*s'", (int)p->length,
                p->text + p->start);
