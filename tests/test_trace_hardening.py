@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import VENV_BIN, clean_env
+from test_c_runtime import compile_c
 
 POWER_PROGRAM = """
 import ma
@@ -101,3 +102,53 @@ def test_ma_run_fails_when_a_rank_writes_no_trace(tmp_path: Path) -> None:
     assert "ma run: exit status 0; 1 of 2 rank traces" in done.stderr
     assert "ma run: error: no trace from rank 1 (1 of 2)" in done.stderr
     assert (tmp_path / "ma-traces" / "rank-0.ma.json").is_file()
+
+
+C_PROGRAM = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+#include "ma.h"
+
+int main(int argc, char **argv)
+{
+    static char deep[1024], chain[9000];
+    MPI_Init(&argc, &argv);
+    ma_def_variable_int("k", 10000);
+    ma_loop_start("power", "3^k", MA_NO_VALUE);        /* past the magnitude limit: an evaluation anomaly */
+    ma_loop_end("power", 1);
+    for (int i = 0; i < 150; i++)                     /* 150 levels of parentheses: past the depth limit */
+        strcat(deep, "(");
+    strcat(deep, "1");
+    for (int i = 0; i < 150; i++)
+        strcat(deep, ")");
+    ma_loop_start("deep", deep, MA_NO_VALUE);
+    ma_loop_end("deep", 1);
+    strcpy(chain, "k");                               /* a 4,001-term chain: evaluated in a loop */
+    for (int i = 1; i <= 4000; i++)
+        strcat(chain, i % 2 ? "+1" : "-1");
+    ma_loop_start("chain", chain, MA_NO_VALUE);
+    ma_loop_end("chain", 10000);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.mpi
+def test_the_c_runtime_under_ma_run_reports_refused_expressions_and_keeps_its_trace(tmp_path: Path) -> None:
+    source = tmp_path / "limits.c"
+    source.write_text(C_PROGRAM)
+    compile_c(source, tmp_path / "limits")
+    done = ma_command(tmp_path, "run", "-n", "2", "--", str(tmp_path / "limits"))
+    assert done.returncode == 0, done.stderr
+    assert "2 of 2 rank traces" in done.stderr
+    for rank in (0, 1):
+        trace = json.loads((tmp_path / "ma-traces" / f"rank-{rank}.ma.json").read_text())
+        assert trace["header"]["status"] == "complete"
+        evaluation = {a["path"]: a["message"] for a in trace["anomalies"] if a["kind"] == "evaluation"}
+        assert "at column 3: result is too large" in evaluation["power"]
+        assert "at column 101: nested too deeply" in evaluation["deep"]
+        assert len(evaluation["deep"]) < 600  # a bounded excerpt of the text
+        chain = next(n for n in trace["threads"][0]["root"]["children"] if n["id"] == "chain")
+        assert chain["predicted"]["max"] == 10000 and chain["pass"] == 1
