@@ -129,6 +129,10 @@ int main(int argc, char **argv)
         strcat(chain, i % 2 ? "+1" : "-1");
     ma_loop_start("chain", chain, MA_NO_VALUE);
     ma_loop_end("chain", 10000);
+    for (int i = 0; i < 2; i++) {                      /* each prediction finite, their sum is not */
+        ma_loop_start("huge", "1e308", MA_NO_VALUE);
+        ma_loop_end("huge", 1);
+    }
     MPI_Finalize();
     return 0;
 }
@@ -152,3 +156,9 @@ def test_the_c_runtime_under_ma_run_reports_refused_expressions_and_keeps_its_tr
         assert len(evaluation["deep"]) < 600  # a bounded excerpt of the text
         chain = next(n for n in trace["threads"][0]["root"]["children"] if n["id"] == "chain")
         assert chain["predicted"]["max"] == 10000 and chain["pass"] == 1
+        huge = next(n for n in trace["threads"][0]["root"]["children"] if n["id"] == "huge")
+        assert huge["predicted"]["sum"] == {"$num": "inf"} and huge["predicted"]["max"] == 1e308
+        assert [a["count"] for a in trace["anomalies"] if a["kind"] == "unrepresentable"] == [1]
+    from ma_post import load
+
+    assert load(tmp_path / "ma-traces") is not None  # the form reads back
