@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import time
 import timeit
 from collections.abc import Callable
@@ -67,6 +68,11 @@ def python_fails(text: str) -> None:
     raise AssertionError(f"{text[:40]!r} did not fail")
 
 
+def parse_afresh(text: str) -> None:
+    _CACHE.clear()
+    ma.parse_expression(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
@@ -77,14 +83,13 @@ def main() -> None:
 
     print("1. time to the error (best of", args.repeat, "tries)")
     for name, text in HOSTILE.items():
-        encoded = text.encode()
-        python = best(lambda t=text: python_fails(t), args.repeat)
-        c = best(lambda e=encoded: lib.ma_evaluate(e, BINDINGS.encode(), out, len(out)), args.repeat)
+        python = best(functools.partial(python_fails, text), args.repeat)
+        c = best(functools.partial(lib.ma_evaluate, text.encode(), BINDINGS.encode(), out, len(out)), args.repeat)
         print(f"   {name:24} python {python * 1e3:8.3f} ms   C {c * 1e3:8.3f} ms")
 
     chain = "+".join(["1"] * (MAX_LENGTH // 2))
-    python = best(lambda: (_CACHE.clear(), ma.parse_expression(chain)), args.repeat)
-    c = best(lambda: lib.ma_evaluate(chain.encode(), b"", out, len(out)), args.repeat)
+    python = best(functools.partial(parse_afresh, chain), args.repeat)
+    c = best(functools.partial(lib.ma_evaluate, chain.encode(), b"", out, len(out)), args.repeat)
     print(f"2. a {len(chain)}-character chain: python {python * 1e3:.1f} ms ({python / len(chain) * 1e9:.0f} ns per "
           f"character, parse + compile), C {c * 1e3:.2f} ms (parse + evaluate)")
 
@@ -93,8 +98,8 @@ def main() -> None:
         expression = ma.parse_expression(text)
         assert expression.evaluate(ENV) == plain(ENV)
         number = 100_000
-        checked = min(timeit.repeat(lambda e=expression: e.evaluate(ENV), number=number, repeat=args.repeat))
-        direct = min(timeit.repeat(lambda p=plain: p(ENV), number=number, repeat=args.repeat))
+        checked = min(timeit.repeat(functools.partial(expression.evaluate, ENV), number=number, repeat=args.repeat))
+        direct = min(timeit.repeat(functools.partial(plain, ENV), number=number, repeat=args.repeat))
         print(f"   {text:24} {checked / number * 1e9:7.0f} ns / {direct / number * 1e9:5.0f} ns = "
               f"{checked / direct:.1f}")
 

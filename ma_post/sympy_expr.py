@@ -31,7 +31,8 @@ from ma.expr.limits import MAX_BITS, MAX_MAGNITUDE
 from ma.expr.nodes import BinOp, Call, Neg, Node, Num, Var, chain
 from ma.expr.parser import parse_tree
 
-class mod(sympy.Function):  # noqa: N801 - printed as the language's own name
+
+class mod(sympy.Function):
     """Octave's mod: ``Mod(a, b)`` for numbers, ``a`` when ``b`` is zero, unevaluated otherwise."""
 
     nargs = 2

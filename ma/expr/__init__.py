@@ -3,25 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Union
 
 from ..errors import ExpressionDomainError, ExpressionError, UndefinedVariableError
 from .compiler import DomainProblem, Evaluator, compile_node
 from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols, walk
 from .parser import parse_tree
 
-Number = Union[int, float]
+Number = int | float
 
 __all__ = [
-    "Expression", "parse_expression", "Number", "FUNCTIONS",
-    "Node", "Num", "Var", "Neg", "BinOp", "Call",
+    "FUNCTIONS",
+    "BinOp",
+    "Call",
+    "Expression",
+    "Neg",
+    "Node",
+    "Num",
+    "Number",
+    "Var",
+    "parse_expression",
 ]
 
 
 class Expression:
     """A parsed expression: its text, the names it reads and a compiled evaluator."""
 
-    __slots__ = ("text", "tree", "symbols", "_evaluate")
+    __slots__ = ("_evaluate", "symbols", "text", "tree")
 
     def __init__(self, text: str, tree: Node) -> None:
         self.text = text
@@ -40,8 +47,11 @@ class Expression:
             raise UndefinedVariableError(self.text, name, _column_of(self.tree, name)) from None
         except DomainProblem as exc:
             raise ExpressionDomainError(self.text, str(exc), exc.column) from None
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ExpressionDomainError(self.text, f"cannot evaluate: {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:  # e.g. a value of the wrong type in the mapping
+            raise ExpressionDomainError(self.text, f"cannot evaluate: {exc}", self.tree.column) from None
+        except RecursionError:  # at most MAX_DEPTH levels, but the caller may already stand deep in its stack
+            raise ExpressionDomainError(self.text, "cannot evaluate: the calling program's stack is too deep",
+                                        self.tree.column) from None
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"

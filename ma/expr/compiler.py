@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from typing import Union
 
 from .limits import MAX_BITS, MAX_MAGNITUDE
 from .nodes import BinOp, Call, Neg, Node, Num, Var, chain
 
-Number = Union[int, float]
+Number = int | float
 Evaluator = Callable[[Mapping[str, Number]], Number]
 
 

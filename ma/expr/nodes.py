@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Union
 
 # Functions of the language and how many arguments each takes (None: two or more).
 FUNCTIONS: dict[str, int | None] = {
@@ -27,26 +26,26 @@ class Var:
 
 @dataclass(frozen=True, slots=True)
 class Neg:
-    operand: "Node"
+    operand: Node
     column: int
 
 
 @dataclass(frozen=True, slots=True)
 class BinOp:
     op: str  # one of + - * / ^
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     column: int
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     func: str
-    args: tuple["Node", ...]
+    args: tuple[Node, ...]
     column: int
 
 
-Node = Union[Num, Var, Neg, BinOp, Call]
+Node = Num | Var | Neg | BinOp | Call
 
 
 def walk(node: Node) -> Iterator[Node]:
