@@ -44,7 +44,13 @@ def encode(document: dict[str, Any]) -> str:
         pass
     problems: list[dict[str, Any]] = []
     clean = _representable(document, "", {"path": ""}, problems)
-    clean["anomalies"] = [*clean.get("anomalies", []), *problems]
+    folded: dict[str, dict[str, Any]] = {}  # by site path, as the runtime folds its anomalies: first one, count
+    for problem in problems:
+        if problem["path"] in folded:
+            folded[problem["path"]]["count"] += 1
+        else:
+            folded[problem["path"]] = problem
+    clean["anomalies"] = [*clean.get("anomalies", []), *folded.values()]
     return json.dumps(clean, separators=(",", ":"), allow_nan=False)
 
 
