@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import ExpressionDomainError, ExpressionError, UndefinedVariableError
+from ..errors import ExpressionError as _ExpressionError
 from .compiler import DomainProblem, Evaluator, compile_node
 from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols, walk
 from .parser import parse_tree
@@ -77,7 +78,11 @@ def parse_expression(text: str) -> Expression:
     if cached is not None:
         return cached
     global _cached_chars
-    expression = Expression(text, parse_tree(text))
+    tree = parse_tree(text)
+    try:
+        expression = Expression(text, tree)
+    except RecursionError:  # compiling recurses MAX_DEPTH levels at most, but the caller may stand deep already
+        raise _ExpressionError(text, "cannot compile: the calling program's stack is too deep", tree.column) from None
     if len(_CACHE) >= _CACHE_LIMIT or _cached_chars + len(text) > _CACHE_CHARS_LIMIT:
         _CACHE.clear()
         _cached_chars = 0

@@ -118,18 +118,46 @@ _UNARY: dict[str, Callable[[Number, int], Number]] = {
 
 
 def compile_node(node: Node) -> Evaluator:
-    """Closure evaluating ``node`` against a mapping of variable values."""
+    """Closure evaluating ``node`` against a mapping of variable values.
+
+    Built bottom-up with an explicit stack (no recursion while compiling); the closures call each other
+    only as deep as the expression nests, a run of ``+ -`` or ``* /`` being one closure with a loop."""
+    built: dict[int, Evaluator] = {}  # by id() of the node: the tree is alive throughout
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        current, ready = stack.pop()
+        if ready:
+            built[id(current)] = _compile_one(current, [built.pop(id(child)) for child in _operands(current)])
+        else:
+            stack.append((current, True))
+            stack.extend((child, False) for child in reversed(_operands(current)))
+    return built[id(node)]
+
+
+def _operands(node: Node) -> list[Node]:
+    """What a node's closure evaluates: a run's first operand and the right operand of each of its steps."""
+    if isinstance(node, Neg):
+        return [node.operand]
+    if isinstance(node, BinOp):
+        first, ops = chain(node)
+        return [first, *(op.right for op in ops)]
+    if isinstance(node, Call):
+        return list(node.args)
+    return []
+
+
+def _compile_one(node: Node, operands: list[Evaluator]) -> Evaluator:
     if isinstance(node, Num):
         value = node.value
         return lambda env: value
     if isinstance(node, Var):
         return _compile_var(node)
     if isinstance(node, Neg):
-        inner = compile_node(node.operand)
+        (inner,) = operands
         return lambda env: -inner(env)
     if isinstance(node, BinOp):
-        return _compile_binop(node)
-    return _compile_call(node)
+        return _compile_binop(node, operands)
+    return _compile_call(node, operands)
 
 
 def _compile_var(node: Var) -> Evaluator:
@@ -147,13 +175,13 @@ def _compile_var(node: Var) -> Evaluator:
 _OPERATIONS: dict[str, Callable[[Number, Number, int], Number]] = {"/": _divide, "^": _power}
 
 
-def _compile_binop(node: BinOp) -> Evaluator:
-    first, ops = chain(node)
-    start = compile_node(first)
+def _compile_binop(node: BinOp, operands: list[Evaluator]) -> Evaluator:
+    _, ops = chain(node)
+    start = operands[0]
     if len(ops) == 1:
-        return _binary(node.op, start, compile_node(node.right), node.column)
+        return _binary(node.op, start, operands[1], node.column)
     # A run of one level in a loop, + - * inline (no call per step); / through _divide for exact integers.
-    steps = [(op.op, compile_node(op.right), op.column) for op in ops]
+    steps = [(op.op, operand, op.column) for op, operand in zip(ops, operands[1:], strict=True)]
     if node.op in "+-":
         def run_sum(env: Mapping[str, Number]) -> Number:
             value = start(env)
@@ -209,8 +237,7 @@ def _binary(op: str, left: Evaluator, right: Evaluator, column: int) -> Evaluato
     return lambda env: operation(left(env), right(env), column)
 
 
-def _compile_call(node: Call) -> Evaluator:
-    args = [compile_node(a) for a in node.args]
+def _compile_call(node: Call, args: list[Evaluator]) -> Evaluator:
     column = node.column
     if node.func in _UNARY:
         fn, (arg,) = _UNARY[node.func], args
