@@ -13,6 +13,7 @@ in worker processes when there are many files, so the main process only gathers 
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import warnings
@@ -83,7 +84,8 @@ def read_trace_file(path: Path, *, expected_rank: int | None = None) -> dict[str
     if not text.strip():
         raise TraceError(str(path), "empty file (the rank may have been killed before its first flush)")
     try:
-        document = json.loads(text)
+        # A value JSON cannot carry is written as {"$num": ...} (docs/trace-format.md); decode only files with one.
+        document = json.loads(text, object_hook=_number_from_text if b'"$num"' in text else None)
     except json.JSONDecodeError as exc:
         # A whole document is an object and ends with '}'; one that stops early was cut off mid-write.
         stripped = text.strip()
@@ -93,6 +95,27 @@ def read_trace_file(path: Path, *, expected_rank: int | None = None) -> dict[str
         raise TraceError(str(path), f"corrupt: not UTF-8 text ({exc.reason})") from None
     check_document(document, str(path), expected_rank)
     return document
+
+
+def _number_from_text(entry: dict[str, Any]) -> Any:
+    """``{"$num": "nan" | "inf" | "-inf" | "0x..." | "-0x..."}`` back to a number post-processing can hold.
+
+    Post-processing computes in doubles, so an integer written in hex (past the JSON digit limit, so far past
+    the double range) reads as +-inf; its exact value stays in the file, and the trace's ``unrepresentable``
+    anomaly names it."""
+    text = entry.get("$num") if len(entry) == 1 else None
+    if not isinstance(text, str):
+        return entry
+    try:
+        if "0x" not in text:
+            return float(text)
+        value = int(text, 16)
+    except ValueError:
+        return entry  # not a form this reader knows: left as it is, for check_document's type checks
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
 
 
 def check_document(document: Any, name: str, expected_rank: int | None = None) -> None:

@@ -108,6 +108,18 @@ def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
     return [p for p in (trace_path(trace_dir, r) for r in range(nprocs)) if p.exists()]
 
 
+def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
+    """What to tell the user when some rank wrote no trace (None when every rank did): a run whose numbers
+    are not all there must not look like a success."""
+    missing = [r for r in range(nprocs) if not trace_path(trace_dir, r).exists()]
+    if not missing:
+        return None
+    shown = ", ".join(str(r) for r in missing[:16]) + (", ..." if len(missing) > 16 else "")
+    return (f"no trace from rank{'s' if len(missing) > 1 else ''} {shown} ({len(missing)} of {nprocs}): a rank "
+            "that ran no annotation, was killed before its first flush, or could not write to "
+            f"{trace_dir} leaves none")
+
+
 def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:
     """Rank -> "status: reason" for each written trace that does not come from a clean exit.
 

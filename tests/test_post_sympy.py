@@ -97,7 +97,7 @@ def test_random_expressions_match_the_runtime() -> None:
     assert checked == 600
 
 
-@pytest.mark.parametrize("text, column", [("2 +", 4), ("foo(1)", 1), ("__import__('os')", 12), ("log", 1),
+@pytest.mark.parametrize("text, column", [("2 +", 4), ("foo(1)", 1), ("__import__('os')", 1), ("log", 1),
                                           ("min(1)", 1), ("a b", 3)])
 def test_bad_text_is_an_expression_error(text: str, column: int) -> None:
     with pytest.raises(ExpressionError) as info:
