@@ -8,6 +8,7 @@
 #   4. the same run with flops measured by the software counter (Valgrind tool), validated
 #   5. the scaling and sensitivity figures (paper Figures 9, 12, 14, 15)
 #   6. the HTML report of the run (ma report): open $OUT/report.html in a browser
+#   7. NPB SP class S on 4 processes: verified, validated, modelled (docs/npb-sp.md)
 #
 # Outputs go to $OUT (default out/cg-demo).
 set -euo pipefail
@@ -53,5 +54,12 @@ python examples/npb_cg/study.py "$OUT/traces" --measured "$OUT/traces-valgrind" 
 
 step "6. The report: validation, tree, models, message sizes, scaling and sensitivity in one HTML file"
 ma report "$OUT/traces" -o "$OUT/report.html" --at na=150000 --at nonzer=15 --at nprocs=1024
+
+step "7. NPB SP class S on 4 processes: annotated, validated, modelled (docs/npb-sp.md)"
+ma run -n 4 --trace-dir "$OUT/sp-traces" -- python examples/npb_sp/sp.py --class S > "$OUT/sp.txt"
+grep -E "Verification  |Mop/s total" "$OUT/sp.txt"
+ma validate "$OUT/sp-traces" > "$OUT/sp-validation.txt" && tail -n 1 "$OUT/sp-validation.txt"
+python examples/npb_sp/study.py "$OUT/sp-traces" --out "$OUT/sp-figures" > "$OUT/sp-study.txt"
+head -n 7 "$OUT/sp-study.txt"; echo "... (models, scaling to 1024 processes, figures: $OUT/sp-study.txt, $OUT/sp-figures)"
 
 step "Done: everything is in $OUT; open $OUT/report.html in a browser"

@@ -1,0 +1,277 @@
+"""Scaling and sensitivity studies of NPB SP from its validated modeling-assertion models (MA paper §4).
+
+    python examples/npb_sp/study.py TRACE_DIR [--measured VALGRIND_TRACE_DIR] [--out DIR]
+
+TRACE_DIR holds the traces of an annotated run (e.g. ``ma run -n 4 -- python examples/npb_sp/sp.py``);
+the models built from it are evaluated at classes, process counts and inputs never run. Writes:
+
+- ``fig12_messages.png``   message volume and count vs nprocs (1 to 1024, perfect squares), class C
+- ``fig14_flops.png``      floating-point operations per rank vs nprocs, class C
+- ``fig16_sensitivity.png`` flops, memory per rank and message volume vs problem_size (x1, x2, x10 of C)
+- ``fig17_subroutines.png`` flops per rank of each subroutine of the time step vs nprocs, class C
+- ``fig10_flops_measured.png`` measured vs predicted flops per site, from a run whose flop assertions
+  were measured (``ma run --counters valgrind``), when one is given
+and prints the numbers behind them, the flop model against NPB's official operation count for every
+class and the message-size distribution of class C on 1024 processes (§4.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path[0] = str(Path(__file__).resolve().parents[2])
+    __package__ = "examples.npb_sp"
+
+import numpy as np
+
+from examples.npb_cg.study import measured_flop_sites, value
+from ma.errors import MAError
+
+from .classes import CLASSES, official_op_count
+
+NPROCS = np.arange(1, 33) ** 2                        # 1 .. 1024, the perfect squares SP runs on
+SCALES = (1, 2, 10)                                   # x1, x2, x10 of problem_size (Figure 16)
+TIMED_LOOP = "step"                                   # the site of NPB's timed steps
+STEP_SUBROUTINES = ("compute_rhs", "txinvr", "x_solve", "y_solve", "z_solve", "add")
+
+
+@dataclass
+class SPModels:
+    """The models of one traced run, ready to evaluate at any class and process count."""
+
+    flops: Any           # ma_post Model, per rank, whole run
+    flops_timed: Any     # the flops of the timed steps only (what NPB's Mop/s counts)
+    by_subroutine: dict[str, Any]
+    memory: Any
+    mpi_bytes: Any
+    mpi_count: Any
+    traceset: Any
+    builder: Any
+
+    @classmethod
+    def build(cls, trace_dir: Path) -> SPModels:
+        import ma_post
+
+        ts = ma_post.load(trace_dir)
+        builder = ma_post.ModelBuilder(ts)
+        flops = builder.model("flops", inline=True)
+        timed = [(site, expr) for site, expr in flops.by_site() if site.path.split("/")[0] == TIMED_LOOP]
+        if not timed:
+            raise MAError(f"{trace_dir}: no flop assertion below the timed loop {TIMED_LOOP!r}")
+        exprs = [expr for _, expr in timed]
+        parts = {}
+        for name in STEP_SUBROUTINES:
+            mine = [expr for site, expr in timed if name in site.path.split("/")]
+            if mine:
+                parts[name] = builder.submodel(f"flops_{name}", sum(mine[1:], mine[0]))
+        return cls(flops, builder.submodel("flops_timed", sum(exprs[1:], exprs[0])), parts,
+                   builder.model("memory", inline=True), builder.model("mpi_bytes", inline=True),
+                   builder.model("mpi_count", inline=True), ts, builder)
+
+
+def class_inputs(name: str, nprocs: Any = 1, size_scale: float = 1) -> dict[str, Any]:
+    problem = CLASSES[name]
+    return {"problem_size": problem.problem_size * size_scale, "niter": problem.niter, "nprocs": nprocs}
+
+
+# --- the numbers ------------------------------------------------------------------------------------
+def official_comparison(models: SPModels) -> list[tuple[str, float, float, float]]:
+    """(class, model flops of the timed steps on one process, official count, relative difference)."""
+    rows = []
+    for name in "SWABC":
+        problem = CLASSES[name]
+        predicted = float(value(models.flops_timed, class_inputs(name, nprocs=1)))
+        official = official_op_count(problem.problem_size, problem.niter)
+        rows.append((name, predicted, official, (predicted - official) / official))
+    return rows
+
+
+def scaling(models: SPModels, class_name: str = "C") -> dict[str, np.ndarray]:
+    inputs = class_inputs(class_name, nprocs=NPROCS.astype(float))
+
+    def at_nprocs(model: Any) -> np.ndarray:      # a model without nprocs in it is one number
+        return np.broadcast_to(np.asarray(value(model, inputs), dtype=float), NPROCS.shape)
+
+    per_rank_bytes, per_rank_count = at_nprocs(models.mpi_bytes), at_nprocs(models.mpi_count)
+    out = {"nprocs": NPROCS, "bytes_per_rank": per_rank_bytes, "count_per_rank": per_rank_count,
+           "bytes_total": per_rank_bytes * NPROCS, "count_total": per_rank_count * NPROCS,
+           "flops_per_rank": at_nprocs(models.flops), "memory_per_rank": at_nprocs(models.memory)}
+    for name, model in models.by_subroutine.items():
+        out[f"flops_{name}"] = at_nprocs(model)
+    return out
+
+
+def sensitivity(models: SPModels, nprocs: int, class_name: str = "C") -> dict[str, list[float]]:
+    """quantity -> values at x1, x2, x10 of problem_size; quantities the trace has no assertion of are left out."""
+    out = {quantity: [float(value(model, class_inputs(class_name, nprocs, size_scale=s))) for s in SCALES]
+           for quantity, model in (("flops", models.flops), ("memory per rank", models.memory),
+                                   ("message volume", models.mpi_bytes))}
+    return {quantity: values for quantity, values in out.items() if values[0] != 0}
+
+
+def message_sizes(models: SPModels, nprocs: int, class_name: str = "C") -> list[Any]:
+    import ma_post
+
+    return ma_post.message_distribution(models.traceset, class_inputs(class_name, nprocs), builder=models.builder)
+
+
+# --- the figures ------------------------------------------------------------------------------------
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")              # files only, no display
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
+    """Error rate (predicted - measured) / measured of each flop assertion of the timed step, one bar per
+    kernel (calls in every context pooled): the paper's Figure 10."""
+    plt = _pyplot()
+    kernels: dict[str, list[float]] = {}
+    for site, predicted, measured in rows:
+        if site.split("/")[0] == TIMED_LOOP:
+            pooled = kernels.setdefault(site.split("/")[-1], [0.0, 0.0])
+            pooled[0] += predicted
+            pooled[1] += measured
+    names = list(kernels)
+    rates = [100 * (p - m) / m for p, m in kernels.values()]
+    fig, axis = plt.subplots(figsize=(10, 4.4))
+    axis.bar(np.arange(len(names)), rates)
+    axis.axhline(0, color="black", linewidth=0.8)
+    axis.set_xticks(np.arange(len(names)), names, rotation=60, fontsize=8, ha="right")
+    axis.set_ylabel("(predicted - measured) / measured, %")
+    axis.set_title("NPB SP: flops per kernel of the time step, predicted vs measured (Valgrind counter)",
+                   fontsize=10)
+    axis.grid(True, axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _loglog(axis: Any, x: np.ndarray, series: dict[str, np.ndarray], ylabel: str) -> None:
+    for label, y in series.items():
+        axis.loglog(x, y, "o-", markersize=3, label=label)
+    axis.set_xscale("log", base=2)
+    axis.set_xlabel("MPI processes")
+    axis.set_ylabel(ylabel)
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=8)
+
+
+def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
+    plt = _pyplot()
+    fig, (volume, count) = plt.subplots(1, 2, figsize=(11, 4.2))
+    several = scale["nprocs"] > 1        # one process sends nothing: no point on a log scale
+    for axis, key, label in ((volume, "bytes", "message volume (bytes)"), (count, "count", "messages")):
+        _loglog(axis, scale["nprocs"][several], {"all ranks": scale[f"{key}_total"][several],
+                                                 "per rank": scale[f"{key}_per_rank"][several]}, label)
+    fig.suptitle("NPB SP class C: message volume and count (model)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_flops(scale: dict[str, np.ndarray], path: Path, subroutines: bool = False) -> None:
+    plt = _pyplot()
+    fig, axis = plt.subplots(figsize=(7, 4.4))
+    if subroutines:
+        series = {name: scale[f"flops_{name}"] for name in STEP_SUBROUTINES if f"flops_{name}" in scale}
+        title = "NPB SP class C: flops per rank of each subroutine, all steps (model)"
+    else:
+        series = {"model, per rank": scale["flops_per_rank"],
+                  "perfect division": scale["flops_per_rank"][0] / scale["nprocs"]}
+        title = "NPB SP class C: flops per rank (model)"
+    _loglog(axis, scale["nprocs"], series, "floating-point operations per rank")
+    axis.set_title(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def plot_sensitivity(sens: dict[str, list[float]], nprocs: int, path: Path) -> None:
+    plt = _pyplot()
+    fig, axis = plt.subplots(figsize=(7, 4.2))
+    width = 0.25
+    positions = np.arange(len(SCALES))
+    for offset, (quantity, values) in zip((-width, 0, width), sens.items(), strict=False):
+        axis.bar(positions + offset, np.asarray(values) / values[0], width, label=quantity)
+    axis.set_xticks(positions, [f"problem_size x{s}" for s in SCALES])
+    axis.set_yscale("log")
+    axis.set_ylabel("relative to class C")
+    axis.grid(True, axis="y", alpha=0.3)
+    axis.legend()
+    axis.set_title(f"NPB SP sensitivity to problem_size (class C, {nprocs} processes, model)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --- command line ------------------------------------------------------------------------------------
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("trace_dir", type=Path)
+    parser.add_argument("--measured", type=Path, help="traces of a run whose flops were measured")
+    parser.add_argument("--out", type=Path, default=Path("figures"))
+    parser.add_argument("--sensitivity-nprocs", type=int, default=1024)
+    args = parser.parse_args(argv)
+    try:
+        return _study(args)
+    except MAError as exc:
+        print(f"study.py: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _study(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    models = SPModels.build(args.trace_dir)
+
+    print("Flop model of the timed steps (1 process) vs NPB's official operation count:")
+    for name, predicted, official, rel in official_comparison(models):
+        print(f"  class {name}: model {predicted:.6e}  official {official:.6e}  difference {100 * rel:+.2f} %")
+
+    scale = scaling(models)
+    print("\nClass C per rank vs nprocs (model):")
+    print(f"  {'nprocs':>6} {'flops':>12} {'memory B':>12} {'MPI bytes':>12} {'messages':>9}")
+    for i, p in enumerate(scale["nprocs"]):
+        print(f"  {p:6d} {scale['flops_per_rank'][i]:12.4e} {scale['memory_per_rank'][i]:12.4e} "
+              f"{scale['bytes_per_rank'][i]:12.4e} {scale['count_per_rank'][i]:9.0f}")
+    plot_messages(scale, args.out / "fig12_messages.png")
+    plot_flops(scale, args.out / "fig14_flops.png")
+    plot_flops(scale, args.out / "fig17_subroutines.png", subroutines=True)
+
+    sens = sensitivity(models, args.sensitivity_nprocs)
+    print(f"\nSensitivity to problem_size at {args.sensitivity_nprocs} processes (relative to class C at x1, x2, x10):")
+    for quantity, values in sens.items():
+        print(f"  {quantity:<16} " + "  ".join(f"{v / values[0]:10.3f}" for v in values))
+    plot_sensitivity(sens, args.sensitivity_nprocs, args.out / "fig16_sensitivity.png")
+
+    print("\nMessage sizes of class C on 1024 processes (per rank):")
+    for entry in message_sizes(models, 1024):
+        print(f"  {entry.size:10.0f} bytes  {entry.per_rank:8.0f} messages  {100 * entry.share:5.1f} % of messages  "
+              f"{100 * entry.volume_share:5.1f} % of bytes")
+
+    written = ["fig12_messages.png", "fig14_flops.png", "fig17_subroutines.png", "fig16_sensitivity.png"]
+    if args.measured is not None:
+        rows = measured_flop_sites(args.measured)
+        if rows:
+            plot_measured(rows, args.out / "fig10_flops_measured.png")
+            written.append("fig10_flops_measured.png")
+            worst = max(rows, key=lambda r: abs(r[1] - r[2]) / r[2])
+            print(f"\nMeasured flops: {len(rows)} sites, largest error {worst[0]} "
+                  f"{(worst[1] - worst[2]) / worst[2]:+.4f}")
+        else:
+            print(f"\n{args.measured}: no measured flop site (run with --counters valgrind or PAPI counters)")
+    print(f"\nfigures in {args.out}: {', '.join(written)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
