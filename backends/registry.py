@@ -56,7 +56,7 @@ def load(name: str) -> type[Backend]:
         raise BackendError(f"backend {name!r} ({ep.value}) cannot be imported: {type(exc).__name__}: {exc}") from exc
     if not (isinstance(obj, type) and issubclass(obj, Backend)):
         raise BackendError(f"backend {name!r} ({ep.value}) is not a subclass of backends.base.Backend")
-    if obj.NAME != name:
+    if name != obj.NAME:
         raise BackendError(f"backend {name!r} ({ep.value}) has NAME {obj.NAME!r}: the two must agree")
     return obj
 

@@ -32,8 +32,9 @@ def _curves(profile: MachineProfile) -> dict[str, list[MultiMapsPoint]]:
 def _mark_caches(ax: Any, profile: MachineProfile) -> None:
     for cache in profile.caches:
         ax.axvline(cache.size_bytes, color="0.6", linestyle=":", linewidth=1)
-        ax.annotate(f"L{cache.level} {_size(cache.size_bytes)}", (cache.size_bytes, 1), xycoords=("data", "axes fraction"),
-                    xytext=(2, -10), textcoords="offset points", fontsize=7, color="0.4")
+        ax.annotate(f"L{cache.level} {_size(cache.size_bytes)}", (cache.size_bytes, 1),
+                    xycoords=("data", "axes fraction"), xytext=(2, -10), textcoords="offset points", fontsize=7,
+                    color="0.4")
 
 
 def _size(nbytes: int) -> str:
@@ -57,7 +58,7 @@ def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
         ax.plot(sizes, [p.bandwidth_gbs for p in points], "o-", color=color, markersize=3, linewidth=1,
                 label=f"{label} measured")
         if fit is not None and all(p.hit_rates is not None for p in points):
-            modelled = fit.bandwidth_gbs([p.hit_rates for p in points])
+            modelled = fit.bandwidth_gbs([p.hit_rates or [] for p in points])
             ax.plot(sizes, modelled, "--", color=color, linewidth=1.2, label=f"{label} Eq. 1 fit")
     _mark_caches(ax, profile)
     ax.set_xscale("log", base=2)
@@ -87,7 +88,7 @@ def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: st
         raise ProfileError(profile.name, f"no fitted curve {curve!r} to plot errors for")
     plt = _pyplot()
     measured = np.array([p.bandwidth_gbs for p in points])
-    modelled = fit.bandwidth_gbs([p.hit_rates for p in points])
+    modelled = fit.bandwidth_gbs([p.hit_rates or [] for p in points])
     errors = 100 * (modelled - measured) / measured
     fig, ax = plt.subplots(figsize=(8, 3.5))
     sizes = [p.size_bytes for p in points]

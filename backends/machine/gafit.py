@@ -14,7 +14,7 @@ them out), so ``c_1`` is fixed at 1 and the others are latencies relative to the
 
 The GA works on genomes in [0, 1]^D mapped to the parameter bounds (log scale for c, b and x), with
 tournament selection, two-point crossover and Gaussian mutation (probabilities 0.8 and 0.8 as in the paper's
-Table 2), elitism, and a Lamarckian step: the best genomes are refined by a Nelder-Mead local search and
+Table 2), elitism, and a Lamarckian step: the best genomes are refined by a bounded local search and
 written back, the adaptation the paper's GAUL islands apply. Fitness is the paper's: the sum of the absolute
 relative errors over all points. Everything is vectorised over the population with NumPy and seeded, so a
 fit is reproducible.
@@ -105,7 +105,7 @@ class GASettings:
     elite: float = 0.01
     lamarck_every: int = 25
     lamarck_top: int = 4
-    lamarck_evals: int = 3000
+    lamarck_evals: int = 400
     seed: int = 0
 
 
@@ -201,6 +201,9 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
         predicted = eq1(h, *genome.decode(pop))
         return np.asarray(np.abs(predicted - y) @ inv_y)
 
+    def residuals(g: FloatArray) -> FloatArray:
+        return np.asarray((eq1(h, *genome.decode(g[None, :]))[0] - y) * inv_y)
+
     pop = rng.random((cfg.population, genome.dim))
     score = fitness(pop)
     elite = max(1, int(cfg.elite * cfg.population))
@@ -209,7 +212,7 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
         order = np.argsort(score)
         pop, score = pop[order], score[order]
         if cfg.lamarck_every and (gen + 1) % cfg.lamarck_every == 0:
-            _lamarck(pop, score, fitness, cfg, rng)
+            _lamarck(pop, score, residuals, cfg)
         history.append(float(score[0]))
         if progress:
             progress(gen, float(score[0]))
@@ -218,10 +221,10 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
         score = np.concatenate([score[:elite], fitness(children)])
     order = np.argsort(score)
     pop, score = pop[order], score[order]
-    _lamarck(pop, score, fitness, cfg, rng)
+    _lamarck(pop, score, residuals, cfg)
     best = int(np.argmin(score))
     return FitResult(genome.params(pop[best]), float(score[best]), time.perf_counter() - started, cfg,
-                     history + [float(score[best])])
+                     [*history, float(score[best])])
 
 
 def _offspring(pop: FloatArray, score: FloatArray, count: int, cfg: GASettings, rng: np.random.Generator,
@@ -244,20 +247,24 @@ def _offspring(pop: FloatArray, score: FloatArray, count: int, cfg: GASettings, 
     return np.asarray(np.clip(children, 0.0, 1.0))
 
 
-def _lamarck(pop: FloatArray, score: FloatArray, fitness: Callable[[FloatArray], FloatArray],
-             cfg: GASettings, rng: np.random.Generator) -> None:
-    """Refine the best (sorted) genomes by Nelder-Mead and write the results back into the population."""
-    from scipy.optimize import minimize
+def _lamarck(pop: FloatArray, score: FloatArray, residuals: Callable[[FloatArray], FloatArray],
+             cfg: GASettings) -> None:
+    """Refine the best (sorted) genomes by a bounded local search and write improvements back (Lamarckian).
 
-    def single(g: FloatArray) -> float:
-        return float(fitness(np.clip(g, 0.0, 1.0)[None, :])[0])
+    The search minimises a robust (soft-L1) loss of the relative residuals with a trust-region method: close
+    to the paper's sum of absolute relative errors but smooth, so it converges in tens of evaluations where a
+    derivative-free search needs thousands. A result is kept only if it improves the GA's own fitness.
+    """
+    from scipy.optimize import least_squares
 
     for i in range(min(cfg.lamarck_top, len(pop))):
-        found = minimize(single, pop[i], method="Nelder-Mead",
-                         options={"maxfev": cfg.lamarck_evals, "xatol": 1e-7, "fatol": 1e-10, "adaptive": True})
-        if found.fun < score[i]:
-            pop[i] = np.clip(found.x, 0.0, 1.0)
-            score[i] = found.fun
+        found = least_squares(residuals, pop[i], bounds=(0.0, 1.0), method="trf", loss="soft_l1", f_scale=0.01,
+                              max_nfev=cfg.lamarck_evals, x_scale=0.1)
+        candidate = np.clip(found.x, 0.0, 1.0)
+        fitness = float(np.abs(residuals(candidate)).sum())
+        if fitness < score[i]:
+            pop[i] = candidate
+            score[i] = fitness
 
 
 # --- the paper's Table 4: average absolute relative error and its standard deviation ---------------------

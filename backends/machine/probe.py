@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -74,7 +75,7 @@ def working_sets(caches: Sequence[CacheLevel], settings: ProbeSettings) -> list[
     """Log-spaced sizes in bytes, whole cache lines, from min_size to llc_multiple x the last cache."""
     top = max(settings.min_size * 2, int(settings.llc_multiple * caches[-1].size_bytes))
     sizes = np.geomspace(settings.min_size, top, settings.sizes)
-    return sorted({int(round(s / LINE)) * LINE for s in sizes})
+    return sorted({round(s / LINE) * LINE for s in sizes})
 
 
 @contextmanager
@@ -129,14 +130,13 @@ def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: 
                 if accesses < settings.min_loads:
                     bar.update()
                     continue
-                reps, seconds = _timed(lambda r, w=words, s=stride: kernels.stride(data, w, s, r),
-                                       settings.min_time, settings.samples)
+                reps, seconds = _timed(partial(kernels.stride, data, words, stride), settings.min_time,
+                                       settings.samples)
                 points.append(_point("stride", size, accesses * reps * WORD, seconds, stride, settings.statistic))
                 bar.update()
             if settings.random:
                 index = rng.integers(0, words, words, dtype=np.uint32)
-                reps, seconds = _timed(lambda r, i=index: kernels.random(data, i, r), settings.min_time,
-                                       settings.samples)
+                reps, seconds = _timed(partial(kernels.random, data, index), settings.min_time, settings.samples)
                 # both loads of an iteration count (index and data), as they do in its simulated hit rates
                 points.append(_point("random", size, words * reps * (WORD + hitrates.INDEX_BYTES), seconds, None,
                                      settings.statistic))
@@ -156,8 +156,8 @@ def measure_flops(kernels: Kernels, settings: ProbeSettings) -> dict[str, Any]:
     """Peak double-precision flop rate of one core: the best of the FMA (or mul+add) kernels it runs."""
     by_isa = {}
     for name, lanes in kernels.flop_kernels():
-        reps, seconds = _timed(lambda r, n=name: kernels.flops(n, 1024 * r), settings.flop_time, settings.samples)
-        by_isa[name] = 2 * lanes * kernels.flop_chains * 1024 * reps / min(seconds)
+        reps, seconds = _timed(partial(kernels.flops, name), settings.flop_time, settings.samples)
+        by_isa[name] = 2 * lanes * kernels.flop_chains * reps / min(seconds)
     best = max(by_isa, key=lambda k: by_isa[k])
     return {"peak_flops": by_isa[best], "isa": best, "by_isa": by_isa}
 
@@ -223,7 +223,7 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int = 
     result = gafit.fit(h, y, penalties=penalties, settings=ga)
     checked = sorted((p for p in profile.multimaps if p.hit_rates is not None),
                      key=lambda p: (p.pattern != "stride", p.stride or 0, p.size_bytes))
-    modelled = result.params.bandwidth([p.hit_rates for p in checked])
+    modelled = result.params.bandwidth([p.hit_rates or [] for p in checked])
     table = gafit.error_table([p.bandwidth_gbs for p in checked], modelled, [p.curve for p in checked])
     fitted_only = gafit.summarise(gafit.relative_errors(y, result.params.bandwidth(h)))
     fit = BandwidthFit(latencies=list(result.params.c), plateaus_gbs=list(result.params.b),
@@ -240,10 +240,8 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int = 
 def host_info(pinned_cpu: int | None, quick: bool, notes: str) -> dict[str, Any]:
     model = platform.processor() or "unknown"
     try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
     except OSError:
         pass
     return {"hostname": socket.gethostname(), "cpu_model": model, "cpus": os.cpu_count() or 1,

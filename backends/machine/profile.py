@@ -8,6 +8,7 @@ raises :class:`ma.errors.ProfileError` naming the file and the field.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -160,9 +161,14 @@ def validate(doc: Any, path: str = "<profile>") -> None:
         raise ProfileError(path, f"schema version {doc.get('version')!r} is not supported (this SDK reads version "
                                  f"{SCHEMA_VERSION})", "version")
     error = best_match(Draft202012Validator(PROFILE_SCHEMA).iter_errors(doc))
-    if error is not None:
-        raise ProfileError(path, error.message, _field_path(list(error.absolute_path)))
-    _check_consistency(doc, path)
+    if error is None:
+        _check_consistency(doc, path)
+        return
+    where = list(error.absolute_path)
+    if error.validator == "required":  # name the missing field itself, not the object that lacks it
+        missing = [name for name in error.validator_value if name not in error.instance]
+        raise ProfileError(path, "required field is missing", _field_path([*where, missing[0]]))
+    raise ProfileError(path, error.message, _field_path(where))
 
 
 def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
@@ -184,7 +190,7 @@ def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
         if len(rates) != levels:
             raise ProfileError(path, f"expected {levels} cumulative hit rates (one per cache and memory), got "
                                      f"{len(rates)}", f"{where}.hit_rates")
-        if any(b < a - 1e-12 for a, b in zip(rates, rates[1:])) or abs(rates[-1] - 1.0) > 1e-9:
+        if any(b < a - 1e-12 for a, b in itertools.pairwise(rates)) or abs(rates[-1] - 1.0) > 1e-9:
             raise ProfileError(path, "hit rates must be cumulative (non-decreasing) and end at 1 (main memory)",
                                f"{where}.hit_rates")
     fit = doc.get("bandwidth_fit")
