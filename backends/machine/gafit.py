@@ -37,7 +37,7 @@ FloatArray = npt.NDArray[np.float64]
 _ONE_MINUS_E = 1.0 - math.e
 C_BOUNDS = (1.0, 1.0e4)  # latency of levels 2..n relative to level 1
 X_BOUNDS = (1.0e-4, 1.0e2)
-F_BOUNDS = (-10.0, 10.0)
+F_BOUNDS = (-30.0, 30.0)
 _CHUNK = 256  # individuals per vectorised block: keeps the (individuals x points) temporaries in cache
 
 

@@ -23,8 +23,21 @@ def parse_size(text: str) -> int:
     return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
 
 
+def _shared(index: Path) -> bool:
+    """Whether sysfs says other CPUs share this cache (``shared_cpu_list`` names more than one)."""
+    try:
+        text = (index / "shared_cpu_list").read_text().strip()
+    except OSError:
+        return False
+    return "-" in text or "," in text
+
+
 def from_sysfs(cpu: int = 0, root: Path | None = None) -> list[CacheLevel]:
-    """Data and unified caches of ``cpu``, innermost first; ProfileError when sysfs has none."""
+    """Data and unified caches of ``cpu``, innermost first; ProfileError when sysfs has none.
+
+    A level that other CPUs share is simulated with random replacement: seen from one core, whose lines other
+    cores (and, on a VM, other guests) evict, it does not behave as LRU; the private levels are LRU.
+    """
     base = root or Path(str(SYSFS_CACHE).format(cpu=cpu))
     levels: dict[int, CacheLevel] = {}
     for index in sorted(base.glob("index*")):
@@ -37,7 +50,8 @@ def from_sysfs(cpu: int = 0, root: Path | None = None) -> list[CacheLevel]:
             level = int(read("level"))
             levels[level] = CacheLevel(level=level, size_bytes=parse_size(read("size")),
                                        ways=int(read("ways_of_associativity")),
-                                       line_bytes=int(read("coherency_line_size")), source="sysfs")
+                                       line_bytes=int(read("coherency_line_size")), source="sysfs",
+                                       replacement="RR" if _shared(index) else "LRU")
         except (OSError, ValueError) as exc:
             raise ProfileError(str(index), f"cannot read the cache description: {exc}") from None
     if not levels:

@@ -84,6 +84,17 @@ class BandwidthFit:
         return Eq1Params(tuple(self.latencies), tuple(self.plateaus_gbs), tuple(self.penalty_f),
                          tuple(self.penalty_x))
 
+    def error_table(self) -> dict[str, Any]:
+        """Table-4 rows (:class:`.gafit.ErrorSummary`): the fitted points together (``fitted``), then each curve
+        (the random curve is not fitted: its row is the interpolation check)."""
+        from .gafit import ErrorSummary
+
+        curves = {k: ErrorSummary(int(v["points"]), v["avg_abs_rel_error"], v["std_abs_rel_error"],
+                                  v["max_abs_rel_error"]) for k, v in self.per_curve.items()}
+        worst = max((s.max_abs_rel_error for k, s in curves.items() if k != "random"), default=0.0)
+        return {"fitted": ErrorSummary(int(self.ga.get("fitted_points", 0)), self.avg_abs_rel_error or 0.0,
+                                       self.std_abs_rel_error or 0.0, worst), **curves}
+
     def bandwidth_gbs(self, hit_rates: Sequence[float] | Sequence[Sequence[float]]) -> Any:
         """Predicted bandwidth (GB/s) at cumulative hit rates h_1..h_n (one row or a table of rows)."""
         return self.params().bandwidth(hit_rates)

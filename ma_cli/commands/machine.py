@@ -125,11 +125,7 @@ def _print_fit(machine: Any) -> None:
         return
     from backends.machine import gafit
 
-    table = {"fitted": gafit.ErrorSummary(int(fit.ga.get("fitted_points", 0)), fit.avg_abs_rel_error or 0.0,
-                                          fit.std_abs_rel_error or 0.0, max((v["max_abs_rel_error"] for k, v in
-                                                                             fit.per_curve.items()
-                                                                             if k != "random"), default=0.0))}
-    table.update({k: gafit.ErrorSummary(**v) for k, v in fit.per_curve.items()})
+    table = fit.error_table()
     print(f"bandwidth fit (Equation 1), GA {fit.ga.get('population')} x {fit.ga.get('generations')}, "
           f"{fit.ga.get('seconds', 0):.1f} s; random curve not fitted, a check:")
     print(gafit.format_error_table(table))
