@@ -137,3 +137,17 @@ def test_shipped_example_profiles_load() -> None:
         machine = profile.load(path)
         assert machine.bandwidth_fit is not None and machine.network is not None
         assert len({p.curve for p in machine.multimaps}) >= 8  # seven strides and the random curve
+
+
+def test_simulated_hit_rates_of_the_random_loop() -> None:
+    import numpy as np
+
+    # a data array that fits in L1: after the warm-up pass every load hits, index and data alike
+    small = np.random.default_rng(0).integers(0, 256, 256, dtype=np.uint32)
+    assert hitrates.random_hit_rates(SMALL, 2048, small) == [1.0, 1.0, 1.0]
+    # a data array of 16 x L2: the index stream hits L1 on 15 of 16 loads (4-byte words, 64-byte lines), the
+    # data loads mostly miss everywhere
+    words = 16 * 65536 // 8
+    big = np.random.default_rng(0).integers(0, words, words, dtype=np.uint32)
+    h1, h2, h3 = hitrates.random_hit_rates(SMALL, 8 * words, big)
+    assert 0.5 * 15 / 16 <= h1 < 0.5 * 15 / 16 + 0.02 and h1 <= h2 < h1 + 0.05 and h3 == 1.0

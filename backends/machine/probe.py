@@ -113,7 +113,7 @@ def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[
 def _progress(total: int, what: str) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=what, unit="pt", disable=not sys.stderr.isatty(), leave=False)
+    return tqdm(total=total, desc=what, disable=not sys.stderr.isatty(), leave=False)
 
 
 def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings,
@@ -220,7 +220,12 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int = 
         raise ProbeError(f"profile {profile.name!r} has no MultiMAPS stride points with hit rates to fit")
     h = np.array([p.hit_rates for p in fitted])
     y = np.array([p.bandwidth_gbs for p in fitted])
-    result = gafit.fit(h, y, penalties=penalties, settings=ga)
+    with _progress(ga.generations, "GA fit") as bar:
+        def advance(_generation: int, best: float) -> None:
+            bar.set_postfix_str(f"fitness {best:.3g}", refresh=False)
+            bar.update()
+
+        result = gafit.fit(h, y, penalties=penalties, settings=ga, progress=advance)
     checked = sorted((p for p in profile.multimaps if p.hit_rates is not None),
                      key=lambda p: (p.pattern != "stride", p.stride or 0, p.size_bytes))
     modelled = result.params.bandwidth([p.hit_rates or [] for p in checked])
