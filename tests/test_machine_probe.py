@@ -38,7 +38,8 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     beyond_l2 = by_key[("stride 8", sizes[-1])]
     assert in_l1.hit_rates == [1.0] * machine.levels
     assert beyond_l2.hit_rates is not None and beyond_l2.hit_rates[1] == 0.0
-    assert in_l1.bandwidth_gbs > 2 * beyond_l2.bandwidth_gbs
+    # best samples: the others who share this host slow a sample down, never up
+    assert max(in_l1.samples_gbs) > 2 * max(beyond_l2.samples_gbs)
     assert machine.peak_flops > 1e9 and machine.cpu["isa"] in machine.cpu["by_isa"]
     assert machine.triad_gbs > 0.5
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3

@@ -151,3 +151,14 @@ def test_simulated_hit_rates_of_the_random_loop() -> None:
     big = np.random.default_rng(0).integers(0, words, words, dtype=np.uint32)
     h1, h2, h3 = hitrates.random_hit_rates(SMALL, 8 * words, big)
     assert 0.5 * 15 / 16 <= h1 < 0.5 * 15 / 16 + 0.02 and h1 <= h2 < h1 + 0.05 and h3 == 1.0
+
+
+def test_schema_is_printed_and_validates_a_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from jsonschema import Draft202012Validator
+
+    from ma_cli.main import main
+
+    assert main(["machine", "schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    Draft202012Validator.check_schema(schema)
+    Draft202012Validator(schema).validate(sample_profile().to_json())

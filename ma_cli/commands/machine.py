@@ -1,4 +1,4 @@
-"""``ma machine probe|show|fit|plot``: measure, inspect, refit and plot machine profiles."""
+"""``ma machine probe|show|fit|plot|schema``: measure, inspect, refit and plot machine profiles."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ def register(subparsers: Any) -> None:
     fit.add_argument("-o", "--output", help="write here (default: update the profile in place)")
     _ga_options(fit)
     fit.set_defaults(handler=handle_fit)
+
+    schema = actions.add_parser("schema", help="print the profile's JSON Schema (version 1)")
+    schema.set_defaults(handler=handle_schema)
 
     plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7) and one stride's errors (Fig. 8)")
     plot.add_argument("profile")
@@ -106,6 +109,15 @@ def handle_fit(args: argparse.Namespace) -> int:
     path = machine.save(args.output or args.profile)
     print(f"{path}: fitted in {fit.ga['seconds']:.1f} s")
     _print_fit(machine)
+    return 0
+
+
+def handle_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from backends.machine.schema import PROFILE_SCHEMA
+
+    print(json.dumps(PROFILE_SCHEMA, indent=1))
     return 0
 
 
