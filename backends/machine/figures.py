@@ -24,7 +24,7 @@ def _pyplot() -> Any:
 
 def _curves(profile: MachineProfile) -> dict[str, list[MultiMapsPoint]]:
     curves: dict[str, list[MultiMapsPoint]] = {}
-    for point in profile.multimaps:
+    for point in sorted(profile.multimaps, key=lambda p: (p.pattern != "stride", p.stride or 0)):
         curves.setdefault(point.curve, []).append(point)
     return {k: sorted(v, key=lambda p: p.size_bytes) for k, v in curves.items()}
 
@@ -40,7 +40,7 @@ def _mark_caches(ax: Any, profile: MachineProfile) -> None:
 def _size(nbytes: int) -> str:
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= scale:
-            return f"{nbytes / scale:g} {unit}"
+            return f"{nbytes / scale:.3g} {unit}"
     return f"{nbytes} B"
 
 
