@@ -102,11 +102,17 @@ def _aligned(words: int) -> npt.NDArray[np.float64]:
     return array
 
 
-def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
-    """Double the repetitions until one run lasts min_time; then the seconds of ``samples`` runs."""
+def _calibrate(run: Callable[[int], float], min_time: float) -> int:
+    """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
     reps = 1
     while (elapsed := run(reps)) < min_time:
         reps *= 2 if elapsed * 4 > min_time else max(2, int(min_time / max(elapsed, 1e-9) / 2))
+    return reps
+
+
+def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
+    """Calibrated repetitions and the seconds of ``samples`` runs of them."""
+    reps = _calibrate(run, min_time)
     return reps, [run(reps) for _ in range(samples)]
 
 
@@ -116,32 +122,47 @@ def _progress(total: int, what: str) -> Any:
     return tqdm(total=total, desc=what, disable=not sys.stderr.isatty(), leave=False)
 
 
+@dataclass
+class _Job:
+    pattern: str
+    size: int
+    stride: int | None
+    run: Callable[[int], float]
+    bytes_per_rep: int
+    reps: int = 1
+    seconds: list[float] = field(default_factory=list)
+
+
 def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings,
                       rng: np.random.Generator) -> list[MultiMapsPoint]:
+    """Every point calibrated once, then sampled in rounds over all points, so that a burst of load from other
+    processes spoils one sample of many points rather than every sample of a few. Each sample follows an untimed
+    pass that brings the array back into the caches the previous point used."""
     sizes = working_sets(caches, settings)
     data = _aligned(max(sizes) // WORD)
-    points: list[MultiMapsPoint] = []
-    curves = len(settings.strides) + int(settings.random)
-    with _progress(len(sizes) * curves, "MultiMAPS") as bar:
-        for size in sizes:
-            words = size // WORD
-            for stride in settings.strides:
-                accesses = -(-words // stride)
-                if accesses < settings.min_loads:
-                    bar.update()
-                    continue
-                reps, seconds = _timed(partial(kernels.stride, data, words, stride), settings.min_time,
-                                       settings.samples)
-                points.append(_point("stride", size, accesses * reps * WORD, seconds, stride, settings.statistic))
+    jobs: list[_Job] = []
+    for size in sizes:
+        words = size // WORD
+        for stride in settings.strides:
+            loads = -(-words // stride)
+            if loads >= settings.min_loads:
+                jobs.append(_Job("stride", size, stride, partial(kernels.stride, data, words, stride), loads * WORD))
+        if settings.random:
+            index = rng.integers(0, words, words, dtype=np.uint32)
+            # both loads of an iteration count (index and data), as they do in its simulated hit rates
+            jobs.append(_Job("random", size, None, partial(kernels.random, data, index),
+                             words * (WORD + hitrates.INDEX_BYTES)))
+    with _progress(len(jobs) * (1 + settings.samples), "MultiMAPS") as bar:
+        for job in jobs:
+            job.reps = _calibrate(job.run, settings.min_time)
+            bar.update()
+        for _ in range(settings.samples):
+            for job in jobs:
+                job.run(1)
+                job.seconds.append(job.run(job.reps))
                 bar.update()
-            if settings.random:
-                index = rng.integers(0, words, words, dtype=np.uint32)
-                reps, seconds = _timed(partial(kernels.random, data, index), settings.min_time, settings.samples)
-                # both loads of an iteration count (index and data), as they do in its simulated hit rates
-                points.append(_point("random", size, words * reps * (WORD + hitrates.INDEX_BYTES), seconds, None,
-                                     settings.statistic))
-                bar.update()
-    return points
+    return [_point(job.pattern, job.size, job.bytes_per_rep * job.reps, job.seconds, job.stride, settings.statistic)
+            for job in jobs]
 
 
 def _point(pattern: str, size: int, nbytes: int, seconds: Sequence[float], stride: int | None,
