@@ -113,7 +113,8 @@ class GASettings:
 class FitResult:
     params: Eq1Params
     fitness: float  # the GA's: sum of absolute relative errors
-    seconds: float
+    seconds: float  # wall time
+    cpu_seconds: float  # this process's CPU time: what the fit costs on a host others share
     settings: GASettings
     history: list[float] = field(default_factory=list)  # best fitness per generation
 
@@ -192,7 +193,7 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
         raise FitError(f"penalties must be between 0 and {n - 1} for {n} levels, got {penalties}")
     if cfg.population < 4 or cfg.generations < 1:
         raise FitError("the GA needs a population of at least 4 and at least one generation")
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     rng = np.random.default_rng(cfg.seed)
     genome = _Genome(n, penalties, (0.5 * float(y.min()), 2.0 * float(y.max())))
     inv_y = 1.0 / y
@@ -223,7 +224,8 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
     pop, score = pop[order], score[order]
     _lamarck(pop, score, residuals, cfg)
     best = int(np.argmin(score))
-    return FitResult(genome.params(pop[best]), float(score[best]), time.perf_counter() - started, cfg,
+    return FitResult(genome.params(pop[best]), float(score[best]), time.perf_counter() - started,
+                     time.process_time() - cpu_started, cfg,
                      [*history, float(score[best])])
 
 

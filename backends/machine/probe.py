@@ -258,7 +258,7 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int = 
                        std_abs_rel_error=fitted_only.std_abs_rel_error,
                        per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},
                        ga={**gafit.settings_dict(ga), "fitness": result.fitness, "seconds": result.seconds,
-                           "fitted_points": len(fitted)})
+                           "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)})
     profile.bandwidth_fit = fit
     return fit
 

@@ -139,7 +139,8 @@ def _print_fit(machine: Any) -> None:
 
     table = fit.error_table()
     print(f"bandwidth fit (Equation 1), GA {fit.ga.get('population')} x {fit.ga.get('generations')}, "
-          f"{fit.ga.get('seconds', 0):.1f} s; random curve not fitted, a check:")
+          f"{fit.ga.get('seconds', 0):.1f} s ({fit.ga.get('cpu_seconds', 0):.1f} s CPU); random curve not fitted, "
+          "a check:")
     print(gafit.format_error_table(table))
 
 
