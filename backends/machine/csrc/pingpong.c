@@ -1,6 +1,7 @@
 /* MPI ping-pong between ranks 0 and 1 (`ma machine probe`): for each message size given on the command line,
- * rank 0 prints "bytes one_way_seconds" with the one-way time the median of `batches` batches, each batch as
- * many round trips as fill `min_time` seconds. Usage: ma_pingpong MIN_TIME BATCHES SIZE... */
+ * rank 0 prints "bytes median_seconds best_seconds", the one-way time of the median and of the fastest of
+ * `batches` batches, each batch as many round trips as fill `min_time` seconds.
+ * Usage: ma_pingpong MIN_TIME BATCHES SIZE... */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ int main(int argc, char **argv) {
             times[b] = round_trips(buffer, bytes, count, rank) / (2.0 * (double)count);
         qsort(times, (size_t)batches, sizeof(double), compare);
         if (rank == 0)
-            printf("%d %.9e\n", bytes, times[batches / 2]);
+            printf("%d %.9e %.9e\n", bytes, times[batches / 2], times[0]);
     }
     free(buffer);
     MPI_Finalize();
