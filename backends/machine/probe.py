@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -63,14 +63,14 @@ class ProbeSettings:
     fit: bool = True
     ga: gafit.GASettings = field(default_factory=gafit.GASettings)
     penalties: int = 2
-    quick: bool = False  # set by quick(): recorded in the profile
+    is_quick: bool = False  # set by quick(), recorded in the profile
 
     @classmethod
     def quick(cls) -> ProbeSettings:
         return cls(sizes=12, llc_multiple=0.25, min_time=2e-4, samples=5, flop_time=5e-4,
                    pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3,
                    ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
-                   quick=True)
+                   is_quick=True)
 
 
 def working_sets(caches: Sequence[CacheLevel], settings: ProbeSettings) -> list[int]:
@@ -301,7 +301,7 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
     say("hit rates (pycachesim)")
     simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
     profile = MachineProfile(
-        name=name or socket.gethostname(), host=host_info(cpu, cfg.quick, notes), caches=hierarchy, cpu=cpu_info,
+        name=name or socket.gethostname(), host=host_info(cpu, cfg.is_quick, notes), caches=hierarchy, cpu=cpu_info,
         memory=memory, multimaps=points, network=network,
         multimaps_settings={"min_time_s": cfg.min_time, "samples": cfg.samples, "statistic": cfg.statistic})
     if cfg.fit:
