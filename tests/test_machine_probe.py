@@ -88,3 +88,8 @@ def test_show_names_a_bad_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
     bad.write_text('{"schema": "ma-machine-profile", "version": 1}')
     assert main(["machine", "show", str(bad)]) == 2
     assert f"{bad}: field 'name': required field is missing" in capsys.readouterr().err
+
+
+def test_show_names_the_shipped_profiles_when_the_file_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["machine", "show", "no-such-profile"]) == 2
+    assert "no-such-profile: no such file, nor the name of a shipped profile" in capsys.readouterr().err

@@ -68,10 +68,14 @@ def _load(name: str) -> Any:
 
     from backends.machine import profile
 
+    from ma.errors import ProfileError
+
     shipped = profile.shipped_profiles()
-    if not Path(name).exists() and name in shipped:
+    if Path(name).exists():
+        return profile.load(name)
+    if name in shipped:
         return profile.load(shipped[name])
-    return profile.load(name)
+    raise ProfileError(name, f"no such file, nor the name of a shipped profile ({', '.join(shipped) or 'none'})")
 
 
 def handle_probe(args: argparse.Namespace) -> int:
