@@ -67,7 +67,6 @@ def _load(name: str) -> Any:
     from pathlib import Path
 
     from backends.machine import profile
-
     from ma.errors import ProfileError
 
     shipped = profile.shipped_profiles()
