@@ -9,10 +9,9 @@ import os
 from setuptools import setup
 
 # Every line of machine code an annotation runs is fetched again in situ (bench/annotation_instructions.py
-# --in-situ counts them). -fno-plt: calls into libpython go through the GOT, not through PLT stubs.
-# (-Os and -fno-inline-functions-called-once each made that count worse; profile-guided optimisation saved
-# about 10 lines of 60 in a throw-away probe; the C common path of csrc/fast_region.c took the count from
-# +62 to +29.) MA_HOT_CFLAGS replaces it.
+# --in-situ counts them). -fno-plt: calls into libpython go through the GOT, not through PLT stubs, which
+# saves lines on every call; docs/performance.md has what other flags do to the count. MA_HOT_CFLAGS
+# replaces it.
 EXTRA_CFLAGS = os.environ.get("MA_HOT_CFLAGS", "-fno-plt").split()
 HOT_MODULES = ["ma_runtime/tree.py", "ma_runtime/threadstate.py", "ma_runtime/annotations.py"]
 
@@ -26,8 +25,8 @@ def extensions() -> list:
         return []
     modules = cythonize(HOT_MODULES, language_level=3, quiet=True,
                         compiler_directives={
-                            # plain method descriptors for __enter__/__exit__ (binding=True, CyFunctions bound
-                            # through PyMethod_New, measured the same in situ: +73.3 vs +73.7 lines per call)
+                            # plain method descriptors for __enter__/__exit__: the simplest call, and
+                            # CyFunctions (binding=True) gain nothing in situ (docs/performance.md)
                             "binding": False, "embedsignature": True,
                             # indices into the PMPI totals come from the runtime, never from a user
                             "boundscheck": False, "wraparound": False, "initializedcheck": False,

@@ -128,9 +128,10 @@ def in_situ(program: Path, steps: int, modes: dict[str, dict[str, str]]) -> None
     per_annotation = {}
     for mode, env in modes.items():
         short, long = (cache_events(program, n, env) for n in (steps, 3 * steps))
-        per_annotation[mode] = [(b - a) / (2 * steps * ANNOTATIONS_PER_STEP) for a, b in zip(short, long)]
+        per_annotation[mode] = [(b - a) / (2 * steps * ANNOTATIONS_PER_STEP) for a, b in zip(short, long, strict=False)]
         print(f"  {mode:<13} " + ", ".join(f"{name} {value:,.0f}" for (name, _), value
-                                             in zip(CACHE_EVENTS, per_annotation[mode])) + " per annotation",
+                                             in zip(CACHE_EVENTS, per_annotation[mode], strict=False))
+                  + " per annotation",
               flush=True)
     on, off = per_annotation["annotated"], per_annotation["MA_DISABLE=1"]
     # The kernel's own instructions and data misses are most of each count and move with where its arrays

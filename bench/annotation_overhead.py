@@ -23,8 +23,9 @@ import tempfile
 import textwrap
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
+from typing import Literal
 
 import ma
 import ma._noop
@@ -34,16 +35,16 @@ import ma_runtime
 class Trivial:
     """What a with-statement costs at the least: create an object, enter, exit."""
 
-    __slots__ = ("id", "expr")
+    __slots__ = ("expr", "id")
 
     def __init__(self, id: str, expr: str) -> None:
         self.id = id
         self.expr = expr
 
-    def __enter__(self) -> "Trivial":
+    def __enter__(self) -> Trivial:
         return self
 
-    def __exit__(self, *exc: object) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         return False
 
 

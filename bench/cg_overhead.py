@@ -47,9 +47,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -113,7 +114,7 @@ class ServedJob:
         self.listener.bind(path)
         self.listener.listen(args.nprocs)
         self.listener.settimeout(1.0)
-        self.log: IO[str] = open(self.log_path, "w")
+        self.log: IO[str] = open(self.log_path, "w")  # noqa: SIM115 (open for the job's life, closed in stop())
         argv = job_argv(args, kind, work / "traces", "--serve", path)
         env = job_env(kind, args.env if kind is not PORT else ())
         self.process = subprocess.Popen(argv, env=env, stdout=self.log, stderr=subprocess.STDOUT)
@@ -127,7 +128,7 @@ class ServedJob:
         while len(self.ranks) < self.nprocs:
             try:
                 link, _ = self.listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     self.fail("did not reach its timed sections")
                 continue
@@ -251,7 +252,7 @@ def main() -> int:
         on, off = run_round(args, number)
         on_times.extend(on)
         off_times.extend(off)
-        rounds.append([a / b for a, b in zip(on, off)])
+        rounds.append([a / b for a, b in zip(on, off, strict=False)])
         print(f"  round {number + 1}: median ratio of {args.repeat} adjacent pairs of sections "
               f"{statistics.median(rounds[-1]):.3f}", flush=True)
     if args.in_process:
@@ -263,7 +264,7 @@ def main() -> int:
         print(f"class {problem.name}, {args.nprocs} ranks, {args.rounds} rounds of two jobs side by side "
               f"({kind.label}; {PORT.label}) x {args.repeat} pairs of alternated timed sections:")
         labels = (PORT.label, kind.label)
-    for label, times in zip(labels, (off_times, on_times)):
+    for label, times in zip(labels, (off_times, on_times), strict=False):
         median = statistics.median(times)
         print(f"  {label + ':':<26}{median:7.4f} s  {ops / median / 1e6:9.2f} Mop/s  (median of {len(times)})")
     ratio = statistics.median(ratio for ratios in rounds for ratio in ratios)

@@ -26,14 +26,15 @@ from __future__ import annotations
 import argparse
 import socket
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import ma  # noqa: E402  (first: loads the PMPI library before MPI starts, when annotations are on)
-from examples.npb_cg import cg  # noqa: E402
-from examples.npb_cg.classes import VERIFY_EPSILON, relative_error  # noqa: E402
+import ma
+from examples.npb_cg import cg
+from examples.npb_cg.classes import VERIFY_EPSILON, relative_error
 
 
 def main() -> int:

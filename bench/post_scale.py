@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def timed(label: str, fn, *args, **kwargs):
     return result, elapsed
 
 
-def scale(ranks: int, workdir: Path) -> None:
+def scale(ranks: int, workdir: Path) -> tuple[Any, list[Any]]:
     traces = workdir / "traces"
     traces.mkdir()
     start = time.perf_counter()
@@ -83,6 +84,7 @@ def grid_eval(models, points: int, workdir: Path) -> None:
     wanted = [m for m in models if m.quantity in ("mpi_bytes", "flops")]
     py_path = export_python(wanted, workdir / "py", module="bench_models")
     spec = importlib.util.spec_from_file_location("bench_models", py_path)
+    assert spec is not None and spec.loader is not None, py_path
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     rng = np.random.default_rng(1)
@@ -110,7 +112,8 @@ def grid_eval(models, points: int, workdir: Path) -> None:
     script = "\n".join([
         f"addpath('{m_dir}');", f"g = dlmread('{workdir / 'grid.csv'}', ',');",
         calls[0], "tic;", *calls, "t = toc;",
-        f"dlmwrite('{workdir / 'octave.csv'}', [{', '.join('r_' + m.quantity for m in wanted)}], 'precision', '%.17g');",
+        f"dlmwrite('{workdir / 'octave.csv'}', [{', '.join('r_' + m.quantity for m in wanted)}], "
+        "'precision', '%.17g');",
         "printf('%.6f\\n', t);"])
     (workdir / "bench_grid.m").write_text(script)
     start = time.perf_counter()

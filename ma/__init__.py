@@ -17,16 +17,27 @@ from __future__ import annotations
 import os as _os
 from typing import Any
 
-from .errors import (AnnotationError, CounterError, ExpressionDomainError, ExpressionError, LaunchError, MAError,
-                     ToolBuildError, TraceError, UndefinedVariableError)
+from .errors import (
+    AnnotationError,
+    CounterError,
+    ExpressionDomainError,
+    ExpressionError,
+    LaunchError,
+    MAError,
+    ModelError,
+    SiteNotFoundError,
+    ToolBuildError,
+    TraceError,
+    UndefinedVariableError,
+)
 from .expr import Expression, parse_expression
+from .trace_format import MPI_TYPES
 
 __version__ = "0.1.0"
 
 DISABLED = _os.environ.get("MA_DISABLE", "").strip().lower() in ("1", "true", "yes", "on")
 
-MPI_ANNOTATIONS = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
-                   "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
+MPI_ANNOTATIONS = MPI_TYPES
 
 # name -> (module, attribute) of the runtime's implementation, bound on first access. ``ma.flop(...)`` & co.
 # are functions that hand out the annotation object of one call (``flop_call``; the class is ``flop``).
@@ -66,7 +77,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "MAError", "ExpressionError", "UndefinedVariableError", "ExpressionDomainError", "AnnotationError",
-    "CounterError", "LaunchError", "ToolBuildError", "TraceError",
+    "CounterError", "LaunchError", "ToolBuildError", "TraceError", "ModelError", "SiteNotFoundError",
     "Expression", "parse_expression", "DISABLED",
     *_RUNTIME_API,
 ]

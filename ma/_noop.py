@@ -5,9 +5,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
-from typing import Any, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
-Number = Union[int, float]
+Number = int | float
 T = TypeVar("T")
 
 
@@ -18,7 +18,7 @@ class NullRegion:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+                 tb: TracebackType | None) -> Literal[False]:
         return False
 
     def __call__(self, func: Callable[..., Any]) -> Callable[..., Any]:

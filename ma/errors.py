@@ -20,8 +20,33 @@ class ExpressionError(MAError):
         self.expected = expected
         where = f" at column {column}" if column else ""
         hint = f" (expected {expected})" if expected else ""
-        pointer = f"\n    {text}\n    {' ' * (column - 1)}^" if column else ""
-        super().__init__(f"expression {text!r}{where}: {message}{hint}{pointer}")
+        super().__init__(f"expression {quoted_head(text)}{where}: {message}{hint}{pointer_lines(text, column)}")
+
+
+# An expression may be megabytes long: messages quote its start and a window around the column, never all of it.
+# The C runtime (ma_expr.c, report()) formats the same way, so both runtimes print the same message.
+HEAD_CHARS = 100
+WINDOW_CHARS = 40
+
+
+def quoted_head(text: str) -> str:
+    """``repr`` of the text, cut after HEAD_CHARS characters with '...' inside the quotes."""
+    return repr(text if len(text) <= HEAD_CHARS else text[:HEAD_CHARS] + "...")
+
+
+def pointer_lines(text: str, column: int) -> str:
+    """The text around ``column`` (1-based, counted from the start of the whole text) and a caret under it.
+
+    Line breaks and tabs show as spaces so that the caret stays under the character it points at.
+    """
+    if not column:
+        return ""
+    at = column - 1
+    start, end = max(0, at - WINDOW_CHARS), min(len(text), at + WINDOW_CHARS)
+    before = "..." if start > 0 else ""
+    after = "..." if end < len(text) else ""
+    window = "".join(c if c.isprintable() else " " for c in text[start:end])
+    return f"\n    {before}{window}{after}\n    {' ' * (len(before) + at - start)}^"
 
 
 class UndefinedVariableError(ExpressionError):
@@ -51,6 +76,15 @@ class LaunchError(MAError):
 
 class ToolBuildError(MAError):
     """A C part of the project (PMPI library, C runtime, Valgrind tool) could not be built."""
+
+
+class ModelError(MAError):
+    """A model that cannot be built or evaluated as asked (unknown quantity, inconsistent definitions, an input
+    with no value)."""
+
+
+class SiteNotFoundError(MAError):
+    """A site asked for by path that the trace set does not have (or has more than once)."""
 
 
 class TraceError(MAError):

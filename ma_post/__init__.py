@@ -14,13 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = [
-    "load", "from_traces", "TraceSet", "Site", "Variable", "TraceWarning",
-    "validate", "Report", "format_line", "format_lines", "format_table",
-    "ir_lines", "format_ir", "cfg_lines", "format_cfg",
-    "model", "Model", "ModelBuilder", "known_quantities", "evaluate", "message_distribution",
-    "to_sympy", "export_octave", "export_python", "export_c",
-]
+__all__ = ["Model", "ModelBuilder", "Report", "Site", "TraceSet", "TraceWarning", "Variable", "cfg_lines", "evaluate",
+           "export_c", "export_octave", "export_python", "format_cfg", "format_ir", "format_line", "format_lines",
+           "format_table", "from_traces", "ir_lines", "known_quantities", "load", "message_distribution", "model",
+           "to_sympy", "validate"]
 
 _LAZY = {
     "TraceWarning": "reader", "load": "traceset", "from_traces": "traceset", "TraceSet": "traceset",

@@ -10,16 +10,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import sympy
 
-from .export.printers import NumpyPrinter, numpy_mod
+from ma.errors import ModelError
+
+from .printers import NumpyPrinter, numpy_mod
 from .sympy_expr import symbol
 
-if TYPE_CHECKING:
-    from .models import Model
+
+class NumericModel(Protocol):
+    """What evaluation reads of a model (models.Model): evaluation sits below the models that use it."""
+
+    @property
+    def quantity(self) -> str: ...
+
+    @property
+    def inputs(self) -> list[str]: ...
+
+    @property
+    def trace_values(self) -> dict[str, np.ndarray]: ...
+
+    @property
+    def ranks(self) -> np.ndarray: ...
+
+    @property
+    def cache(self) -> dict[str, Any]: ...
+
+    def inlined(self) -> sympy.Expr: ...
 
 RankChoice = int | str | None  # None: per rank + mean; "mean" | "min" | "max"; or a rank number
 
@@ -44,7 +64,7 @@ class Evaluation:
         return int(self.ranks[idx]), self.per_rank[idx]
 
 
-def numeric_function(model: "Model") -> Callable[..., Any]:
+def numeric_function(model: NumericModel) -> Callable[..., Any]:
     """NumPy function of the model's inputs (in ``model.inputs`` order), compiled once per model."""
     fn = model.cache.get("numpy")
     if fn is None:
@@ -57,7 +77,7 @@ def numeric_function(model: "Model") -> Callable[..., Any]:
     return fn
 
 
-def _call(model: "Model", arrays: list[Any]) -> Any:
+def _call(model: NumericModel, arrays: list[Any]) -> Any:
     fn = numeric_function(model)
     with np.errstate(all="ignore"):
         result = fn(*arrays)
@@ -65,10 +85,8 @@ def _call(model: "Model", arrays: list[Any]) -> Any:
     return np.broadcast_to(np.asarray(result, dtype=float), shape).copy() if shape else float(result)
 
 
-def evaluate(model: "Model", values: Mapping[str, Any], *, rank: RankChoice = None) -> Evaluation:
+def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None) -> Evaluation:
     """Evaluate ``model`` with ``values`` (scalars or broadcastable arrays); missing inputs from the trace."""
-    from .models import ModelError
-
     given = {name: np.asarray(value, dtype=float) for name, value in values.items()}
     unused = sorted(set(given) - set(model.inputs))
     grid_shape = np.broadcast_shapes(*(v.shape for v in given.values())) if given else ()
@@ -103,7 +121,7 @@ def evaluate(model: "Model", values: Mapping[str, Any], *, rank: RankChoice = No
     expand = (slice(None),) + (None,) * len(grid_shape)
     arrays = [a[expand] if i in per_rank_inputs else a for i, a in enumerate(arrays)]
     per_rank = np.asarray(_call(model, arrays), dtype=float)
-    per_rank = np.broadcast_to(per_rank, (len(model.ranks),) + tuple(grid_shape)).copy()
+    per_rank = np.broadcast_to(per_rank, (len(model.ranks), *tuple(grid_shape))).copy()
     reducer = {"min": np.nanmin, "max": np.nanmax}.get(rank if isinstance(rank, str) else "", np.nanmean)
     if isinstance(rank, str) and rank not in ("mean", "min", "max"):
         raise ModelError(f"rank must be a rank number, 'mean', 'min' or 'max', not {rank!r}")
@@ -111,7 +129,7 @@ def evaluate(model: "Model", values: Mapping[str, Any], *, rank: RankChoice = No
     return Evaluation(value if np.ndim(value) else float(value), per_rank, model.ranks, from_trace, unused)
 
 
-def evaluate_at_trace(model: "Model") -> np.ndarray:
+def evaluate_at_trace(model: NumericModel) -> np.ndarray:
     """The model at every traced rank's own inputs (NaN where an input was not traced on that rank)."""
     n = len(model.ranks)
     arrays = []
@@ -122,7 +140,7 @@ def evaluate_at_trace(model: "Model") -> np.ndarray:
     return np.broadcast_to(np.asarray(result, dtype=float), (n,)).copy()
 
 
-def exact_value(model: "Model", values: Mapping[str, Any]) -> sympy.Expr:
+def exact_value(model: NumericModel, values: Mapping[str, Any]) -> sympy.Expr:
     """Exact SymPy value at a point (rational arithmetic; floor/ceil of exact values)."""
     subs = {symbol(name): sympy.nsimplify(value, rational=True) if isinstance(value, float) else sympy.Integer(value)
             for name, value in values.items()}

@@ -35,10 +35,10 @@ def _scope_lines(ts: TraceSet, scope: Site, depth: int, lines: list[str], printe
     # variable table) come first, as declarations usually do.
     tree_assigns = {c.id for c in ts.children(scope) if c.type == "assign"}
     for (name, var_scope), var in ts.variables.items():
-        if var_scope == scope.path and var.kind == "derived" and name not in tree_assigns and var.expr:
-            if (name, var_scope) not in printed:
-                printed.add((name, var_scope))
-                lines.append(f"{depth}:{name}:{var.expr}")
+        if (var_scope == scope.path and var.kind == "derived" and name not in tree_assigns and var.expr
+                and (name, var_scope) not in printed):
+            printed.add((name, var_scope))
+            lines.append(f"{depth}:{name}:{var.expr}")
     for site in ts.children(scope):
         if site.type == "variable":
             continue

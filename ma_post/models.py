@@ -18,6 +18,7 @@ must reproduce the runtime's own predicted totals (sum of the per-call predictio
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,14 +28,12 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ma.errors import MAError
+from ma.errors import ModelError
 
+from .evaluation import evaluate, evaluate_at_trace
 from .quantities import BASE_QUANTITIES, DEFAULT_QUANTITIES, RATIOS, known_quantities, normalise_quantity
 from .sympy_expr import symbol, to_sympy, to_text
 from .traceset import Site, SiteKey, TraceSet, rank_ranges
-
-class ModelError(MAError):
-    """A model that cannot be built as asked (unknown quantity, inconsistent definitions)."""
 
 
 @dataclass
@@ -86,9 +85,10 @@ class ModelCheck:
         return self.ranks[bad]
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class Model:
-    """A symbolic per-rank model of one quantity."""
+    """A symbolic per-rank model of one quantity, complete when ModelBuilder returns it (``cache`` only keeps
+    the numeric function compiled from it)."""
 
     quantity: str
     expr: sympy.Expr  # derived variables appear as symbols unless inline
@@ -100,7 +100,7 @@ class Model:
     ranks: np.ndarray
     inline: bool
     check: ModelCheck | None = None
-    parts: tuple["Model", "Model"] | None = None  # numerator and denominator of a ratio
+    parts: tuple[Model, Model] | None = None  # numerator and denominator of a ratio
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled numeric functions
 
     def inlined(self) -> sympy.Expr:
@@ -135,8 +135,6 @@ class Model:
 
     def evaluate(self, values: Mapping[str, Any] | None = None, *, rank: int | str | None = None) -> Any:
         """Numeric value (float64, NumPy semantics of the exports); see ma_post.evaluate.evaluate."""
-        from .evaluation import evaluate
-
         return evaluate(self, values or {}, rank=rank).value
 
 
@@ -327,9 +325,9 @@ class ModelBuilder:
         for (vname, scope), var in self.ts.variables.items():
             if vname != name or (vname, scope) in seen:
                 continue
-            if scope == "" or path == scope or path.startswith(scope + "/"):
-                if best is None or len(scope) > len(best.scope):
-                    best = var
+            if ((scope == "" or path == scope or path.startswith(scope + "/"))
+                    and (best is None or len(scope) > len(best.scope))):
+                best = var
         return best
 
     # --- models ---------------------------------------------------------------------------------
@@ -340,7 +338,8 @@ class ModelBuilder:
             num, den = self.model(num_name, inline=inline), self.model(den_name, inline=inline)
             defs = {**num.definitions, **den.definitions}
             expr = num.expr / den.expr if den.expr != 0 else sympy.nan
-            model = Model(q, expr, sorted(set(num.inputs) | set(den.inputs)), defs, [], _unique_notes(num.notes + den.notes),
+            model = Model(q, expr, sorted(set(num.inputs) | set(den.inputs)), defs, [],
+                          _unique_notes(num.notes + den.notes),
                           {**num.trace_values, **den.trace_values}, self.ts.ranks, inline, parts=(num, den))
             return model
         if q not in BASE_QUANTITIES:
@@ -365,17 +364,16 @@ class ModelBuilder:
         notes = [n for n in self.notes if n.key is None or any(t.site.key[:len(n.key)] == n.key for t in terms)] + notes
         definitions = {} if inline else self._definitions_for(expr, conflicting)
         inputs, trace_values = self._inputs(expr, definitions, notes)
-        model = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline)
-        model.check = self._check(model, types, what)
-        bad = np.isin(model.check.ranks, model.check.disagreeing_ranks())
+        unchecked = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline)
+        check = self._check(unchecked, types, what)
+        bad = np.isin(check.ranks, check.disagreeing_ranks())
         if bad.any():
-            model.notes.append(Note("check", "", f"at the traced inputs the model gives "
-                                                 f"{_fmt(float(np.mean(model.check.model[bad])))} per rank but the "
-                                                 "trace's own predictions add up to "
-                                                 f"{_fmt(float(np.mean(model.check.trace_predicted[bad])))} on ranks "
-                                                 f"{rank_ranges(model.check.ranks[bad])} (see the other notes for why)"))
-        model.notes = _unique_notes(model.notes)
-        return model
+            notes.append(Note("check", "", f"at the traced inputs the model gives "
+                                           f"{_fmt(float(np.mean(check.model[bad])))} per rank but the "
+                                           "trace's own predictions add up to "
+                                           f"{_fmt(float(np.mean(check.trace_predicted[bad])))} on ranks "
+                                           f"{rank_ranges(check.ranks[bad])} (see the other notes for why)"))
+        return dataclasses.replace(unchecked, notes=_unique_notes(notes), check=check)
 
     def submodel(self, name: str, expr: sympy.Expr, *, inline: bool = True) -> Model:
         """A model of any expression over the same variables (e.g. one site's term), unchecked."""
@@ -409,11 +407,11 @@ class ModelBuilder:
                 return
             if name in stack:
                 raise ModelError(f"derived variable {name!r} is defined in terms of itself "
-                                 f"({' -> '.join(stack + (name,))})")
+                                 f"({' -> '.join((*stack, name))})")
             scope, text = self._definitions[name][0]
             definition = self._resolve(to_sympy(text), scope, conflicting, frozenset({(name, scope)}))
             for sym in sorted(definition.free_symbols, key=lambda s: s.name):
-                visit(sym.name, stack + (name,))
+                visit(sym.name, (*stack, name))
             ordered[name] = definition
 
         for sym in sorted(expr.free_symbols, key=lambda s: s.name):
@@ -439,7 +437,8 @@ class ModelBuilder:
             if var.rank_dependent:
                 notes.append(Note("rank_dependent", "", f"input {name!r} differs between ranks "
                                                         f"({_fmt(float(np.nanmin(var.values)))}.."
-                                                        f"{_fmt(float(np.nanmax(var.values)))}): the model is per rank"))
+                                                        f"{_fmt(float(np.nanmax(var.values)))}): "
+                                                        "the model is per rank"))
             if var.varies_within_rank:
                 notes.append(Note("varying", var.scope, f"input {name!r} takes several values during the run "
                                                         f"({_fmt(float(np.nanmin(var.mins)))}.."
@@ -457,7 +456,7 @@ class ModelBuilder:
             if what == "value":
                 p, m = pred.sum, np.where(meas.n == site.calls, meas.sum, np.nan)
             else:
-                cp, cm = site.stats("cpred"), site.stats("cmeas")
+                cp, cm = site.count_predicted, site.count_measured
                 if what == "count":
                     p, m = cp.sum, np.where(cm.n == site.calls, cm.sum, np.nan)
                 else:  # bytes: per-call bytes x messages; exact when either is the same on every call
@@ -469,8 +468,6 @@ class ModelBuilder:
             m = np.where(site.present, m, 0.0)
             predicted += p.sum(axis=1)
             measured += m.sum(axis=1)
-        from .evaluation import evaluate_at_trace
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             values = evaluate_at_trace(model)
@@ -520,6 +517,6 @@ def ts_ranks_text(ts: TraceSet, mask: np.ndarray, calls: np.ndarray, execs: np.n
     return f"ranks {rank_ranges(odd)}" if odd.size else "all ranks"
 
 
-__all__ = ["Model", "ModelBuilder", "ModelCheck", "ModelError", "Note", "Term", "model", "known_quantities",
-           "available_quantities", "BASE_QUANTITIES", "RATIOS", "DEFAULT_QUANTITIES", "substitute_definitions",
-           "normalise_quantity"]
+__all__ = ["BASE_QUANTITIES", "DEFAULT_QUANTITIES", "RATIOS", "Model", "ModelBuilder", "ModelCheck", "ModelError",
+           "Note", "Term", "available_quantities", "known_quantities", "model", "normalise_quantity",
+           "substitute_definitions"]

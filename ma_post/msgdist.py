@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+
 from .evaluation import RankChoice, evaluate
 from .models import Model, ModelBuilder, substitute_definitions
 from .traceset import TraceSet
@@ -54,7 +55,7 @@ def message_distribution(ts: TraceSet, values: Mapping[str, Any] | None = None, 
         count_model = builder.submodel(f"{site.path}:count", substitute_definitions(term.expr, counts.definitions))
         size_vals = _per_rank(size_model, values, rank, n_ranks)
         count_vals = _per_rank(count_model, values, rank, n_ranks)
-        for size, count in zip(size_vals, count_vals):
+        for size, count in zip(size_vals, count_vals, strict=False):
             if not np.isfinite(size) or not np.isfinite(count) or count == 0:
                 continue
             entry = totals.setdefault(float(size), [0.0, []])
@@ -92,7 +93,8 @@ def measured_distribution(ts: TraceSet) -> list[MeasuredBucket]:
     if not profiled:
         return []
     total = sum(buckets.values())
-    return [MeasuredBucket(lo, hi, n / profiled, n / total if total else 0.0) for (lo, hi), n in sorted(buckets.items())]
+    return [MeasuredBucket(lo, hi, n / profiled, n / total if total else 0.0)
+            for (lo, hi), n in sorted(buckets.items())]
 
 
 def format_distribution(classes: list[MessageClass]) -> str:
@@ -103,7 +105,8 @@ def format_distribution(classes: list[MessageClass]) -> str:
         rows.append((format_number(c.size), format_number(round(c.per_rank, 6)), f"{100 * c.share:.1f}%",
                      f"{100 * c.volume_share:.1f}%", ",".join(c.sites)))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+                   for row in rows)
 
 
 def format_measured(buckets: list[MeasuredBucket]) -> str:
@@ -114,4 +117,5 @@ def format_measured(buckets: list[MeasuredBucket]) -> str:
         rows.append((f"{b.lo}" if b.lo == b.hi else f"{b.lo}-{b.hi}", format_number(round(b.per_rank, 6)),
                      f"{100 * b.share:.1f}%"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() + "\n" for row in rows)
+    return "".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() + "\n"
+                   for row in rows)

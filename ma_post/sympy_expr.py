@@ -13,19 +13,26 @@ The mapping follows the runtime's semantics (ma/expr/compiler.py) value for valu
 - ``min``/``max`` with any number of arguments are ``Min``/``Max``.
 
 Float literals become exact rationals of their decimal text (``0.1`` is 1/10), so models stay exact.
+The parser has already refused what SymPy could not take (a literal past MAX_MAGNITUDE such as ``1e999``,
+nesting past MAX_DEPTH: ma/expr/limits.py); a run of ``+ -`` or ``* /`` becomes one ``Add``/``Mul`` of all
+its terms, so the conversion recurses only as deep as the expression nests, and in linear time.
 """
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import sympy
 from sympy.codegen.cfunctions import log2, log10
 
-from ma.expr.nodes import BinOp, Call, Neg, Node, Num, Var
+from ma.errors import ExpressionDomainError, ExpressionError
+from ma.expr.limits import MAX_BITS, MAX_MAGNITUDE
+from ma.expr.nodes import BinOp, Call, Neg, Node, Num, Var, chain
 from ma.expr.parser import parse_tree
 
-class mod(sympy.Function):  # noqa: N801 - printed as the language's own name
+
+class mod(sympy.Function):
     """Octave's mod: ``Mod(a, b)`` for numbers, ``a`` when ``b`` is zero, unevaluated otherwise."""
 
     nargs = 2
@@ -51,29 +58,27 @@ def symbol(name: str) -> sympy.Symbol:
     return sympy.Symbol(name)
 
 
-def node_to_sympy(node: Node) -> sympy.Expr:
-    """SymPy expression of a syntax tree from ma.expr.parser.parse_tree."""
+def node_to_sympy(node: Node, text: str = "") -> sympy.Expr:
+    """SymPy expression of a syntax tree from ma.expr.parser.parse_tree (``text``: its source, for errors)."""
     if isinstance(node, Num):
-        if isinstance(node.value, int):
-            return sympy.Integer(node.value)
-        return sympy.Rational(repr(node.value))
+        return _number(node, text)
     if isinstance(node, Var):
         return symbol(node.name)
     if isinstance(node, Neg):
-        return -node_to_sympy(node.operand)
+        return -node_to_sympy(node.operand, text)
     if isinstance(node, BinOp):
-        left, right = node_to_sympy(node.left), node_to_sympy(node.right)
-        if node.op == "+":
-            return left + right
-        if node.op == "-":
-            return left - right
-        if node.op == "*":
-            return left * right
-        if node.op == "/":
-            return left / right
-        return sympy.Pow(left, right)
+        if node.op == "^":
+            return _power(node_to_sympy(node.left, text), node_to_sympy(node.right, text), node.column, text)
+        first, steps = chain(node)
+        terms = [node_to_sympy(first, text)]
+        for step in steps:
+            operand = node_to_sympy(step.right, text)
+            if step.op == "/" and operand.is_zero:
+                raise ExpressionDomainError(text, "division by zero", step.column)
+            terms.append({"+": operand, "-": -operand, "*": operand, "/": 1 / operand}[step.op])
+        return sympy.Add(*terms) if node.op in "+-" else sympy.Mul(*terms)
     if isinstance(node, Call):
-        args = [node_to_sympy(a) for a in node.args]
+        args = [node_to_sympy(a, text) for a in node.args]
         if node.func in _UNARY:
             return _UNARY[node.func](args[0])
         if node.func == "mod":
@@ -84,10 +89,31 @@ def node_to_sympy(node: Node) -> sympy.Expr:
     raise TypeError(f"not an expression node: {node!r}")
 
 
+def _power(base: sympy.Expr, exponent: sympy.Expr, column: int, text: str) -> sympy.Expr:
+    """``base^exponent``; SymPy computes a power of numbers exactly, so one past MAX_MAGNITUDE (``9^9^9``, a
+    370-million-digit integer) is refused first, as the runtime refuses it, and so is ``0^-1`` (SymPy's zoo)."""
+    if base.is_zero and exponent.is_negative:
+        raise ExpressionDomainError(text, "zero raised to a negative power", column)
+    if base.is_Rational and exponent.is_Rational and not base.is_zero:
+        bits = float(exponent) * math.log2(abs(float(base)))
+        if bits > MAX_BITS:
+            raise ExpressionDomainError(text, f"result is too large (magnitude over {MAX_MAGNITUDE!r})", column)
+    return sympy.Pow(base, exponent)
+
+
+def _number(node: Num, text: str) -> sympy.Expr:
+    value = node.value
+    if not -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:  # only a tree built by hand: the parser refuses these
+        raise ExpressionError(text or "?", "number not finite or too large for a model", node.column)
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    return sympy.Rational(repr(value))
+
+
 @lru_cache(maxsize=4096)
 def to_sympy(text: str) -> sympy.Expr:
     """Parse annotation text with the lark grammar and convert it; ExpressionError on bad text."""
-    return node_to_sympy(parse_tree(text))
+    return node_to_sympy(parse_tree(text), text)
 
 
 def to_text(expr: sympy.Expr) -> str:

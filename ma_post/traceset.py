@@ -16,26 +16,18 @@ from typing import Any
 
 import numpy as np
 
-from ma.errors import TraceError
+from ma import trace_format
+from ma.errors import SiteNotFoundError, TraceError
+from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
-from .flat import FIELDS, FlatTrace, flatten_document
-from .reader import TraceWarning, read_trace_dir
+from .reader import FIELDS, FlatTrace, TraceWarning, flatten_document, read_trace_dir
 
 SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
 
 FIELD = {name: i for i, name in enumerate(FIELDS)}
 _MINMAX = [i for i, name in enumerate(FIELDS) if name.endswith(("_min", "_max"))]
 
-MPI_TYPES: frozenset[str] = frozenset({
-    "mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
-    "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier",
-})
-# Types that are structure or declarations, not assertions checked against a measurement.
-STRUCTURE_TYPES: frozenset[str] = frozenset({"root", "subroutine", "variable", "assign"})
-
-
-def is_mpi(site_type: str) -> bool:
-    return site_type.startswith("mpi_")
+MPI_TYPES: frozenset[str] = frozenset(trace_format.MPI_TYPES)
 
 
 @dataclass(frozen=True)
@@ -47,7 +39,7 @@ class Stats:
     max: np.ndarray
     sum: np.ndarray
 
-    def per_rank(self) -> "Stats":
+    def per_rank(self) -> Stats:
         """Reduced over threads: shape (ranks,)."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: rank without the site
@@ -97,34 +89,72 @@ class Site:
         """Number of sites from the root down to this one (top-level sites are 1)."""
         return len(self.key)
 
-    def array(self, name: str) -> np.ndarray:
+    # --- the site's aggregates: arrays of shape (ranks, threads) --------------------------------
+    def _field(self, name: str) -> np.ndarray:
         assert self._data is not None
         return self._data[FIELD[name]]
+
+    def _stats(self, prefix: str) -> Stats:
+        return Stats(*(self._field(f"{prefix}_{part}") for part in ("n", "min", "max", "sum")))
 
     @property
     def present(self) -> np.ndarray:
         """(ranks, threads) bool: where this site appears in the trace."""
-        return self.array("calls") > 0
+        return self._field("calls") > 0
 
     @property
     def calls(self) -> np.ndarray:
-        return self.array("calls")
+        return self._field("calls")
 
-    def stats(self, prefix: str) -> Stats:
-        """``pred``, ``meas``, ``cpred`` (MPI predicted count) or ``cmeas`` (MPI measured count)."""
-        return Stats(*(self.array(f"{prefix}_{part}") for part in ("n", "min", "max", "sum")))
+    @property
+    def passes(self) -> np.ndarray:
+        """Calls whose measurement was within the tolerance of the prediction."""
+        return self._field("pass")
+
+    @property
+    def fails(self) -> np.ndarray:
+        return self._field("fail")
+
+    @property
+    def unmeasured(self) -> np.ndarray:
+        """Calls with a prediction but no measurement (no counter, MPI not profiled, an exception)."""
+        return self._field("unmeasured")
+
+    @property
+    def mismatches(self) -> np.ndarray:
+        """Calls where the program's own value differed from the evaluated expression."""
+        return self._field("mismatch")
+
+    @property
+    def wall_ns(self) -> np.ndarray:
+        return self._field("wall_ns")
+
+    @property
+    def cpu_ns(self) -> np.ndarray:
+        return self._field("cpu_ns")
 
     @property
     def predicted(self) -> Stats:
-        return self.stats("pred")
+        """The expression's value per call (bytes per message for an MPI site)."""
+        return self._stats("pred")
 
     @property
     def measured(self) -> Stats:
-        return self.stats("meas")
+        return self._stats("meas")
+
+    @property
+    def count_predicted(self) -> Stats:
+        """MPI sites: the count expression's value per call (messages)."""
+        return self._stats("cpred")
+
+    @property
+    def count_measured(self) -> Stats:
+        """MPI sites: the messages the PMPI library counted per call."""
+        return self._stats("cmeas")
 
     def ranks_present(self) -> np.ndarray:
         """Bool per rank: the site appears on at least one thread of the rank."""
-        return self.present.any(axis=1)
+        return np.asarray(self.present.any(axis=1))
 
     @property
     def is_assertion(self) -> bool:
@@ -173,9 +203,11 @@ class Anomaly:
     line: int | None
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class TraceSet:
-    """All ranks of one run. ``ranks[i]`` is the rank number of row i of every per-rank array."""
+    """All ranks of one run. ``ranks[i]`` is the rank number of row i of every per-rank array.
+
+    Complete when returned by ``load`` or ``from_traces``; nothing assigns to it afterwards."""
 
     directory: Path | None
     files: list[str]
@@ -231,14 +263,8 @@ class TraceSet:
                    and (site_type is None or s.type == site_type)]
         if len(matches) != 1:
             what = f"{path!r}" + (f" of type {site_type}" if site_type else "")
-            raise KeyError(f"{len(matches)} sites match {what}")
+            raise SiteNotFoundError(f"{len(matches)} sites match {what}" + (" (give the site type)" if matches else ""))
         return matches[0]
-
-    def rank_index(self, rank: int) -> int:
-        where = np.flatnonzero(self.ranks == rank)
-        if not where.size:
-            raise KeyError(f"rank {rank} is not in this trace set (ranks {rank_ranges(self.ranks)})")
-        return int(where[0])
 
     # --- variables --------------------------------------------------------------------------
     def variable_names(self, kind: str | None = None) -> list[str]:
@@ -248,24 +274,13 @@ class TraceSet:
                 names.setdefault(name, None)
         return list(names)
 
-    def visible_variable(self, name: str, path: str) -> Variable | None:
-        """The declaration of ``name`` that a site at ``path`` sees: the innermost enclosing scope."""
-        best: Variable | None = None
-        for (vname, scope), var in self.variables.items():
-            if vname != name or not _scope_contains(scope, path):
-                continue
-            if best is None or len(scope) > len(best.scope):
-                best = var
-        return best
-
     def incomplete_ranks(self) -> dict[int, str]:
         """Ranks whose trace is not from a clean exit: rank -> status (and reason)."""
         out = {}
-        for rank, header in zip(self.ranks.tolist(), self.headers):
-            status = header.get("status", "complete")
-            if status != "complete":
-                reason = header.get("exit_reason")
-                out[rank] = f"{status}: {reason}" if reason else str(status)
+        for rank, header in zip(self.ranks.tolist(), self.headers, strict=False):
+            status = header_status({"status": trace_format.COMPLETE, **header})
+            if not status.complete:
+                out[rank] = status.describe()
         return out
 
     def tolerance(self, site_type: str) -> float:
@@ -286,10 +301,6 @@ class TraceSet:
             reasons = [f"{p.get('name')}: {p.get('reason')}" for p in providers if p.get("reason")]
             return "no counter provider measures " + kind + (f" ({'; '.join(reasons)})" if reasons else "")
         return None
-
-
-def _scope_contains(scope: str, path: str) -> bool:
-    return scope == "" or path == scope or path.startswith(scope + "/")
 
 
 def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
@@ -313,14 +324,11 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     a newer schema version, a file that is not an ma-trace, a rank or size that does not match, or a
     different run id. With ``allow_missing=True``, missing and unreadable rank files are reported with
     ``warnings.warn`` (TraceWarning) and the ranks present are kept. ``workers`` processes parse the
-    files (default: automatic, see ma_post.flat.default_workers; 0: this process only).
+    files (default: automatic, see ma_post.reader.default_workers; 0: this process only).
     """
     directory = Path(trace_dir)
     flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
-    ts = _build(flats, directory)
-    ts.skipped = skipped
-    ts.missing_ranks = missing
-    return ts
+    return _build(flats, directory, skipped=skipped, missing=missing)
 
 
 def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None, *,
@@ -328,15 +336,16 @@ def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None
     """Build a TraceSet from trace documents already in memory (one per rank, in rank order)."""
     if not traces:
         raise TraceError(str(directory or "<traces>"), "no trace to load")
-    names = list(names) if names is not None else [f"rank-{i}.ma.json" for i in range(len(traces))]
-    return _build([flatten_document(t, n) for t, n in zip(traces, names)], directory)
+    names = list(names) if names is not None else [rank_file_name(i) for i in range(len(traces))]
+    return _build([flatten_document(t, n) for t, n in zip(traces, names, strict=False)], directory)
 
 
-def _build(flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
+def _build(flats: Sequence[FlatTrace], directory: Path | None, *, skipped: dict[str, str] | None = None,
+           missing: list[int] | None = None) -> TraceSet:
     builder = _Builder(len(flats))
     for index, flat in enumerate(flats):
         builder.add(index, flat)
-    return builder.finish(flats, directory)
+    return builder.finish(flats, directory, skipped or {}, missing or [])
 
 
 class _Builder:
@@ -366,7 +375,7 @@ class _Builder:
             for node in thread.nodes:
                 parent_row = node[0]
                 parent = keys[parent_row] if parent_row >= 0 else ()
-                key = parent + ((node[1], node[2]),)
+                key = (*parent, (node[1], node[2]))
                 keys.append(key)
                 site = self._site(key, node[1:8], parent)
                 indices.append(site.index)
@@ -419,7 +428,8 @@ class _Builder:
             found.count += int(anomaly.get("count", 1) or 1)
             found.ranks.append(rank)
 
-    def finish(self, flats: Sequence[FlatTrace], directory: Path | None) -> TraceSet:
+    def finish(self, flats: Sequence[FlatTrace], directory: Path | None, skipped: dict[str, str],
+               missing: list[int]) -> TraceSet:
         n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
         data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
         data[:, _MINMAX] = np.nan
@@ -447,12 +457,12 @@ class _Builder:
             size=int(flats[0].header["size"]), run_id=flats[0].header.get("run_id"),
             headers=[f.header for f in flats], thread_ids=tids, thread_names=self.thread_names,
             sites=sites, variables=variables, anomalies=list(self.anomalies.values()),
-            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=[], skipped={}, data=data)
+            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=missing, skipped=skipped, data=data)
 
 
 def _num(value: Any) -> float:
     return float("nan") if value is None else float(value)
 
 
-__all__ = ["TraceSet", "Site", "Variable", "Anomaly", "Stats", "SiteKey", "TraceWarning", "load",
-           "from_traces", "FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "is_mpi", "rank_ranges"]
+__all__ = ["FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "Anomaly", "Site", "SiteKey", "Stats", "TraceSet", "TraceWarning",
+           "Variable", "from_traces", "is_mpi", "load", "rank_ranges"]

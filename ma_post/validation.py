@@ -159,21 +159,18 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResul
     bound = _bound(pred, meas)
     count_pred = count_meas = None
     if is_mpi(site.type):
-        cpred, cmeas = site.stats("cpred"), site.stats("cmeas")
+        cpred, cmeas = site.count_predicted, site.count_measured
         count_pred, count_meas = _triple(cpred), _triple(cmeas)
         bound = np.fmax(bound, _bound(cpred, cmeas))
-    passes, fails = int(site.array("pass").sum()), int(site.array("fail").sum())
-    unmeasured = int(site.array("unmeasured").sum())
+    passes, fails = int(site.passes.sum()), int(site.fails.sum())
+    unmeasured = int(site.unmeasured.sum())
     p_triple, m_triple = _triple(pred), _triple(meas)
     worst_rank, worst_error = None, math.nan
     if np.isfinite(bound).any() or np.isinf(bound).any():
         idx = int(np.nanargmax(np.where(np.isnan(bound), -1.0, bound)))
         worst_rank, worst_error = int(ts.ranks[idx]), float(bound[idx])
-    fail_per_rank = site.array("fail").sum(axis=1)
-    if tolerance is None:
-        failing = ts.ranks[fail_per_rank > 0]
-    else:
-        failing = ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
+    fail_per_rank = site.fails.sum(axis=1)
+    failing = ts.ranks[fail_per_rank > 0] if tolerance is None else ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
     if meas.n.sum() == 0 and not (count_meas and count_meas[0] == count_meas[0]):
         status = UNMEASURED
     else:
@@ -185,7 +182,7 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResul
     return SiteResult(
         site=site, calls=int(site.calls.sum()), predicted=p_triple, measured=m_triple,
         error_rate=_rate(p_triple[0], m_triple[0]), passes=passes, fails=fails, unmeasured=unmeasured,
-        mismatch=int(site.array("mismatch").sum()), worst_rank=worst_rank, worst_error=worst_error,
+        mismatch=int(site.mismatches.sum()), worst_rank=worst_rank, worst_error=worst_error,
         failing_ranks=failing.tolist(), status=status,
         unmeasured_reason=_unmeasured_reason(ts, site) if status == UNMEASURED or unmeasured else None,
         count_predicted=count_pred, count_measured=count_meas, first_fail=first_fail)
@@ -295,10 +292,10 @@ def format_table(report: Report) -> str:
         rows.append((r.site.path, r.type, str(r.calls), pred, meas, format_rate(r.error_rate), str(r.passes),
                      str(r.fails), str(r.unmeasured), r.status, worst))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     out = [f"trace: {ts.directory or '-'}  ranks: {ts.n_ranks} of {ts.size}  language: {ts.language}"
-           f"  run: {ts.run_id or '-'}", ""] + lines
+           f"  run: {ts.run_id or '-'}", "", *lines]
     out += ["", summary_line(report)]
     out += _notes(report)
     if report.attribution:
@@ -329,9 +326,9 @@ def _notes(report: Report) -> list[str]:
         if r.status == FAIL and r.failing_ranks:
             out.append(f"fail: {r.site.path}: ranks {rank_ranges(r.failing_ranks)}")
     for site in ts.walk():
-        if site.type == "assign" and site.array("mismatch").sum():
+        if site.type == "assign" and site.mismatches.sum():
             out.append(f"mismatch: derived variable {site.id} = {site.expr}: the program's value differed in "
-                       f"{int(site.array('mismatch').sum())} declarations")
+                       f"{int(site.mismatches.sum())} declarations")
     for anomaly in ts.anomalies:
         out.append(f"anomaly: {anomaly.kind} at {anomaly.path or '(top)'}: {anomaly.message} "
                    f"(x{anomaly.count}, ranks {rank_ranges(anomaly.ranks)})")
@@ -339,7 +336,7 @@ def _notes(report: Report) -> list[str]:
         out.append(f"incomplete: rank {rank}: {status}")
     if ts.missing_ranks:
         out.append(f"missing ranks: {rank_ranges(ts.missing_ranks)}")
-    return [""] + out if out else []
+    return ["", *out] if out else []
 
 
 def format_attribution(attribution: Iterable[Attribution]) -> list[str]:

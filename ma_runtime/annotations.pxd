@@ -58,9 +58,9 @@ cdef inline Region reused(type cls, object id)
 cdef Region new_region(type cls)
 cdef Region make(type cls, int kind, object id, object expr, object value, object count)
 
-# Every kind has these fields (and no others). No free list: Cython ignores a decorator here (so the one
-# that stood here never worked), and one declared in annotations.py (@cython.freelist above @cython.cclass)
-# made a call fetch 5 more lines of code in situ than PyType_GenericAlloc (bench/annotation_instructions.py).
+# Every kind has these fields (and no others). No free list: Cython takes none from a .pxd, and one declared
+# in annotations.py (@cython.freelist) makes a call fetch more lines of code in situ than PyType_GenericAlloc
+# (bench/annotation_instructions.py; figures in docs/performance.md).
 # public: csrc/fast_region.c reads and writes these fields through the generated annotations.h.
 cdef public class Region [object MaRegionObject, type MaRegionType]:
     cdef public object id, expr, value, count, undo, outer

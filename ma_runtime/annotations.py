@@ -28,13 +28,15 @@ from operator import length_hint as _length_hint
 from threading import get_ident, main_thread
 from time import perf_counter_ns, process_time_ns
 from types import TracebackType
-from typing import Any, TypeVar, Union
+from typing import Any, Literal, TypeVar
 
 from ma.errors import AnnotationError
+from ma.trace_format import MPI_TYPES
 
 from . import tree as _tree
 from .decorate import in_subroutine
 from .mars import thread_state
+from .sites import OpenAnnotation
 from .threadstate import ThreadState
 from .tree import Node
 
@@ -45,12 +47,10 @@ except ImportError:  # plain Python without Cython installed
 
     cython = SimpleNamespace(compiled=False)
 
-Number = Union[int, float]
+Number = int | float
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
-MPI_TYPES = ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv", "mpi_bcast", "mpi_reduce",
-             "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier")
 
 # Compiled, the clock, the thread id and the iterator's length hint are read straight from C (names that
 # annotations.pxd declares and this file never binds), with no Python call and no int object. The clock is
@@ -63,7 +63,7 @@ _main_state: ThreadState | None = None
 
 def on_main_thread() -> bool:
     if cython.compiled:
-        return ma_thread_ident() == _MAIN_THREAD  # noqa: F821
+        return ma_thread_ident() == _MAIN_THREAD  # type: ignore[name-defined]  # noqa: F821
     return get_ident() == _MAIN_THREAD
 
 
@@ -73,7 +73,7 @@ def current_state() -> ThreadState:
         if _main_state is None:
             _main_state = thread_state()
             if cython.compiled:
-                ma_fast_adopt_main_state(_main_state)  # noqa: F821
+                ma_fast_adopt_main_state(_main_state)  # type: ignore[name-defined]  # noqa: F821
         return _main_state
     return thread_state()
 
@@ -81,14 +81,14 @@ def current_state() -> ThreadState:
 def now() -> int:
     """The annotation clock (ns, CLOCK_MONOTONIC), a C integer when compiled."""
     if cython.compiled:
-        return ma_monotonic_ns()  # noqa: F821
+        return ma_monotonic_ns()  # type: ignore[name-defined]  # noqa: F821
     return perf_counter_ns()
 
 
 def trips_left(items: Iterator[Any]) -> int:
     """How many items the range iterator handed out by ``loop.range`` has left."""
     if cython.compiled:
-        return ma_length_hint(items, 0)  # noqa: F821
+        return ma_length_hint(items, 0)  # type: ignore[name-defined]  # noqa: F821
     return _length_hint(items)
 
 
@@ -118,8 +118,28 @@ class Region:
 
     TYPE = "region"
 
-    __slots__ = ("id", "expr", "value", "count", "node", "state", "outer", "undo", "t0", "c0", "kind",
-                 "n", "length", "items", "reader", "m0", "measured", "calls0", "bytes0")
+    __slots__ = ("bytes0", "c0", "calls0", "count", "expr", "id", "items", "kind", "length", "m0", "measured", "n",
+                 "node", "outer", "reader", "state", "t0", "undo", "value")
+    # The fields' C types are in annotations.pxd; these declarations are for readers and mypy.
+    id: str
+    expr: str | None
+    value: Number | None
+    count: Any
+    node: Node | None
+    state: ThreadState
+    outer: OpenAnnotation | None
+    undo: list[tuple[str, Any]] | None
+    t0: int
+    c0: int
+    kind: int
+    n: int
+    length: int
+    items: Any
+    reader: Callable[[], Any] | None
+    m0: Any
+    measured: bool
+    calls0: int
+    bytes0: int
 
     def __init__(self, id: str, expr: str | None = None, value: Number | None = None) -> None:
         init(self, _PLAIN, id, expr, value, None)
@@ -157,7 +177,7 @@ class Region:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> bool:
+                 tb: TracebackType | None) -> Literal[False]:
         node = self.node
         if node is None:
             return False
@@ -174,7 +194,7 @@ class Region:
             state.top = self.outer
             self.outer = None
             self.node = None
-            state.current = node.parent
+            state.current = node.parent  # type: ignore[assignment]  # (a node that closes has a parent)
             node.calls += 1
             node.wall_ns += t1 - self.t0
             complete(self, node)
@@ -193,7 +213,7 @@ class Region:
         state.top = self.outer
         self.outer = None
         self.node = None
-        state.current = node.parent  # type: ignore[union-attr]
+        state.current = node.parent  # type: ignore[union-attr, assignment]
         if self.undo:
             state.undo(self.undo)
         node.calls += 1  # type: ignore[union-attr]
@@ -264,7 +284,7 @@ def mpi_start(region: Region, node: Node) -> None:
         if counters is not None:
             node.counters, node.group = counters
             if cython.compiled:
-                node.totals = ma_view_data(node.counters)  # noqa: F821
+                node.totals = ma_view_data(node.counters)  # type: ignore[attr-defined, name-defined]  # noqa: F821
     region.measured = node.counters is not None
     if region.measured:
         region.calls0 = mpi_total(node, 0)
@@ -307,7 +327,7 @@ def complete(region: Region, node: Node) -> None:
             count_verdict(node)
         else:
             node.record_count(value, n)
-    elif kind == _MPI:
+    elif kind == _MPI:  # (an MPI site always has an expression: value is a number)
         if region.measured:
             if (node.last_kind == _LAST_MPI_MEASURED and value is node.last_predicted
                     and node.cache_count is node.last_count and region.calls0 == node.last_a
@@ -315,13 +335,13 @@ def complete(region: Region, node: Node) -> None:
                 node.pending += 1
                 count_verdict(node)
             else:
-                node.record_mpi(value, node.cache_count, True, region.calls0, region.bytes0)
+                node.record_mpi(value, node.cache_count, True, region.calls0, region.bytes0)  # type: ignore[arg-type]
         elif (node.last_kind == _LAST_MPI and value is node.last_predicted
                 and node.cache_count is node.last_count and node.last_a == 0 and node.last_b == 0):
             node.pending += 1
             node.unmeasured += 1
         else:
-            node.record_mpi(value, node.cache_count, False, 0, 0)
+            node.record_mpi(value, node.cache_count, False, 0, 0)  # type: ignore[arg-type]
     elif kind == _COUNTER and region.reader is not None:
         node.record(value, region.m0)
     elif node.last_kind == _LAST_PREDICTED and value is node.last_predicted:
@@ -346,7 +366,7 @@ def discard(region: Region, node: Node) -> None:
         return
     value = node.cache_value if node.expression is not None else None
     if kind == _MPI:
-        node.record_mpi(value, node.cache_count, False, 0, 0)
+        node.record_mpi(value, node.cache_count, False, 0, 0)  # type: ignore[arg-type]
     else:
         node.record(value, None)
 
@@ -354,7 +374,7 @@ def discard(region: Region, node: Node) -> None:
 class _Counting:
     """Iterator that counts, on its loop annotation, the iterations actually started."""
 
-    __slots__ = ("loop", "items")
+    __slots__ = ("items", "loop")
 
     def __init__(self, loop: loop, items: Iterator[Any]) -> None:
         self.loop = loop
@@ -550,7 +570,7 @@ def reused(cls: type, id: str) -> Region | None:
     if cython.compiled:
         node = child_of(current_state(), id)
         if (node is not None and node.region is not None
-                and ma_sole_reference(cython.cast(cython.p_void, node.region))  # noqa: F821
+                and ma_sole_reference(cython.cast(cython.p_void, node.region))  # type: ignore[name-defined]  # noqa: F821
                 and type(node.region) is cls):
             return cython.cast(Region, node.region)  # type: ignore[no-any-return]
     return None
@@ -558,7 +578,7 @@ def reused(cls: type, id: str) -> Region | None:
 
 def new_region(cls: type) -> Region:
     """A new object of ``cls`` (typed here, so that ``make`` sets its fields in C, not by attribute)."""
-    return cls.__new__(cls)  # type: ignore[no-any-return]
+    return cls.__new__(cls)  # type: ignore[no-any-return, call-overload]
 
 
 def make(cls: type, kind: int, id: str, expr: str, value: Number | None, count: Any) -> Region:
@@ -668,7 +688,7 @@ def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str
 _FACTORY_KINDS = {"loop": _LOOP, "flop": _COUNTER, "loadstore": _COUNTER, "heap_memory": _COUNTER,
                   "stack_memory": _COUNTER, **{mpi_type: _MPI for mpi_type in MPI_TYPES}}
 if cython.compiled:
-    ma_fast_install(  # noqa: F821
+    ma_fast_install(  # type: ignore[name-defined]  # noqa: F821
         sys.modules[__name__], Region, _MAIN_THREAD, complete,
         [(f"{name}_call", globals()[name], kind) for name, kind in _FACTORY_KINDS.items()],
         (_PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI, _NOT_REPORTED, _FROM_RANGE, _NO_VERDICT, _PASS,

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar, cast
 
 from ma.errors import AnnotationError
+from ma.trace_format import COMPLETE, RUNNING
 
 from .annotations import Region, flop, loadstore, loop, subroutine
 from .mars import current_runtime, runtime, thread_state
 
-Number = Union[int, float]
+Number = int | float
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -102,13 +103,13 @@ def _open_frame(type_: str, id: str) -> Region | None:
     if not state.enabled:
         return None
     for frame in state.open_frames():
-        if frame.TYPE == type_ and frame.id == id:
-            if frame is not state.top:
-                top = state.top
+        if type_ == frame.TYPE and frame.id == id:
+            top = state.top
+            if frame is not top and top is not None:
                 state.runtime.anomaly("mismatched_end", top.node,
                                       f"end of {type_} {id!r} while {top.TYPE} {top.id!r} is the innermost open "
                                       "annotation; the annotations opened after it are closed as unbalanced")
-            return frame
+            return cast(Region, frame)
     innermost = state.top
     where = f"the innermost open annotation is {innermost.TYPE} {innermost.id!r}" if innermost else "none is open"
     state.runtime.anomaly("mismatched_end", innermost.node if innermost else None,
@@ -120,12 +121,12 @@ def flush() -> None:
     """Write this rank's trace now (it is also written periodically and at exit)."""
     rt = current_runtime()
     if rt is not None:
-        rt.write("running")
+        rt.write(RUNNING)
 
 
 def finalize() -> None:
     """Close the runtime and write the final trace now (``ma_finalize``); later annotations are not recorded."""
     rt = current_runtime()
     if rt is not None:
-        rt.finish("complete")
+        rt.finish(COMPLETE)
         rt.set_enabled(False)

@@ -14,6 +14,8 @@ import sys
 import time
 from typing import Any
 
+from ma.trace_format import EXCEPTION
+
 # Why MPI calls will not be measured, when that is known at import time (read by the runtime).
 mpi_profiling_problem: str | None = None
 
@@ -28,7 +30,7 @@ def install_excepthook() -> None:
         runtime = mars.current_runtime() if mars is not None else None
         if runtime is not None:
             try:
-                runtime.finish("exception", f"{exc_type.__name__}: {exc}")
+                runtime.finish(EXCEPTION, f"{exc_type.__name__}: {exc}")
             except Exception as write_error:  # never hide the program's own exception behind ours
                 print(f"ma: could not write the trace: {write_error}", file=sys.stderr)
         previous(exc_type, exc, tb)

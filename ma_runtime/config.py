@@ -8,12 +8,6 @@ from pathlib import Path
 
 from ma.errors import AnnotationError
 
-TRUE_WORDS = ("1", "true", "yes", "on")
-
-
-def env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in TRUE_WORDS
-
 
 def parse_tolerance(spec: str) -> tuple[float, dict[str, float]]:
     """``"0.05"`` or ``"flop=0.2,loadstore=0.1"`` or ``"0.01,flop=0.2"`` -> (default, per type)."""

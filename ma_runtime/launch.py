@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import LaunchError, ToolBuildError
+from ma.trace_format import RANK_FILE_GLOB, TEMPORARY_GLOB, header_status
 
 from .counters import parse_spec
 from .toolchain import env_bin_dir, find_program
@@ -84,9 +85,9 @@ def clear_traces(trace_dir: Path) -> None:
     """Remove the rank files of an earlier run, so a smaller run cannot be mixed with a larger one's."""
     if not trace_dir.is_dir():
         return
-    for stale in trace_dir.glob("rank-*.ma.json"):
+    for stale in trace_dir.glob(RANK_FILE_GLOB):
         stale.unlink()
-    for stale in trace_dir.glob(".rank-*.tmp"):
+    for stale in trace_dir.glob(TEMPORARY_GLOB):
         stale.unlink()
 
 
@@ -107,6 +108,18 @@ def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
     return [p for p in (trace_path(trace_dir, r) for r in range(nprocs)) if p.exists()]
 
 
+def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
+    """What to tell the user when some rank wrote no trace (None when every rank did): a run whose numbers
+    are not all there must not look like a success."""
+    missing = [r for r in range(nprocs) if not trace_path(trace_dir, r).exists()]
+    if not missing:
+        return None
+    shown = ", ".join(str(r) for r in missing[:16]) + (", ..." if len(missing) > 16 else "")
+    return (f"no trace from rank{'s' if len(missing) > 1 else ''} {shown} ({len(missing)} of {nprocs}): a rank "
+            "that ran no annotation, was killed before its first flush, or could not write to "
+            f"{trace_dir} leaves none")
+
+
 def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:
     """Rank -> "status: reason" for each written trace that does not come from a clean exit.
 
@@ -119,11 +132,10 @@ def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:
         if not path.exists():
             continue
         try:
-            header = json.loads(path.read_text(encoding="utf-8"))["header"]
-            status, reason = str(header["status"]), header.get("exit_reason")
+            status = header_status(json.loads(path.read_text(encoding="utf-8"))["header"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             found[rank] = f"an unreadable trace {path} ({error})"
             continue
-        if status != "complete":
-            found[rank] = f"{status}: {reason}" if reason else status
+        if not status.complete:
+            found[rank] = status.describe()
     return found

@@ -13,24 +13,27 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any
 
 from ma.expr import parse_expression
+from ma.trace_format import COMPLETE, RUNNING, TERMINATED
 
 from . import COMPILED, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
+from .sites import NodeFactory
 from .threadstate import ThreadState
 from .tree import Node, Stats, values_differ
 
-Number = Union[int, float]
+Number = int | float
 PRODUCER = "ma_runtime 0.1.0" + (" (compiled)" if COMPILED else "")
 
 
 class VariableRecord:
     """Entry of the trace's variable table: one per (name, declaring scope)."""
 
-    __slots__ = ("name", "kind", "expr", "scope", "stats", "last")
+    __slots__ = ("expr", "kind", "last", "name", "scope", "stats")
 
     def __init__(self, name: str, kind: str, expr: str | None, scope: str) -> None:
         self.name, self.kind, self.expr, self.scope = name, kind, expr, scope
@@ -43,7 +46,7 @@ class VariableRecord:
 
 
 class Anomaly:
-    __slots__ = ("kind", "path", "message", "count", "file", "line")
+    __slots__ = ("count", "file", "kind", "line", "message", "path")
 
     def __init__(self, kind: str, path: str, message: str, file: str | None, line: int | None) -> None:
         self.kind, self.path, self.message, self.file, self.line = kind, path, message, file, line
@@ -77,9 +80,10 @@ class Runtime:
         self.measures: dict[str, dict[str, str] | None] = {}
         for kind in MEASURABLE_KINDS:
             self.readers[kind], self.measures[kind] = self._pick_reader(kind)
+        self.new_node = NodeFactory(self.settings, self.readers)
         self.pmpi, self.mpi_reason = _open_pmpi()
         self.mpi_live = False
-        atexit.register(self.finish, "complete")
+        atexit.register(self.finish, COMPLETE)
         _install_signal_handler(self)
 
     def _pick_reader(self, kind: str) -> tuple[Callable[[], int] | None, dict[str, str] | None]:
@@ -104,7 +108,7 @@ class Runtime:
     def thread_state(self) -> ThreadState:
         with self.lock:
             thread = threading.current_thread()
-            state = ThreadState(self, len(self.threads), thread.name, dict(self.global_env))
+            state = ThreadState(self, self.new_node, len(self.threads), thread.name, dict(self.global_env))
             self.threads.append(state)
             return state
 
@@ -151,17 +155,6 @@ class Runtime:
         return evaluated
 
     # --- nodes, anomalies --------------------------------------------------------------------
-    def new_node(self, parent: Node, type_: str, id_: str, expr_text: str | None,
-                 count: str | int | None) -> Node:
-        if not isinstance(id_, str) or not id_ or "/" in id_:
-            raise _annotation_error(f"a site id must be a non-empty string without '/', not {id_!r}")
-        if count is not None and (isinstance(count, bool) or not isinstance(count, (str, int))):
-            raise _annotation_error(f"{type_} {id_!r}: count must be an int or an expression, not {count!r}")
-        file, line = _caller()
-        track_cpu = self.settings.cpu_time == "all" or self.settings.cpu_time == "subroutines" and type_ == "subroutine"
-        return Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count,
-                    track_cpu, self.readers.get(type_))
-
     def anomaly(self, kind: str, node: Node | None, message: str) -> None:
         path = node.path if node is not None else ""
         with self.lock:
@@ -198,7 +191,7 @@ class Runtime:
         for state in self.threads:
             state.flush_deadline = 1 << 62  # no re-entry while writing
         try:
-            self.write("running")
+            self.write(RUNNING)
         finally:
             self.flush_deadline = time.perf_counter_ns() + self.flush_interval_ns
             for state in self.threads:
@@ -249,7 +242,7 @@ class Runtime:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) or _is_numpy_number(value)
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or _is_numpy_number(value)
 
 
 def _is_numpy_number(value: object) -> bool:
@@ -261,20 +254,6 @@ def _annotation_error(message: str) -> Exception:
     from ma.errors import AnnotationError
 
     return AnnotationError(message)
-
-
-def _caller() -> tuple[str | None, int | None]:
-    """File and line of the first frame outside the SDK: where the annotation is written."""
-    frame = sys._getframe(1)
-    while frame is not None and _is_sdk_module(frame.f_globals.get("__name__", "")):
-        frame = frame.f_back  # type: ignore[assignment]
-    if frame is None:
-        return None, None
-    return frame.f_code.co_filename, frame.f_lineno
-
-
-def _is_sdk_module(name: str) -> bool:
-    return name == "ma" or name.startswith("ma_runtime.") or name == "contextlib"
 
 
 def _launcher_rank_size() -> tuple[int, int]:
@@ -314,7 +293,7 @@ def _install_signal_handler(runtime: Runtime) -> None:
         return  # the program has its own handler; leave it alone
 
     def on_term(signum: int, frame: object) -> None:
-        runtime.finish("terminated", "SIGTERM")
+        runtime.finish(TERMINATED, "SIGTERM")
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
 
@@ -349,4 +328,4 @@ def current_runtime() -> Runtime | None:
     return _runtime
 
 
-__all__ = ["Runtime", "ThreadState", "runtime", "thread_state", "current_runtime", "values_differ"]
+__all__ = ["Runtime", "ThreadState", "current_runtime", "runtime", "thread_state", "values_differ"]

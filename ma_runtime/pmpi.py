@@ -17,22 +17,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ma import trace_format
+
 # Annotation type -> the MPI routines its assertions count; the order is the group order of ma_pmpi.h.
-MPI_TYPES: dict[str, tuple[str, ...]] = {
-    "mpi_send": ("MPI_Send", "MPI_Bsend", "MPI_Ssend", "MPI_Rsend"),
-    "mpi_isend": ("MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend"),
-    "mpi_recv": ("MPI_Recv", "MPI_Mrecv"),
-    "mpi_irecv": ("MPI_Irecv", "MPI_Imrecv"),
-    "mpi_sendrecv": ("MPI_Sendrecv", "MPI_Sendrecv_replace"),
-    "mpi_bcast": ("MPI_Bcast",),
-    "mpi_reduce": ("MPI_Reduce",),
-    "mpi_allreduce": ("MPI_Allreduce",),
-    "mpi_gather": ("MPI_Gather", "MPI_Gatherv"),
-    "mpi_scatter": ("MPI_Scatter", "MPI_Scatterv"),
-    "mpi_allgather": ("MPI_Allgather", "MPI_Allgatherv"),
-    "mpi_alltoall": ("MPI_Alltoall", "MPI_Alltoallv"),
-    "mpi_barrier": ("MPI_Barrier",),
-}
+MPI_TYPES: dict[str, tuple[str, ...]] = dict(zip(trace_format.MPI_TYPES, (
+    ("MPI_Send", "MPI_Bsend", "MPI_Ssend", "MPI_Rsend"),  # mpi_send
+    ("MPI_Isend", "MPI_Ibsend", "MPI_Issend", "MPI_Irsend"),  # mpi_isend
+    ("MPI_Recv", "MPI_Mrecv"),  # mpi_recv
+    ("MPI_Irecv", "MPI_Imrecv"),  # mpi_irecv
+    ("MPI_Sendrecv", "MPI_Sendrecv_replace"),  # mpi_sendrecv
+    ("MPI_Bcast",),  # mpi_bcast
+    ("MPI_Reduce",),  # mpi_reduce
+    ("MPI_Allreduce",),  # mpi_allreduce
+    ("MPI_Gather", "MPI_Gatherv"),  # mpi_gather
+    ("MPI_Scatter", "MPI_Scatterv"),  # mpi_scatter
+    ("MPI_Allgather", "MPI_Allgatherv"),  # mpi_allgather
+    ("MPI_Alltoall", "MPI_Alltoallv"),  # mpi_alltoall
+    ("MPI_Barrier",),  # mpi_barrier
+), strict=True))
 # Routines timed but not tied to an annotation type (group "other" in ma_pmpi.h).
 OTHER_ROUTINES: tuple[str, ...] = (
     "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Testany",
@@ -301,5 +303,5 @@ def prepare_for_mpi4py() -> str | None:
     return None
 
 
-__all__ = ["MPI_TYPES", "OTHER_ROUTINES", "PmpiLibrary", "build_pmpi", "build_c_runtime", "library_path",
-           "c_runtime_path", "loaded_library", "prepare_for_mpi4py", "c_flags", "c_libs"]
+__all__ = ["MPI_TYPES", "OTHER_ROUTINES", "PmpiLibrary", "build_c_runtime", "build_pmpi", "c_flags", "c_libs",
+           "c_runtime_path", "library_path", "loaded_library", "prepare_for_mpi4py"]

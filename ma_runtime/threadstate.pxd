@@ -2,7 +2,7 @@
 from ma_runtime.tree cimport Node
 
 cdef public class ThreadState [object MaThreadStateObject, type MaThreadStateType]:
-    cdef public object runtime, name
+    cdef public object runtime, new_node, name
     cdef public long long index, version, flush_deadline
     cdef public Node root, current
     cdef public object top

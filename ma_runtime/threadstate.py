@@ -8,40 +8,41 @@ Compiled with Cython where available (threadstate.pxd declares the fields), plai
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 from .tree import Node, new_root
 
 if TYPE_CHECKING:
-    from .annotations import Region
-    from .mars import Runtime
+    from .sites import NodeFactory, OpenAnnotation, RuntimeHooks
 
-Number = Union[int, float]
+Number = int | float
 _MISSING = object()
 # Annotation types that open a variable scope.
 SCOPE_TYPES = frozenset(("subroutine", "loop"))
 
 
 class ThreadState:
-    __slots__ = ("runtime", "index", "name", "root", "current", "top", "env", "version", "enabled",
-                 "flush_deadline")
+    __slots__ = ("current", "enabled", "env", "flush_deadline", "index", "name", "new_node", "root", "runtime", "top",
+                 "version")
 
-    def __init__(self, runtime: Runtime, index: int, name: str, env: dict[str, Number]) -> None:
+    def __init__(self, runtime: RuntimeHooks, new_node: NodeFactory, index: int, name: str,
+                 env: dict[str, Number]) -> None:
         self.runtime = runtime
+        self.new_node = new_node
         self.index = index
         self.name = name
         self.root = new_root()
         self.current: Node = self.root
         # The open annotations form a chain from the innermost (top) through each one's ``outer``:
         # pushing and popping are two stores, where a list would reallocate at every shallow push/pop.
-        self.top: Region | None = None
+        self.top: OpenAnnotation | None = None
         self.env = env
         self.version = 0  # bumped whenever env changes, so nodes may cache their predicted value
         self.enabled = runtime.enabled
         self.flush_deadline = runtime.flush_deadline
 
     # --- variables -------------------------------------------------------------------------------
-    def open_frames(self) -> list[Region]:
+    def open_frames(self) -> list[OpenAnnotation]:
         """The open annotations, innermost first."""
         frames = []
         frame = self.top
@@ -50,7 +51,7 @@ class ThreadState:
             frame = frame.outer
         return frames
 
-    def scope_frame(self) -> Region | None:
+    def scope_frame(self) -> OpenAnnotation | None:
         for frame in self.open_frames():
             if frame.TYPE in SCOPE_TYPES:
                 return frame
@@ -87,7 +88,7 @@ class ThreadState:
             key = f"{type_}:{id_}"
             node = parent.children.get(key)
         if node is None:
-            node = self.runtime.new_node(parent, type_, id_, expr_text, count)
+            node = self.new_node(parent, type_, id_, expr_text, count)
             parent.children[key] = node
         elif node.expr_text != expr_text or node.count_text != (None if count is None else str(count)):
             self.runtime.anomaly("expression_changed", node,
@@ -110,7 +111,7 @@ class ThreadState:
             node.cache_version = self.version
         return node.cache_value
 
-    def close_above(self, frame: Region) -> None:
+    def close_above(self, frame: OpenAnnotation) -> None:
         """``frame`` ends while annotations opened after it are still open: close those as unbalanced."""
         while self.top is not None and self.top is not frame:
             inner = self.top

@@ -14,11 +14,11 @@ where available (tree.pxd), plain Python otherwise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 from ma.expr import Expression, parse_expression
 
-Number = Union[int, float]
+Number = int | float
 
 # Relative tolerance used when a float expression is compared with the value the program passed.
 _VALUE_RTOL = 1e-9
@@ -31,7 +31,7 @@ _LAST_NONE, _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED = 0, 1
 class Stats:
     """n/min/max/sum of a value over calls, with the current run of equal values kept apart."""
 
-    __slots__ = ("n", "min", "max", "total", "last", "run")
+    __slots__ = ("last", "max", "min", "n", "run", "total")
 
     def __init__(self) -> None:
         self.n = 0
@@ -94,13 +94,12 @@ def values_differ(given: Number, evaluated: Number) -> bool:
 class Node:
     """One site of the tree. ``children`` is keyed by id; a same-id site of another type gets ``type:id``."""
 
-    __slots__ = (
-        "parent", "id", "type", "path", "expr_text", "expression", "count_raw", "count_text", "count_expression",
-        "reader", "region", "counters", "group", "owner", "file", "line", "children", "calls", "predicted", "measured", "count_predicted",
-        "count_measured", "verdict", "passed", "failed", "unmeasured", "mismatch", "first_mismatch",
-        "first_fail", "wall_ns", "cpu_ns", "track_cpu", "tolerance", "cache_version", "cache_value",
-        "cache_count", "pending", "last_kind", "last_predicted", "last_count", "last_a", "last_b",
-    )
+    __slots__ = ("cache_count", "cache_value", "cache_version", "calls", "children", "count_expression",
+                 "count_measured", "count_predicted", "count_raw", "count_text", "counters", "cpu_ns", "expr_text",
+                 "expression", "failed", "file", "first_fail", "first_mismatch", "group", "id", "last_a", "last_b",
+                 "last_count", "last_kind", "last_predicted", "line", "measured", "mismatch", "owner", "parent",
+                 "passed", "path", "pending", "predicted", "reader", "region", "tolerance", "track_cpu", "type",
+                 "unmeasured", "verdict", "wall_ns")
 
     def __init__(self, parent: Node | None, type_: str, id_: str, expr_text: str | None,
                  tolerance: float, file: str | None = None, line: int | None = None,
@@ -109,7 +108,7 @@ class Node:
         self.parent = parent
         self.id = id_
         self.type = type_
-        self.path = id_ if parent is None or not parent.path else f"{parent.path}/{id_}"
+        self.path: str = id_ if parent is None or not parent.path else f"{parent.path}/{id_}"
         self.expr_text = expr_text
         self.expression: Expression | None = parse_expression(expr_text) if expr_text is not None else None
         self.count_raw = count  # as the annotation passed it (int or text): compared by identity when hot
@@ -163,7 +162,7 @@ class Node:
             self.predicted.repeat(k)
         if kind == _LAST_COUNTED:
             self.measured.repeat(k)
-        elif kind == _LAST_MPI or kind == _LAST_MPI_MEASURED:
+        elif kind in (_LAST_MPI, _LAST_MPI_MEASURED):
             self.count_predicted.repeat(k)
             if kind == _LAST_MPI_MEASURED:
                 self.measured.repeat(k)
@@ -281,8 +280,8 @@ class Node:
     def to_json(self) -> dict[str, Any]:
         k, kind = self.pending, self.last_kind
         k_predicted = k if self.last_predicted is not None else 0
-        k_measured = k if kind == _LAST_COUNTED or kind == _LAST_MPI_MEASURED else 0
-        k_count_predicted = k if kind == _LAST_MPI or kind == _LAST_MPI_MEASURED else 0
+        k_measured = k if kind in (_LAST_COUNTED, _LAST_MPI_MEASURED) else 0
+        k_count_predicted = k if kind in (_LAST_MPI, _LAST_MPI_MEASURED) else 0
         k_count_measured = k if kind == _LAST_MPI_MEASURED else 0
         data: dict[str, Any] = {
             "id": self.id, "type": self.type, "path": self.path, "expr": self.expr_text,

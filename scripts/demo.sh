@@ -7,6 +7,7 @@
 #      1024 processes by the SDK and by GNU Octave; the message-size distribution there (paper 4.1)
 #   4. the same run with flops measured by the software counter (Valgrind tool), validated
 #   5. the scaling and sensitivity figures (paper Figures 9, 12, 14, 15)
+#   6. the HTML report of the run (ma report): open $OUT/report.html in a browser
 #
 # Outputs go to $OUT (default out/cg-demo).
 set -euo pipefail
@@ -50,4 +51,7 @@ step "5. Scaling and sensitivity studies"
 python examples/npb_cg/study.py "$OUT/traces" --measured "$OUT/traces-valgrind" --out "$OUT/figures" \
   | tee "$OUT/study.txt"
 
-step "Done: everything is in $OUT"
+step "6. The report: validation, tree, models, message sizes, scaling and sensitivity in one HTML file"
+ma report "$OUT/traces" -o "$OUT/report.html" --at na=150000 --at nonzer=15 --at nprocs=1024
+
+step "Done: everything is in $OUT; open $OUT/report.html in a browser"

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from ma.trace_format import rank_file
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 
@@ -33,7 +35,7 @@ class ProgramRun:
     trace_dir: Path
 
     def trace(self, rank: int = 0) -> dict[str, Any]:
-        return json.loads((self.trace_dir / f"rank-{rank}.ma.json").read_text())
+        return json.loads(rank_file(self.trace_dir, rank).read_text())
 
     def tree(self, rank: int = 0, thread: int = 0) -> dict[str, Any]:
         return self.trace(rank)["threads"][thread]["root"]

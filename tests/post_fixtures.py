@@ -14,26 +14,27 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 from ma.expr import parse_expression
+from ma.trace_format import FORMAT, VERSION, rank_file
 
-Number = Union[int, float]
+Number = int | float
 Env = dict[str, Number]
-Actual = Union[str, Callable[[Env], Number], None]  # expression text, function of the env, or "as predicted"
+Actual = str | Callable[[Env], Number] | None  # expression text, function of the env, or "as predicted"
 
 
 @dataclass
 class Var:
     name: str
-    value: Union[Number, Callable[[Env], Number]]
+    value: Number | Callable[[Env], Number]
 
 
 @dataclass
 class Assign:
     name: str
     expr: str
-    given: Union[Number, None] = None  # the program's own value (recorded as measured)
+    given: Number | None = None  # the program's own value (recorded as measured)
 
 
 @dataclass
@@ -69,7 +70,7 @@ class Mpi:
     count: str = "1"
     actual: Actual = None
     actual_count: Actual = None
-    peer: Callable[[Env], int] | None = None
+    peer: Callable[[Env], Number] | None = None
 
 
 @dataclass
@@ -93,10 +94,13 @@ def _value(actual: Actual, env: Env, default: Number) -> Number:
 
 
 class _Stats:
-    __slots__ = ("n", "min", "max", "sum")
+    __slots__ = ("max", "min", "n", "sum")
 
     def __init__(self) -> None:
-        self.n, self.min, self.max, self.sum = 0, None, None, 0
+        self.n = 0
+        self.min: Number | None = None
+        self.max: Number | None = None
+        self.sum: Number = 0
 
     def add(self, value: Number, times: int) -> None:
         if times <= 0:
@@ -119,7 +123,7 @@ class _Node:
         self.first_mismatch: dict[str, Any] | None = None
         self.children: dict[tuple[str, str], _Node] = {}
 
-    def child(self, type_: str, id_: str, expr: str | None, count_expr: str | None = None) -> "_Node":
+    def child(self, type_: str, id_: str, expr: str | None, count_expr: str | None = None) -> _Node:
         key = (type_, id_)
         if key not in self.children:
             path = f"{self.path}/{id_}" if self.path else id_
@@ -278,7 +282,8 @@ class Simulator:
         entry["calls"] += messages
         entry["bytes"] += messages * int(real_size)
         entry["time_ns"] += messages * 2000
-        bucket = (0, 0) if real_size == 0 else (2 ** (int(real_size).bit_length() - 1), 2 ** int(real_size).bit_length() - 1)
+        bits = int(real_size).bit_length()
+        bucket = (0, 0) if real_size == 0 else (2 ** (bits - 1), 2 ** bits - 1)
         entry["hist"][bucket] = entry["hist"].get(bucket, 0) + messages
         if item.peer is not None and item.type in ("mpi_send", "mpi_isend", "mpi_recv", "mpi_irecv", "mpi_sendrecv"):
             peer = str(item.peer(env))
@@ -326,7 +331,7 @@ def make_trace(program: Sequence[Any], rank: int = 0, size: int = 1, *, run_id: 
                       "root": root_node([c.json(500 + 20 * i) for i, c in enumerate(tsim.root.children.values())])})
     header = make_header(rank, size, run_id=run_id, language=language, tolerance=tol,
                          measured_kinds=measured_kinds, mpi=mpi, status=status)
-    return {"format": "ma-trace", "version": 1, "header": header,
+    return {"format": FORMAT, "version": VERSION, "header": header,
             "variables": list(sim.variables.values()), "threads": trees,
             "anomalies": [dict(a) for a in anomalies], "mpi_profile": sim.profile_json()}
 
@@ -336,7 +341,7 @@ def write_run(directory: Path, program: Sequence[Any], size: int = 1, **kwargs: 
     directory.mkdir(parents=True, exist_ok=True)
     for rank in range(size):
         trace = make_trace(program, rank, size, **kwargs)
-        (directory / f"rank-{rank}.ma.json").write_text(json.dumps(trace))
+        rank_file(directory, rank).write_text(json.dumps(trace))
     return directory
 
 
@@ -467,7 +472,7 @@ def site_node(type_: str, id_: str, path: str, expr: str | None, calls: int, *,
 
 def trace_doc(children: Sequence[dict[str, Any]], *, variables: Sequence[dict[str, Any]] = (), rank: int = 0,
               size: int = 1, **header_args: Any) -> dict[str, Any]:
-    return {"format": "ma-trace", "version": 1, "header": make_header(rank, size, **header_args),
+    return {"format": FORMAT, "version": VERSION, "header": make_header(rank, size, **header_args),
             "variables": list(variables),
             "threads": [{"thread": 0, "name": "MainThread", "root": root_node(list(children))}],
             "anomalies": [], "mpi_profile": None}
@@ -477,3 +482,9 @@ def variable_entry(name: str, value: Number, *, kind: str = "input", expr: str |
                    defs: int = 1) -> dict[str, Any]:
     return {"name": name, "kind": kind, "expr": expr, "scope": scope, "defs": defs, "value": value,
             "min": value, "max": value}
+
+
+def checked(model: Any) -> Any:
+    """The model's check against its trace (every model of a base quantity has one)."""
+    assert model.check is not None, model.quantity
+    return model.check

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
-
 from conftest import REPO, VENV_BIN, clean_env, find_node
 
 NPROCS = 2

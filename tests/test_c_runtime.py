@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
 from ma.errors import ExpressionError
 from ma.expr import parse_expression
 from ma_runtime import pmpi
 from ma_runtime.toolchain import env_bin_dir, find_mpicc
-from trace_schema import check_trace_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = ROOT / "examples" / "c_ring" / "ring.c"
@@ -155,6 +155,7 @@ def test_ring_example_trace(ring: dict[str, Path]) -> None:
         assert calls["MPI_Wait"]["calls"] == niter
 
 
+@pytest.mark.mpi
 def test_disabled_build_runs_and_writes_nothing(ring: dict[str, Path]) -> None:
     traces = ring["work"] / "traces_disabled"
     done = run(mpiexec(2, str(ring["disabled"]), "200", "2"), environment(traces), ring["work"])

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import VENV_BIN, clean_env, find_node
 
 PROGRAM = """
@@ -141,7 +140,7 @@ def test_c_and_pure_python_paths_write_the_same_traces(tmp_path: Path, flush: di
     pure_out, pure = run_job(tmp_path, MA_PURE_PYTHON="1", **flush)
     assert compiled_out == pure_out
     assert compiled_out.split() == ["TypeError"] * 5 + ["raised", "done"]
-    for fast, plain in zip(compiled, pure):
+    for fast, plain in zip(compiled, pure, strict=False):
         assert fast["header"]["producer"].endswith("(compiled)")
         assert [_without_times(t["root"]) for t in fast["threads"]] == [_without_times(t["root"])
                                                                          for t in plain["threads"]]

@@ -9,7 +9,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from conftest import VENV_BIN, clean_env, find_node
 
 PROGRAM = """

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import VENV_BIN, clean_env, find_node
 from trace_schema import check_trace_schema
 

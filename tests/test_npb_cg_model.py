@@ -15,9 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
-from conftest import REPO, VENV_BIN, clean_env
 from examples.npb_cg.classes import CLASSES
 from examples.npb_cg.study import CGModels, class_inputs, message_sizes, official_comparison, value
 

@@ -6,12 +6,13 @@ other tests can still check that importing ``ma`` leaves MPI alone).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-import tempfile
 import re
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -64,7 +65,7 @@ def test_randlc_first_draws_are_known_integers() -> None:
     first, value = randlc(SEED, MULTIPLIER)
     # 314159265 * 1220703125 = 383495196533203125 = 5449 * 2^46 + 55909509111989
     assert first == 55_909_509_111_989
-    assert 314159265 * 1220703125 == 5449 * 2 ** 46 + first
+    assert 5449 * 2 ** 46 + first == 314159265 * 1220703125
     assert value == first * 2.0 ** -46
     x = SEED
     for _ in range(1000):
@@ -161,7 +162,8 @@ def _reference_block(na: int, nonzer: int, shift: float, firstrow: int, lastrow:
     size = 1.0
     arow, acol, aelt = [], [], []
     for iouter in range(1, na + 1):
-        v, iv = [], []
+        v: list[float] = []
+        iv: list[int] = []
         while len(v) < nonzer:
             x, vecelt = randlc(x)
             x, vecloc = randlc(x)
@@ -174,19 +176,23 @@ def _reference_block(na: int, nonzer: int, shift: float, firstrow: int, lastrow:
         else:
             v.append(0.5)
             iv.append(iouter)
-        for jcol, vj in zip(iv, v):
+        for jcol, vj in zip(iv, v, strict=False):
             if firstcol <= jcol <= lastcol:
                 scale = size * vj
-                for irow, vi in zip(iv, v):
+                for irow, vi in zip(iv, v, strict=False):
                     if firstrow <= irow <= lastrow:
-                        arow.append(irow), acol.append(jcol), aelt.append(vi * scale)
+                        arow.append(irow)
+                        acol.append(jcol)
+                        aelt.append(vi * scale)
         size *= ratio
     for i in range(max(firstrow, firstcol), min(lastrow, lastcol) + 1):
-        arow.append(i), acol.append(i), aelt.append(RCOND - shift)
+        arow.append(i)
+        acol.append(i)
+        aelt.append(RCOND - shift)
     a, colidx, rowstr = [], [], [0]
     for row in range(firstrow, lastrow + 1):
         sums: dict[int, float] = {}                    # dict keeps first-appearance order
-        for r, c, e in zip(arow, acol, aelt):
+        for r, c, e in zip(arow, acol, aelt, strict=False):
             if r == row:
                 sums[c] = sums.get(c, 0.0) + e
         for c, e in sums.items():
@@ -198,7 +204,7 @@ def _reference_block(na: int, nonzer: int, shift: float, firstrow: int, lastrow:
 
 
 @pytest.mark.parametrize("na, nonzer, shift, nprocs, me", [
-    (1400, 7, 10.0, 1, 0),      # class S, whole matrix
+    pytest.param(1400, 7, 10.0, 1, 0, marks=pytest.mark.slow),  # class S, whole matrix (scalar reference: ~15 s)
     (1400, 7, 10.0, 4, 3),      # class S, a 2x2-grid block
     (300, 9, 5.0, 2, 1),        # small order, many repeated positions, non-square grid
 ])
@@ -253,7 +259,7 @@ def test_common_block_offsets_depend_on_the_lengths_alone() -> None:
         offsets.append([a.ctypes.data % PAGE for a in arrays])
         assert all(a.ctypes.data % a.itemsize == 0 and a.flags.aligned and not a.any() for a in arrays)
         bounds = [(a.ctypes.data, a.ctypes.data + a.nbytes) for a in arrays]
-        assert all(end + GAP == start for (_, end), (start, _) in zip(bounds, bounds[1:]))
+        assert all(end + GAP == start for (_, end), (start, _) in itertools.pairwise(bounds))
         for k, a in enumerate(arrays):
             a[:] = k + 1
         assert [int(a.min()) for a in arrays] == [k + 1 for k in range(len(specs))]

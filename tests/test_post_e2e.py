@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from post_fixtures import checked
 
 from ma_cli.main import main
 from ma_post.evaluation import evaluate
@@ -58,7 +59,7 @@ def test_model_from_one_run_predicts_another(tmp_path: Path) -> None:
     for quantity in ("flops", "heap_memory"):
         m = builder.model(quantity)
         assert not [note for note in m.notes if note.kind in ("conditional", "check", "calls")], m.notes
-        truth = ModelBuilder(big).model(quantity).check.trace_predicted
+        truth = checked(ModelBuilder(big).model(quantity)).trace_predicted
         assert m.evaluate(inputs) == pytest.approx(float(truth[0]), rel=1e-12)
     flops = builder.model("flops")
     # Site by site, the model's count of calls at the new inputs is what the second run executed.
@@ -82,7 +83,7 @@ def test_mpi_model_predicts_pmpi_measurements_at_another_scale(tmp_path: Path,
     inputs = {"n": 16, "m": 13, "steps": 4, "nprocs": 3}
     big_builder = ModelBuilder(big)
     for quantity in ("mpi_bytes", "mpi_count", "send_bytes", "mpi_sendrecv_count"):
-        measured = big_builder.model(quantity).check.trace_measured  # PMPI, per rank
+        measured = checked(big_builder.model(quantity)).trace_measured  # PMPI, per rank
         assert np.all(np.isfinite(measured))
         assert builder.model(quantity).evaluate(inputs) == pytest.approx(float(measured[0]), rel=1e-12), quantity
     # Message sizes and counts per rank at the new scale, against PMPI's histogram of that run.
@@ -124,13 +125,13 @@ def test_c_runtime_traces_model_and_validate(tmp_path: Path, capsys: pytest.Capt
     builder, big_builder = ModelBuilder(small), ModelBuilder(big)
     inputs = {"n": 2000, "niter": 5, "nprocs": 3}
     for quantity in ("mpi_bytes", "mpi_count", "send_bytes"):  # against what PMPI measured
-        measured = big_builder.model(quantity).check.trace_measured
+        measured = checked(big_builder.model(quantity)).trace_measured
         assert builder.model(quantity).evaluate(inputs) == pytest.approx(float(measured[0]), rel=1e-12), quantity
     for quantity in ("flops", "heap_memory"):  # against the C runtime's own evaluation in the second run
-        predicted = big_builder.model(quantity).check.trace_predicted
+        predicted = checked(big_builder.model(quantity)).trace_predicted
         assert builder.model(quantity).evaluate(inputs) == pytest.approx(float(predicted[0]), rel=1e-12), quantity
     # malloc's bookkeeping: the heap measured is within 1% of the model
-    heap = big_builder.model("heap_memory").check.trace_measured
+    heap = checked(big_builder.model("heap_memory")).trace_measured
     if np.all(np.isfinite(heap)):
         assert builder.model("heap_memory").evaluate(inputs) == pytest.approx(float(heap[0]), rel=0.01)
     assert str(builder.model("mpi_bytes", inline=True).expr) == "16*n*niter + 8*niter + 16"

@@ -17,14 +17,13 @@ from types import ModuleType
 import numpy as np
 import pytest
 import sympy
+from post_fixtures import cg_program, make_trace
 
 from ma_cli.main import main
 from ma_post.export import c_sources, export_c, export_octave, export_python, octave_function
 from ma_post.models import Model, ModelBuilder, available_quantities
 from ma_post.sympy_expr import symbol, to_sympy
 from ma_post.traceset import from_traces
-
-from post_fixtures import cg_program, make_trace
 
 # Every function and operator of the language, and names that are keywords in the target languages.
 EXPRESSIONS = {
@@ -84,7 +83,8 @@ def check_against_sympy(models: list[Model], cols: dict[str, np.ndarray], result
         got = np.broadcast_to(np.asarray(results[m.quantity], dtype=float), cols[next(iter(cols))].shape)
         for k in range(N_EXACT):
             want = exact(m, cols, k)
-            assert got[k] == pytest.approx(want, rel=1e-12, abs=1e-300), (m.quantity, k, {n: cols[n][k] for n in m.inputs})
+            where = (m.quantity, k, {n: cols[n][k] for n in m.inputs})
+            assert got[k] == pytest.approx(want, rel=1e-12, abs=1e-300), where
 
 
 def test_python_export_matches_sympy(tmp_path: Path) -> None:
@@ -125,7 +125,7 @@ def compiled_c(tmp_path_factory: pytest.TempPathFactory) -> ctypes.CDLL:
     assert gcc, "gcc is needed for the C export test"
     out = tmp_path_factory.mktemp("c")
     models = ALL_MODELS + cg_models()
-    header, source = export_c(models, out)
+    _header, source = export_c(models, out)
     lib = out / "libmodels.so"
     done = subprocess.run([gcc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-shared", "-fPIC",
                            str(source), "-o", str(lib), "-lm"], capture_output=True, text=True)
@@ -170,7 +170,8 @@ def test_c_header_declares_every_function() -> None:
     header, source = c_sources(ALL_MODELS[:2])
     # 'n' (the length argument of the _v functions) is renamed in every signature.
     assert "double q_arith(double a, double b, double c, double n_);" in header
-    assert "void q_arith_v(size_t n, const double *a, const double *b, const double *c, const double *n_, double *out);" in header
+    assert ("void q_arith_v(size_t n, const double *a, const double *b, const double *c, const double *n_, "
+            "double *out);") in header
     assert "double q_arith(double a, double b, double c, double n_)\n{" in source
 
 

@@ -5,13 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from post_fixtures import (
+    Assign,
+    Loop,
+    Mpi,
+    Op,
+    Sub,
+    Var,
+    make_trace,
+    site_node,
+    stats,
+    trace_doc,
+    variable_entry,
+    write_run,
+)
 
 from ma_cli.main import main
 from ma_post.cfg import format_cfg
 from ma_post.ir import format_ir
 from ma_post.traceset import from_traces, load
-
-from post_fixtures import Assign, Loop, Mpi, Op, Sub, Var, make_trace, site_node, stats, trace_doc, variable_entry, write_run
 
 # Figure 6 of the MA paper (an excerpt: it continues with "......").
 FIGURE_6 = """\
@@ -133,7 +145,8 @@ def test_cli_ir_and_cfg(figure4_dir: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_ir_differs_per_rank_union(tmp_path: Path) -> None:
     # Rank 0 runs an extra site: the union tree keeps it, in order of first appearance.
-    docs = [make_trace([Var("n", 2), Loop("l", "n", [Op("flop", "f", "1")] + ([Op("flop", "only0", "9")] if r == 0 else []))],
+    docs = [make_trace([Var("n", 2),
+                        Loop("l", "n", [Op("flop", "f", "1"), *([Op("flop", "only0", "9")] if r == 0 else [])])],
                        r, 2) for r in range(2)]
     text = format_ir(from_traces(docs))
     assert text == "2:loop:n\n3:flop:1\n3:flop:9\n"

@@ -4,24 +4,37 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import sympy
+from post_fixtures import (
+    Assign,
+    If,
+    Loop,
+    Op,
+    Sub,
+    Var,
+    cg_program,
+    checked,
+    make_trace,
+    site_node,
+    trace_doc,
+    write_run,
+)
 
 from ma.errors import MAError
 from ma_cli.main import main
 from ma_post.evaluation import evaluate, exact_value
 from ma_post.models import DEFAULT_QUANTITIES, ModelBuilder, ModelError, model
 from ma_post.msgdist import measured_distribution, message_distribution
-from ma_post.traceset import from_traces, load
-
-from post_fixtures import Assign, If, Loop, Op, Sub, Var, cg_program, make_trace, site_node, trace_doc, write_run
+from ma_post.traceset import TraceSet, from_traces, load
 
 S = sympy.Symbol
 
 
-def run_of(program: list, size: int = 1, **kwargs) -> "object":
+def run_of(program: list, size: int = 1, **kwargs: Any) -> TraceSet:
     return from_traces([make_trace(program, r, size, **kwargs) for r in range(size)])
 
 
@@ -29,15 +42,15 @@ def test_cg_model_at_one_parameter_set_predicts_another_run(tmp_path: Path) -> N
     small = load(write_run(tmp_path / "small", cg_program(na=1400, nonzer=7, niter=15), size=4))
     big = load(write_run(tmp_path / "big", cg_program(na=7000, nonzer=8, niter=3), size=16))
     small_builder, big_builder = ModelBuilder(small), ModelBuilder(big)
-    for quantity in DEFAULT_QUANTITIES + ("mpi_allreduce_bytes", "recv_count", "bytes_per_message"):
+    for quantity in (*DEFAULT_QUANTITIES, "mpi_allreduce_bytes", "recv_count", "bytes_per_message"):
         m = small_builder.model(quantity)
         assert not [n for n in m.notes if n.kind == "check"], m.notes
         # The run at the other parameters: what its own assertions predicted, per rank.
         if quantity == "bytes_per_message":
-            truth = (big_builder.model("mpi_bytes").check.trace_predicted
-                     / big_builder.model("mpi_count").check.trace_predicted)
+            truth = (checked(big_builder.model("mpi_bytes")).trace_predicted
+                     / checked(big_builder.model("mpi_count")).trace_predicted)
         else:
-            truth = big_builder.model(quantity).check.trace_predicted
+            truth = checked(big_builder.model(quantity)).trace_predicted
         value = m.evaluate({"na": 7000, "nonzer": 8, "niter": 3, "nprocs": 16})
         assert value == pytest.approx(float(truth[0]), rel=1e-12), quantity
         assert np.all(truth == truth[0])
@@ -77,7 +90,7 @@ def test_repeated_subroutine_gets_its_factor() -> None:
     m = model(ts, "flops")
     assert m.expr == 2 * 3 * S("n") * S("n") + S("n")
     assert any(n.kind == "repeated" and n.path == "l/s" and "2 times" in n.message for n in m.notes)
-    assert m.check.max_rel_diff() == 0
+    assert checked(m).max_rel_diff() == 0
 
 
 def test_conditional_site_is_flagged_and_observed_factor_is_optional() -> None:
@@ -89,10 +102,10 @@ def test_conditional_site_is_flagged_and_observed_factor_is_optional() -> None:
     assert {"conditional", "check"} <= kinds
     cond = next(n for n in literal.notes if n.kind == "conditional")
     assert cond.path == "l/f" and "runs 0.5 times per loop iteration" in cond.message and "1/2" in cond.message
-    assert literal.check.trace_predicted[0] == 500 and literal.check.model[0] == 1000
+    assert checked(literal).trace_predicted[0] == 500 and checked(literal).model[0] == 1000
     observed = model(ts, "flops", conditional="observed")
     assert observed.expr == 50 * S("n")
-    assert observed.check.max_rel_diff() == 0
+    assert checked(observed).max_rel_diff() == 0
     with pytest.raises(ModelError):
         ModelBuilder(ts, conditional="maybe")
 
@@ -104,7 +117,7 @@ def test_varying_trip_count_is_flagged() -> None:
     notes = {(n.kind, n.path) for n in m.notes}
     assert ("varying", "outer/inner") in notes  # "n - i" changes between calls
     assert ("varying", "outer") in notes  # input i takes several values
-    assert m.check.trace_predicted[0] == 21
+    assert checked(m).trace_predicted[0] == 21
 
 
 def test_loop_assertion_that_fails_is_flagged() -> None:
@@ -122,12 +135,13 @@ def test_rank_dependent_input_gives_per_rank_values(tmp_path: Path) -> None:
     assert m.rank_dependent_inputs() == {"local": (100.0, 104.0)}
     assert any(n.kind == "rank_dependent" for n in m.notes)
     result = evaluate(m, {"n": 10})
+    assert result.per_rank is not None
     assert result.per_rank.tolist() == [1000, 1020, 1040] and result.value == 1020
     assert result.worst_rank() == (2, 1040)
     assert evaluate(m, {"n": 10}, rank=1).value == 1020
     assert evaluate(m, {"n": 10}, rank="max").value == 1040
     grid = evaluate(m, {"n": np.array([1.0, 2.0])})
-    assert grid.per_rank.shape == (3, 2) and grid.value.tolist() == [102, 204]
+    assert grid.per_rank is not None and grid.per_rank.shape == (3, 2) and grid.value.tolist() == [102, 204]
     assert evaluate(m, {"local": 7, "n": 2}).per_rank is None  # nothing left per rank
     with pytest.raises(ModelError, match="rank 9 is not in the trace"):
         evaluate(m, {}, rank=9)
@@ -139,7 +153,7 @@ def test_conflicting_derived_definitions_resolve_by_scope() -> None:
                Sub("b", [Assign("m", "3*n"), Op("flop", "fb", "m")])]
     m = model(run_of(program), "flops")
     assert m.expr == 5 * S("n") and m.definitions == {}
-    assert m.check.max_rel_diff() == 0
+    assert checked(m).max_rel_diff() == 0
 
 
 def test_derived_variable_redefined_from_an_outer_one() -> None:
@@ -147,7 +161,7 @@ def test_derived_variable_redefined_from_an_outer_one() -> None:
                Op("flop", "g", "m")]
     m = model(run_of(program), "flops")
     assert sympy.simplify(m.inlined() - (S("n") / 4 + S("n") / 2)) == 0
-    assert m.check.max_rel_diff() == 0
+    assert checked(m).max_rel_diff() == 0
 
 
 def test_undeclared_variable_becomes_a_parameter() -> None:
@@ -164,13 +178,14 @@ def test_threads_add_up() -> None:
     ts = from_traces([make_trace(work, threads=[work])])
     m = model(ts, "flops")
     assert m.expr == 2 * 10 * S("n")
-    assert any(n.kind == "threads" for n in m.notes) and m.check.max_rel_diff() == 0
+    assert any(n.kind == "threads" for n in m.notes) and checked(m).max_rel_diff() == 0
 
 
 def test_ratios_and_unknown_quantities() -> None:
     ts = run_of(cg_program(), size=4)
     ratio = model(ts, "bytes_per_message")
-    assert ratio.evaluate({}) == pytest.approx(model(ts, "mpi_bytes").evaluate({}) / model(ts, "mpi_count").evaluate({}))
+    expected = model(ts, "mpi_bytes").evaluate({}) / model(ts, "mpi_count").evaluate({})
+    assert ratio.evaluate({}) == pytest.approx(expected)
     generic = model(ts, "loadstore/flops")
     assert generic.evaluate({}) == pytest.approx(model(ts, "loadstore_per_flop").evaluate({}))
     with pytest.raises(MAError, match="unknown quantity 'flips'"):
@@ -211,7 +226,7 @@ def test_cli_model_eval_msgdist(tmp_path: Path, capsys: pytest.CaptureFixture[st
     rows = json.loads(capsys.readouterr().out)
     assert [r["nprocs"] for r in rows] == [4, 16]
     ts = load(run)
-    assert rows[0]["mpi_bytes"] == pytest.approx(model(ts, "mpi_bytes").check.trace_predicted[0])
+    assert rows[0]["mpi_bytes"] == pytest.approx(checked(model(ts, "mpi_bytes")).trace_predicted[0])
     assert main(["eval", str(run), "-q", "flops", "--set", "nprocs=x"]) == 2
     assert "'x' is not a number" in capsys.readouterr().err
     assert main(["msgdist", str(run), "--set", "nprocs=1024", "--set", "na=150000", "--measured"]) == 0
@@ -225,7 +240,8 @@ def test_cli_eval_rank_dependent(tmp_path: Path, capsys: pytest.CaptureFixture[s
                                Loop("l", "local", [Op("flop", "f", "k")])], size=2)
     assert main(["eval", str(run), "-q", "flops", "--set", "k=2"]) == 0
     captured = capsys.readouterr()
-    assert captured.out.splitlines() == ["k  flops  flops:min  flops:max  flops:max_rank", "2  21     20         22         1"]
+    assert captured.out.splitlines() == ["k  flops  flops:min  flops:max  flops:max_rank",
+                                         "2  21     20         22         1"]
     assert "local = 10..11 (per traced rank)" in captured.err
     assert main(["eval", str(run), "-q", "flops", "--set", "k=2", "--rank", "0"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split() == ["2", "20"]

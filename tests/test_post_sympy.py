@@ -87,7 +87,8 @@ def test_random_expressions_match_the_runtime() -> None:
         expr = to_sympy(text)
         runtime = parse_expression(text)
         for _ in range(3):
-            env = {"a": rng.randint(1, 50), "b": rng.uniform(0.5, 20), "c": rng.randint(1, 8), "n": rng.randint(1, 1024)}
+            env = {"a": rng.randint(1, 50), "b": rng.uniform(0.5, 20), "c": rng.randint(1, 8),
+                   "n": rng.randint(1, 1024)}
             expected = float(runtime.evaluate(env))
             exact = expr.xreplace({sympy.Symbol(k): sympy.Rational(repr(v)) for k, v in env.items()})
             got = float(exact.evalf(20))
@@ -96,7 +97,7 @@ def test_random_expressions_match_the_runtime() -> None:
     assert checked == 600
 
 
-@pytest.mark.parametrize("text, column", [("2 +", 4), ("foo(1)", 1), ("__import__('os')", 12), ("log", 1),
+@pytest.mark.parametrize("text, column", [("2 +", 4), ("foo(1)", 1), ("__import__('os')", 1), ("log", 1),
                                           ("min(1)", 1), ("a b", 3)])
 def test_bad_text_is_an_expression_error(text: str, column: int) -> None:
     with pytest.raises(ExpressionError) as info:

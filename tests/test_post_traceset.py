@@ -8,12 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from post_fixtures import Loop, Op, Sub, Var, cg_program, make_trace, site_node, stats, trace_doc, write_run
 
-from ma.errors import MAError, TraceError
+from ma.errors import MAError, SiteNotFoundError, TraceError
 from ma_post.reader import TraceWarning
 from ma_post.traceset import load
-
-from post_fixtures import Loop, Op, Sub, Var, cg_program, make_trace, site_node, stats, trace_doc, write_run
 
 
 @pytest.fixture
@@ -31,10 +30,13 @@ def test_load_cg_run(cg_dir: Path) -> None:
     assert flopq.calls[:, 0].tolist() == [375] * 4  # niter * cgitmax
     assert flopq.predicted.mean() == 2 * 7 * 8 * 1400 / 4
     assert [a.id for a in ts.ancestors(flopq)] == ["conj_loop", "conj_grad", "cgit"]
+    with pytest.raises(SiteNotFoundError, match="0 sites match 'conj_loop/nothing'"):
+        ts.find("conj_loop/nothing")
     nprocs = ts.variables[("nprocs", "")]
     assert nprocs.values.tolist() == [4.0] * 4 and not nprocs.rank_dependent
     assert ts.variables[("num_proc_cols", "")].kind == "derived"
-    assert ts.mpi_profiles[0]["calls"]["MPI_Send"]["calls"] > 0
+    profile = ts.mpi_profiles[0]
+    assert profile is not None and profile["calls"]["MPI_Send"]["calls"] > 0
     # Same id under two parents are two sites.
     assert len([s for s in ts.sites.values() if s.id == "flopq"]) == 2
 
@@ -105,7 +107,7 @@ def test_missing_directory(tmp_path: Path) -> None:
 def test_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a trace")
     (tmp_path / ".rank-0.ma.json.tmp").write_text("{")  # a writer's temporary file is not a rank file
-    with pytest.raises(TraceError, match="no rank-<r>.ma.json trace files"):
+    with pytest.raises(TraceError, match=r"no rank-<r>.ma.json trace files"):
         load(tmp_path)
 
 
@@ -145,10 +147,10 @@ def test_corrupt_file(cg_dir: Path) -> None:
 
 def test_binary_garbage_and_empty_file(cg_dir: Path) -> None:
     (cg_dir / "rank-0.ma.json").write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(TraceError, match="rank-0.ma.json: corrupt"):
+    with pytest.raises(TraceError, match=r"rank-0.ma.json: corrupt"):
         load(cg_dir)
     (cg_dir / "rank-0.ma.json").write_text("")
-    with pytest.raises(TraceError, match="rank-0.ma.json: empty file"):
+    with pytest.raises(TraceError, match=r"rank-0.ma.json: empty file"):
         load(cg_dir)
 
 
@@ -172,7 +174,7 @@ def _rewrite(path: Path, change) -> None:
 
 def test_newer_schema_version(cg_dir: Path) -> None:
     _rewrite(cg_dir / "rank-0.ma.json", lambda d: d.update(version=2))
-    with pytest.raises(TraceError, match="schema version 2 is newer than this reader supports \\(1\\)"):
+    with pytest.raises(TraceError, match=r"schema version 2 is newer than this reader supports \(1\)"):
         load(cg_dir)
 
 
@@ -194,7 +196,7 @@ def test_not_an_ma_trace(cg_dir: Path) -> None:
 
 def test_inconsistent_size(cg_dir: Path) -> None:
     _rewrite(cg_dir / "rank-3.ma.json", lambda d: d["header"].update(size=8))
-    with pytest.raises(TraceError, match="header.size is 8 but rank-0.ma.json says 4") as info:
+    with pytest.raises(TraceError, match=r"header.size is 8 but rank-0.ma.json says 4") as info:
         load(cg_dir)
     assert info.value.path.endswith("rank-3.ma.json")
 
@@ -208,7 +210,7 @@ def test_inconsistent_run_id(cg_dir: Path) -> None:
 
 def test_rank_in_header_must_match_file_name(cg_dir: Path) -> None:
     _rewrite(cg_dir / "rank-1.ma.json", lambda d: d["header"].update(rank=2))
-    with pytest.raises(TraceError, match="header.rank is 2 but the file name says rank 1"):
+    with pytest.raises(TraceError, match=r"header.rank is 2 but the file name says rank 1"):
         load(cg_dir)
 
 
@@ -221,16 +223,16 @@ def test_rank_outside_size(cg_dir: Path) -> None:
 
 def test_missing_header_fields_and_bad_nodes(cg_dir: Path) -> None:
     _rewrite(cg_dir / "rank-0.ma.json", lambda d: d["header"].pop("size"))
-    with pytest.raises(TraceError, match="header.size is None, expected an integer"):
+    with pytest.raises(TraceError, match=r"header.size is None, expected an integer"):
         load(cg_dir)
     write_run(cg_dir, cg_program(), size=4)
     _rewrite(cg_dir / "rank-2.ma.json", lambda d: d.pop("threads"))
-    with pytest.raises(TraceError, match="rank-2.ma.json: missing 'threads' array"):
+    with pytest.raises(TraceError, match=r"rank-2.ma.json: missing 'threads' array"):
         load(cg_dir)
     write_run(cg_dir, cg_program(), size=4)
     _rewrite(cg_dir / "rank-2.ma.json",
              lambda d: d["threads"][0]["root"]["children"][0].pop("calls"))
-    with pytest.raises(TraceError, match="rank-2.ma.json: site 'na': bad or missing field"):
+    with pytest.raises(TraceError, match=r"rank-2.ma.json: site 'na': bad or missing field"):
         load(cg_dir)
 
 
@@ -253,7 +255,7 @@ def test_parallel_load_matches_serial_and_reports_bad_files(tmp_path: Path) -> N
     with pytest.raises(TraceError, match="truncated JSON") as info:
         load(run, workers=2)
     assert info.value.path == str(run / "rank-77.ma.json")
-    with pytest.warns(TraceWarning, match="rank-77.ma.json"):
+    with pytest.warns(TraceWarning, match=r"rank-77.ma.json"):
         assert load(run, workers=2, allow_missing=True).n_ranks == 149
 
 

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, VENV_BIN, clean_env
 
 AXPY = REPO / "examples" / "quickstart" / "axpy.py"

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import clean_env, count_nodes, find_node
 
 
@@ -424,7 +423,7 @@ def test_hostile_annotation_text_creates_nothing(run_program, tmp_path: Path) ->
         except ma.ExpressionError as exc:
             print("rejected at column", exc.column)
     """)
-    assert "rejected at column 12" in run.stdout
+    assert "rejected at column 1\n" in run.stdout  # unknown function '__import__', as the C runtime says
     assert not (tmp_path / "pwned").exists()
 
 

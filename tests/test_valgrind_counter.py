@@ -91,7 +91,7 @@ def test_launch_prefix_starts_the_tool(launch: tuple[list[str], dict[str, str]])
 def test_missing_valgrind_is_a_clear_error(tool_dir: Path, monkeypatch: pytest.MonkeyPatch,
                                            tmp_path: Path) -> None:
     monkeypatch.setenv("MA_VALGRIND", str(tmp_path / "no-valgrind-here"))
-    with pytest.raises(ToolBuildError, match="Valgrind is not installed.*apt-get install valgrind"):
+    with pytest.raises(ToolBuildError, match=r"Valgrind is not installed.*apt-get install valgrind"):
         build_valgrind_tool(force=True)
 
 
@@ -212,7 +212,7 @@ def parse_regions(stdout: str) -> tuple[bool, dict[str, dict[str, int]]]:
     regions = {}
     for line in lines[1:]:
         name, *values = line.split()
-        regions[name] = dict(zip(keys, map(int, values)))
+        regions[name] = dict(zip(keys, map(int, values), strict=False))
     return running, regions
 
 

@@ -6,4 +6,4 @@ Importing the package does not initialise MPI; ``cg.run`` imports mpi4py when it
 from .classes import CLASSES, ProblemClass, official_op_count
 from .grid import CGSetupError, Decomposition, decompose
 
-__all__ = ["CLASSES", "ProblemClass", "official_op_count", "CGSetupError", "Decomposition", "decompose"]
+__all__ = ["CLASSES", "CGSetupError", "Decomposition", "ProblemClass", "decompose", "official_op_count"]

@@ -11,10 +11,11 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
     # Run as a script: put the repository root (not this folder) on the path, import as the package.
@@ -87,7 +88,7 @@ def declare_parameters(problem: ProblemClass, niter: int, nprocs: int) -> None:
     ma.assign("l2npcols", "ceil(log2(nprocs)/2)", grid.l2npcols)
 
 
-def setup(problem: ProblemClass, niter: int, comm: "MPI.Comm") -> CGState:
+def setup(problem: ProblemClass, niter: int, comm: MPI.Comm) -> CGState:
     """Declare the model's parameters, partition, generate this rank's block, allocate the vectors."""
     declare_parameters(problem, niter, comm.Get_size())  # at top level: visible to every site
     with ma.subroutine("setup"):
@@ -162,7 +163,7 @@ def start_mpi() -> ModuleType:
     return MPI
 
 
-def run(class_name: str, niter: int | None = None, comm: "MPI.Comm | None" = None,
+def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
         verbose: bool = False) -> Result:
     """Run CG on ``comm`` (default COMM_WORLD); ``verbose`` prints NPB's report on the root rank."""
     MPI = start_mpi()

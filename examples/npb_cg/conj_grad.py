@@ -15,8 +15,8 @@ takes na*nonzer*(nonzer+1) for the number of nonzeros, which is within 1 % of wh
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,7 +43,7 @@ class CGState:
     niter: int
     shift: float
     grid: Decomposition
-    comm: "MPI.Comm"
+    comm: MPI.Comm
     a: sp.csr_matrix
     cgitmax: int = CGITMAX
     x: np.ndarray = field(init=False)
@@ -63,7 +63,7 @@ class CGState:
         if max(self.grid.nrows, self.grid.ncols) > length:
             raise ValueError(f"partition block {self.grid.nrows}x{self.grid.ncols} exceeds naa+2={length}")
         names = ("x", "z", "p", "q", "r", "w", "scratch", "red_send", "red_recv")
-        for name, vector in zip(names, common_block([(length, np.float64)] * 7 + [(2, np.float64)] * 2)):
+        for name, vector in zip(names, common_block([(length, np.float64)] * 7 + [(2, np.float64)] * 2), strict=False):
             setattr(self, name, vector)
 
     @property
@@ -91,8 +91,8 @@ def common_block(specs: Sequence[tuple[int, type]]) -> list[np.ndarray]:
     sizes = [n * np.dtype(dtype).itemsize for n, dtype in specs]
     raw = np.zeros(sum(sizes) + GAP * len(sizes) + PAGE, dtype=np.uint8)
     start = first = -raw.ctypes.data % PAGE
-    arrays = []
-    for (n, dtype), size in zip(specs, sizes):
+    arrays: list[np.ndarray] = []
+    for (_n, dtype), size in zip(specs, sizes, strict=True):
         if (start - first) % np.dtype(dtype).itemsize:
             raise ValueError(f"common block {specs}: put the arrays of larger items first")
         arrays.append(raw[start:start + size].view(dtype))
@@ -104,7 +104,7 @@ def matrix_in_common_block(a: sp.csr_matrix) -> sp.csr_matrix:
     """``a``, its values, column indices and row pointers moved into one common block."""
     arrays = common_block(((a.nnz, a.data.dtype.type), (a.nnz, a.indices.dtype.type),
                            (a.indptr.size, a.indptr.dtype.type)))
-    for placed, kept in zip(arrays, (a.data, a.indices, a.indptr)):
+    for placed, kept in zip(arrays, (a.data, a.indices, a.indptr), strict=False):
         placed[:] = kept
     # Set, not passed to the constructor: scipy copies an array that is a small view of a larger one.
     a.data, a.indices, a.indptr = arrays

@@ -78,7 +78,7 @@ def value(model: Any, inputs: dict[str, Any]) -> Any:
 
 
 # --- the numbers ------------------------------------------------------------------------------------
-def official_comparison(models: CGModels) -> list[tuple[str, float, int, float]]:
+def official_comparison(models: CGModels) -> list[tuple[str, float, float, float]]:
     """(class, model flops of the timed loop on one process, official count, relative difference)."""
     rows = []
     for name in "SWABC":
@@ -179,8 +179,8 @@ def plot_sensitivity(sens: dict[str, dict[str, list[float]]], nprocs: int, path:
     fig, axes = plt.subplots(1, len(sens), figsize=(12, 4.2))
     width = 0.38
     positions = np.arange(len(SCALES))
-    for axis, (quantity, by_param) in zip(axes, sens.items()):
-        for offset, (param, values) in zip((-width / 2, width / 2), by_param.items()):
+    for axis, (quantity, by_param) in zip(axes, sens.items(), strict=False):
+        for offset, (param, values) in zip((-width / 2, width / 2), by_param.items(), strict=False):
             relative = np.asarray(values) / values[0]
             axis.bar(positions + offset, relative, width, label=param)
         axis.set_xticks(positions, [f"x{s}" for s in SCALES])

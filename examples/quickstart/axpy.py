@@ -38,7 +38,7 @@ def step() -> float:
 
 
 with ma.loop("iterations", "niter") as lp:           # trip count, counted by lp.range
-    for it in lp.range(niter):
+    for _ in lp.range(niter):
         result = step()
 
 if comm.rank == 0:

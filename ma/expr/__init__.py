@@ -3,25 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Union
 
 from ..errors import ExpressionDomainError, ExpressionError, UndefinedVariableError
+from ..errors import ExpressionError as _ExpressionError
 from .compiler import DomainProblem, Evaluator, compile_node
-from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols
+from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Num, Var, free_symbols, walk
 from .parser import parse_tree
 
-Number = Union[int, float]
+Number = int | float
 
 __all__ = [
-    "Expression", "parse_expression", "Number", "FUNCTIONS",
-    "Node", "Num", "Var", "Neg", "BinOp", "Call",
+    "FUNCTIONS",
+    "BinOp",
+    "Call",
+    "Expression",
+    "Neg",
+    "Node",
+    "Num",
+    "Number",
+    "Var",
+    "parse_expression",
 ]
 
 
 class Expression:
     """A parsed expression: its text, the names it reads and a compiled evaluator."""
 
-    __slots__ = ("text", "tree", "symbols", "_evaluate")
+    __slots__ = ("_evaluate", "symbols", "text", "tree")
 
     def __init__(self, text: str, tree: Node) -> None:
         self.text = text
@@ -40,8 +48,11 @@ class Expression:
             raise UndefinedVariableError(self.text, name, _column_of(self.tree, name)) from None
         except DomainProblem as exc:
             raise ExpressionDomainError(self.text, str(exc), exc.column) from None
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ExpressionDomainError(self.text, f"cannot evaluate: {exc}") from None
+        except (TypeError, ValueError, OverflowError) as exc:  # e.g. a value of the wrong type in the mapping
+            raise ExpressionDomainError(self.text, f"cannot evaluate: {exc}", self.tree.column) from None
+        except RecursionError:  # at most MAX_DEPTH levels, but the caller may already stand deep in its stack
+            raise ExpressionDomainError(self.text, "cannot evaluate: the calling program's stack is too deep",
+                                        self.tree.column) from None
 
     def __repr__(self) -> str:
         return f"Expression({self.text!r})"
@@ -55,6 +66,10 @@ class Expression:
 
 _CACHE: dict[str, Expression] = {}
 _CACHE_LIMIT = 65536
+# Also bounded by the text it holds: a tree and its closures take ~100 bytes per character of text, and an
+# expression may be MAX_LENGTH characters long.
+_CACHE_CHARS_LIMIT = 1_000_000
+_cached_chars = 0
 
 
 def parse_expression(text: str) -> Expression:
@@ -62,28 +77,22 @@ def parse_expression(text: str) -> Expression:
     cached = _CACHE.get(text)
     if cached is not None:
         return cached
-    expression = Expression(text, parse_tree(text))
-    if len(_CACHE) >= _CACHE_LIMIT:
+    global _cached_chars
+    tree = parse_tree(text)
+    try:
+        expression = Expression(text, tree)
+    except RecursionError:  # compiling recurses MAX_DEPTH levels at most, but the caller may stand deep already
+        raise _ExpressionError(text, "cannot compile: the calling program's stack is too deep", tree.column) from None
+    if len(_CACHE) >= _CACHE_LIMIT or _cached_chars + len(text) > _CACHE_CHARS_LIMIT:
         _CACHE.clear()
+        _cached_chars = 0
     _CACHE[text] = expression
+    _cached_chars += len(text)
     return expression
 
 
 def _column_of(node: Node, name: str) -> int:
-    if isinstance(node, Var):
-        return node.column if node.name == name else 0
-    children: tuple[Node, ...] = ()
-    if isinstance(node, Neg):
-        children = (node.operand,)
-    elif isinstance(node, BinOp):
-        children = (node.left, node.right)
-    elif isinstance(node, Call):
-        children = node.args
-    for child in children:
-        column = _column_of(child, name)
-        if column:
-            return column
-    return 0
+    return next((n.column for n in walk(node) if isinstance(n, Var) and n.name == name), 0)
 
 
 del ExpressionError  # re-exported from ma, not from here

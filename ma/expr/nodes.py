@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Union
 
 # Functions of the language and how many arguments each takes (None: two or more).
 FUNCTIONS: dict[str, int | None] = {
@@ -26,36 +26,62 @@ class Var:
 
 @dataclass(frozen=True, slots=True)
 class Neg:
-    operand: "Node"
+    operand: Node
     column: int
 
 
 @dataclass(frozen=True, slots=True)
 class BinOp:
     op: str  # one of + - * / ^
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
     column: int
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     func: str
-    args: tuple["Node", ...]
+    args: tuple[Node, ...]
     column: int
 
 
-Node = Union[Num, Var, Neg, BinOp, Call]
+Node = Num | Var | Neg | BinOp | Call
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node of the tree, parents before children, left to right; an explicit stack, no recursion
+    (a chain such as 1+1+...+1 is as deep as it is long)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, Neg):
+            stack.append(current.operand)
+        elif isinstance(current, BinOp):
+            stack.extend((current.right, current.left))
+        elif isinstance(current, Call):
+            stack.extend(reversed(current.args))
+
+
+def chain(node: BinOp) -> tuple[Node, list[BinOp]]:
+    """A left-associative run of one precedence level, ``a - b + c`` or ``a * b / c``: its first operand
+    and its operators from left to right (each BinOp's ``right`` is the next operand). Walks and
+    evaluators use it to handle such a run in a loop: the tree is as deep as the run is long."""
+    level = _LEVEL[node.op]
+    if not level:
+        return node.left, [node]
+    steps: list[BinOp] = []
+    current: Node = node
+    while isinstance(current, BinOp) and _LEVEL[current.op] == level:
+        steps.append(current)
+        current = current.left
+    steps.reverse()
+    return current, steps
+
+
+_LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2, "^": 0}  # 0: right-associative, never a left-associative run
 
 
 def free_symbols(node: Node) -> frozenset[str]:
     """The identifiers an expression reads."""
-    if isinstance(node, Var):
-        return frozenset((node.name,))
-    if isinstance(node, Num):
-        return frozenset()
-    if isinstance(node, Neg):
-        return free_symbols(node.operand)
-    if isinstance(node, BinOp):
-        return free_symbols(node.left) | free_symbols(node.right)
-    return frozenset().union(*(free_symbols(a) for a in node.args))
+    return frozenset(n.name for n in walk(node) if isinstance(n, Var))

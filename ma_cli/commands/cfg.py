@@ -7,7 +7,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_trace_arguments
+    from ma_cli.support import add_trace_arguments
 
     parser = subparsers.add_parser("cfg", help="control-flow model: the indented site tree with expressions",
                                    description="Print the control-flow model of a run: the annotated sites as "
@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ma_cli.support import load_traces
     from ma_post.cfg import format_cfg
-    from ma_post.cli_support import load_traces
 
     sys.stdout.write(format_cfg(load_traces(args), values=args.values))
     return 0

@@ -8,7 +8,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_model_arguments, add_set_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_set_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "eval", help="evaluate models at parameters the run never used",
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ma_post.cli_support import grid, load_traces, number, parse_rank, parse_sets, table
+    from ma_cli.support import grid, load_traces, number, parse_rank, parse_sets, table
     from ma_post.evaluation import evaluate
     from ma_post.models import ModelBuilder
 
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     names, points = grid(sets)
     columns = {n: np.array([p[i] for p in points]) for i, n in enumerate(names)} if points else {}
     results = [evaluate(m, columns, rank=rank) for m in models]
-    for m, r in zip(models, results):
+    for m, r in zip(models, results, strict=False):
         if r.unused:
             print(f"ma eval: note: {m.quantity} does not depend on {', '.join(r.unused)}", file=sys.stderr)
         for name, how in r.from_trace.items():
@@ -48,10 +48,10 @@ def run(args: argparse.Namespace) -> int:
     rows = []
     for k in range(n_points):
         row = {n: float(columns[n][k]) for n in names}
-        for m, r in zip(models, results):
+        for m, r in zip(models, results, strict=False):
             value = np.asarray(r.value, dtype=float).reshape(-1)
             row[m.quantity] = float(value[k] if value.size > 1 else value[0])
-            if r.per_rank is not None:
+            if r.per_rank is not None and r.ranks is not None:
                 per_rank = np.asarray(r.per_rank).reshape(len(r.ranks), -1)
                 column = per_rank[:, k if per_rank.shape[1] > 1 else 0]
                 row[f"{m.quantity}:min"] = float(np.nanmin(column))

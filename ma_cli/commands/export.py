@@ -6,7 +6,7 @@ import argparse
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "export", help="export models as Octave/MATLAB .m functions, a NumPy module and C sources",
@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.export import export_c, export_octave, export_python
     from ma_post.models import ModelBuilder, available_quantities
 

@@ -7,7 +7,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_trace_arguments
+    from ma_cli.support import add_trace_arguments
 
     parser = subparsers.add_parser("ir", help="intermediate representation: depth:type:expression lines",
                                    description="Print the intermediate representation of a run: one "
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.ir import format_ir
 
     sys.stdout.write(format_ir(load_traces(args), inputs=args.inputs, subroutines=not args.no_subroutines))

@@ -9,7 +9,7 @@ from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "model", help="symbolic models of flops, loadstore, memory, mpi_bytes, mpi_count, ...",
@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.models import ModelBuilder, available_quantities
 
     ts = load_traces(args)
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _text(model: Any, args: argparse.Namespace) -> str:
-    from ma_post.cli_support import number
+    from ma_cli.support import number
     from ma_post.quantities import describe
     from ma_post.sympy_expr import to_text
 

@@ -8,7 +8,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_model_arguments, add_set_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_set_arguments, add_trace_arguments
 
     parser = subparsers.add_parser(
         "msgdist", help="message-size distribution (size, messages per rank, share) at any parameters",
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
-    from ma_post.cli_support import load_traces, parse_rank, parse_sets
+    from ma_cli.support import load_traces, parse_rank, parse_sets
     from ma_post.models import ModelBuilder
     from ma_post.msgdist import format_distribution, format_measured, measured_distribution, message_distribution
 

@@ -36,4 +36,8 @@ def handle(args: argparse.Namespace) -> int:
     if status != 0:
         for rank, how in sorted(launch.unclean_exits(plan.trace_dir, args.nprocs).items()):
             print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
+    missing = launch.missing_traces(plan.trace_dir, args.nprocs)
+    if missing:
+        print(f"ma run: error: {missing}", file=sys.stderr)
+        return status or 1
     return status

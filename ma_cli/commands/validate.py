@@ -8,7 +8,7 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_post.cli_support import add_trace_arguments
+    from ma_cli.support import add_trace_arguments
 
     parser = subparsers.add_parser(
         "validate", help="validate assertions: id:type:predicted:measured:error_rate:PASS=n:FAIL=m",
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma_post.cli_support import load_traces
+    from ma_cli.support import load_traces
     from ma_post.validation import format_lines, format_table, summary_line, to_json, validate
 
     ts = load_traces(args)

@@ -5,5 +5,5 @@ from .common import function_name
 from .octave import export_octave, octave_function
 from .python import export_python, python_module
 
-__all__ = ["export_octave", "octave_function", "export_python", "python_module", "export_c", "c_sources",
-           "function_name"]
+__all__ = ["c_sources", "export_c", "export_octave", "export_python", "function_name", "octave_function",
+           "python_module"]

@@ -7,8 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..models import Model
+from ..printers import C_MOD_SOURCE, CPrinter
 from .common import C_RESERVED, environment, prepare, provenance, wrap
-from .printers import C_MOD_SOURCE, CPrinter
 
 DEFAULT_MODULE = "ma_models"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..models import Model
+from ..printers import NUMPY_MOD_SOURCE, NumpyPrinter
 from .common import PYTHON_RESERVED, environment, prepare, provenance, wrap
-from .printers import NUMPY_MOD_SOURCE, NumpyPrinter
 
 DEFAULT_MODULE = "ma_models"
 

@@ -24,7 +24,7 @@ PROVIDERS = {
     "tracemalloc": "ma_runtime.counters.memory:TracemallocProvider",
 }
 
-__all__ = ["CounterProvider", "ProviderStatus", "Reader", "MEASURABLE_KINDS", "PROVIDERS", "open_providers",
+__all__ = ["MEASURABLE_KINDS", "PROVIDERS", "CounterProvider", "ProviderStatus", "Reader", "open_providers",
            "parse_spec"]
 
 

@@ -47,5 +47,5 @@ class CounterProvider(ABC):
         """Short description of what is read for ``kind`` (e.g. ``PAPI_DP_OPS+PAPI_SP_OPS``)."""
         return self.name
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (optional: most providers hold nothing to release)
         """Release the counters; called once at the end of the run."""

@@ -7,6 +7,7 @@ native names, ``+`` summing several.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -127,8 +128,6 @@ class PapiProvider(CounterProvider):
 
     def close(self) -> None:
         if self._eventset is not None:
-            try:
+            with contextlib.suppress(Exception):  # already stopped or library shut down: nothing to release
                 self._papi.stop(self._eventset)
-            except Exception:  # already stopped or library shut down: nothing to release
-                pass
             self._eventset = None

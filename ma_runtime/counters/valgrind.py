@@ -74,7 +74,7 @@ class VgCounts:
     store_bytes: int
 
     def __sub__(self, other: VgCounts) -> VgCounts:
-        return VgCounts(*(a - b for a, b in zip(self._values(), other._values())))
+        return VgCounts(*(a - b for a, b in zip(self._values(), other._values(), strict=False)))
 
     def _values(self) -> tuple[int, ...]:
         return (self.dp_flops, self.sp_flops, self.loads, self.stores, self.load_bytes, self.store_bytes)

@@ -16,6 +16,7 @@
 #include "ma_expr.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -23,7 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum node_kind { K_NUM, K_VAR, K_NEG, K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_CALL };
+/* K_CHAIN: a run of + - or * / at one level, args[0] op[1] args[1] op[2] args[2] ... evaluated left to right */
+enum node_kind { K_NUM, K_VAR, K_NEG, K_ADD, K_SUB, K_MUL, K_DIV, K_POW, K_CALL, K_CHAIN };
 enum func_id { F_CEIL, F_FLOOR, F_LOG, F_LOG2, F_LOG10, F_EXP, F_SQRT, F_ABS, F_MIN, F_MAX, F_MOD, N_FUNCS };
 
 static const struct {
@@ -42,7 +44,8 @@ typedef struct enode {
     ma_var *var;
     int func;
     int nargs;
-    struct enode **args; /* operands: 1 for K_NEG, 2 for binary operators, nargs for K_CALL */
+    struct enode **args; /* operands: 1 for K_NEG, 2 for K_POW, nargs for K_CALL and K_CHAIN */
+    unsigned char *ops;  /* K_CHAIN: ops[i] (K_ADD, K_SUB, K_MUL or K_DIV) combines args[i], i >= 1 */
 } enode;
 
 struct ma_expr {
@@ -127,7 +130,44 @@ int ma_num_format(ma_num n, char *buf, size_t cap)
 }
 
 /* ---- errors --------------------------------------------------------------------------------- */
-/* Same layout as ma.errors.ExpressionError: message, column, what was expected, and a caret line. */
+/* Same layout as ma.errors.ExpressionError (quoted_head, pointer_lines): the first HEAD_CHARS characters of
+ * the text, the column, message, what was expected, and a window of WINDOW_CHARS either side of the column
+ * with a caret under it; control characters show as spaces so that the caret lines up. */
+#define HEAD_CHARS 100
+#define WINDOW_CHARS 40
+
+/* Python's repr() of the first HEAD_CHARS characters (then "..."), for ASCII text: the same quotes and escapes. */
+static void quote_head(const char *text, size_t length, char *out)
+{
+    size_t shown = length > HEAD_CHARS ? HEAD_CHARS : length;
+    int single = 0, dual = 0;
+    for (size_t i = 0; i < shown; i++) {
+        single |= text[i] == '\'';
+        dual |= text[i] == '"';
+    }
+    char quote = single && !dual ? '"' : '\'';
+    size_t n = 0;
+    out[n++] = quote;
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == '\\' || c == (unsigned char)quote) {
+            out[n++] = '\\';
+            out[n++] = (char)c;
+        } else if (c == '\n' || c == '\t' || c == '\r') {
+            out[n++] = '\\';
+            out[n++] = c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+        } else if (c < 0x20 || c == 0x7f) {
+            n += (size_t)sprintf(out + n, "\\x%02x", c);
+        } else {
+            out[n++] = (char)c;
+        }
+    }
+    if (length > HEAD_CHARS)
+        n += (size_t)sprintf(out + n, "...");
+    out[n++] = quote;
+    out[n] = '\0';
+}
+
 static void report(char *err, size_t errlen, const char *text, int column, const char *expected,
                    const char *format, ...)
 {
@@ -138,15 +178,29 @@ static void report(char *err, size_t errlen, const char *text, int column, const
     va_start(args, format);
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
-    size_t used = (size_t)snprintf(err, errlen, "expression '%s'", text);
+    size_t length = strlen(text);
+    char head[4 * HEAD_CHARS + 8];
+    quote_head(text, length, head);
+    size_t used = (size_t)snprintf(err, errlen, "expression %s", head);
     if (column && used < errlen)
         used += (size_t)snprintf(err + used, errlen - used, " at column %d", column);
     if (used < errlen)
         used += (size_t)snprintf(err + used, errlen - used, ": %s", message);
     if (expected && *expected && used < errlen)
         used += (size_t)snprintf(err + used, errlen - used, " (expected %s)", expected);
-    if (column && used < errlen)
-        snprintf(err + used, errlen - used, "\n    %s\n    %*s^", text, column - 1, "");
+    if (!column || used >= errlen)
+        return;
+    size_t at = (size_t)column - 1;
+    size_t start = at > WINDOW_CHARS ? at - WINDOW_CHARS : 0;
+    size_t end = at + WINDOW_CHARS < length ? at + WINDOW_CHARS : length;
+    char window[2 * WINDOW_CHARS + 1];
+    size_t n = 0;
+    for (size_t i = start; i < end; i++)
+        window[n++] = (unsigned char)text[i] < 0x20 || text[i] == 0x7f ? ' ' : text[i];
+    window[n] = '\0';
+    const char *before = start > 0 ? "..." : "";
+    snprintf(err + used, errlen - used, "\n    %s%s%s\n    %*s^", before, window, end < length ? "..." : "",
+             (int)(strlen(before) + at - start), "");
 }
 
 /* ---- tokenizer ------------------------------------------------------------------------------ */
@@ -163,6 +217,7 @@ typedef struct parser {
     char *err;
     size_t errlen;
     int failed;
+    int depth; /* nested constructs open at the current token, at most MA_EXPR_MAX_DEPTH */
 } parser;
 
 static int is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_'; }
@@ -246,8 +301,11 @@ static void syntax_error(parser *p, const char *expected)
     p->failed = 1;
     if (p->kind == T_END)
         report(p->err, p->errlen, p->text, (int)strlen(p->text) + 1, expected, "unexpected end of expression");
-    else if (p->kind == T_BAD)
-        report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected character '%c'", p->text[p->start]);
+    else if (p->kind == T_BAD) {
+        char shown[16];
+        quote_head(p->text + p->start, 1, shown);
+        report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected character %s", shown);
+    }
     else
         report(p->err, p->errlen, p->text, column_of(p), expected, "unexpected '%.*s'", (int)p->length,
                p->text + p->start);
@@ -258,10 +316,11 @@ static void free_node(enode *n)
 {
     if (!n)
         return;
-    int count = n->kind == K_CALL ? n->nargs : n->kind == K_NEG ? 1 : (n->kind >= K_ADD ? 2 : 0);
+    int count = n->kind == K_CALL || n->kind == K_CHAIN ? n->nargs : n->kind == K_NEG ? 1 : (n->kind >= K_ADD ? 2 : 0);
     for (int i = 0; i < count && n->args; i++)
         free_node(n->args[i]);
     free(n->args);
+    free(n->ops);
     free(n);
 }
 
@@ -312,6 +371,20 @@ static enode *parse_unary(parser *p);
 
 #define EXPECT_OPERAND "a number, a name or '('"
 
+/* Open one nested construct at `column`; 0 when that goes past MA_EXPR_MAX_DEPTH (error reported). */
+static int enter(parser *p, int column)
+{
+    if (++p->depth <= MA_EXPR_MAX_DEPTH)
+        return 1;
+    p->failed = 1;
+    report(p->err, p->errlen, p->text, column, NULL,
+           "nested too deeply (more than %d levels of parentheses, function calls, signs and exponents)",
+           MA_EXPR_MAX_DEPTH);
+    return 0;
+}
+
+static void leave(parser *p) { p->depth--; }
+
 static enode *parse_call(parser *p, const char *name, size_t length, int column)
 {
     int func = -1;
@@ -323,6 +396,8 @@ static enode *parse_call(parser *p, const char *name, size_t length, int column)
         report(p->err, p->errlen, p->text, column, KNOWN_FUNCTIONS, "unknown function '%.*s'", (int)length, name);
         return NULL;
     }
+    if (!enter(p, column))
+        return NULL;
     enode *args[64];
     int nargs = 0;
     next_token(p); /* past '(' */
@@ -348,6 +423,7 @@ static enode *parse_call(parser *p, const char *name, size_t length, int column)
         syntax_error(p, "',' or ')' or an operator");
         goto fail;
     }
+    leave(p);
     int arity = functions[func].arity;
     if (arity < 0 && nargs < 2) {
         p->failed = 1;
@@ -382,14 +458,29 @@ static enode *parse_atom(parser *p)
         int all_digits = 1;
         for (size_t i = 0; i < length; i++)
             all_digits &= is_digit(start[i]);
-        char literal[128];
-        snprintf(literal, sizeof literal, "%.*s", (int)length, start);
-        enode *n = new_node(p, K_NUM, column, 0);
-        if (!n)
+        char *literal = malloc(length + 1); /* the token alone: strtod must not read past it (0x...) */
+        enode *n = literal ? new_node(p, K_NUM, column, 0) : NULL;
+        if (!n) {
+            free(literal);
+            if (!p->failed) {
+                p->failed = 1;
+                report(p->err, p->errlen, p->text, 0, NULL, "out of memory");
+            }
             return NULL;
+        }
+        memcpy(literal, start, length);
+        literal[length] = '\0';
         errno = 0;
         long long value = all_digits ? strtoll(literal, NULL, 10) : 0;
         n->num = all_digits && errno != ERANGE ? ma_int(value) : ma_dbl(strtod(literal, NULL));
+        free(literal);
+        if (!n->num.is_int && !(fabs(n->num.d) <= DBL_MAX)) {
+            free_node(n);
+            p->failed = 1;
+            report(p->err, p->errlen, p->text, column, NULL, "number too large (the largest allowed is %.17g)",
+                   DBL_MAX);
+            return NULL;
+        }
         next_token(p);
         return n;
     }
@@ -421,6 +512,8 @@ static enode *parse_atom(parser *p)
         return n;
     }
     if (p->kind == T_LPAR) {
+        if (!enter(p, column))
+            return NULL;
         next_token(p);
         enode *inner = parse_sum(p);
         if (!inner)
@@ -430,6 +523,7 @@ static enode *parse_atom(parser *p)
             free_node(inner);
             return NULL;
         }
+        leave(p);
         next_token(p);
         return inner;
     }
@@ -442,16 +536,25 @@ static enode *parse_power(parser *p)
     enode *base = parse_atom(p);
     if (!base || p->kind != T_POW)
         return base;
+    if (!enter(p, column_of(p))) { /* the exponent sits one level deeper, opened by the '^' */
+        free_node(base);
+        return NULL;
+    }
     next_token(p);
-    return binary(p, K_POW, base, parse_unary(p)); /* the exponent may carry its own sign: 2^-1 */
+    enode *exponent = parse_unary(p); /* the exponent may carry its own sign: 2^-1 */
+    leave(p);
+    return binary(p, K_POW, base, exponent);
 }
 
 static enode *parse_unary(parser *p)
 {
     if (p->kind == T_MINUS || p->kind == T_PLUS) {
         int negate = p->kind == T_MINUS, column = column_of(p);
+        if (!enter(p, column))
+            return NULL;
         next_token(p);
         enode *operand = parse_unary(p);
+        leave(p);
         if (!operand || !negate)
             return operand;
         enode *n = new_node(p, K_NEG, column, 1);
@@ -465,27 +568,72 @@ static enode *parse_unary(parser *p)
     return parse_power(p);
 }
 
-static enode *parse_product(parser *p)
+/* A run `operand (op operand)*` of one precedence level as one K_CHAIN node (or the operand alone). */
+static enode *parse_chain(parser *p, enode *(*operand)(parser *), int op1, int kind1, int op2, int kind2)
 {
-    enode *left = parse_unary(p);
-    while (left && (p->kind == T_STAR || p->kind == T_SLASH)) {
-        int kind = p->kind == T_STAR ? K_MUL : K_DIV;
-        next_token(p);
-        left = binary(p, kind, left, parse_unary(p));
+    enode *first = operand(p);
+    if (!first || (p->kind != op1 && p->kind != op2))
+        return first;
+    int count = 1, cap = 4;
+    enode **args = malloc((size_t)cap * sizeof *args);
+    unsigned char *ops = malloc((size_t)cap);
+    if (!args || !ops) {
+        free(args);
+        free(ops);
+        args = NULL;
+        ops = NULL;
+        goto out_of_memory;
     }
-    return left;
+    args[0] = first;
+    ops[0] = 0;
+    while (p->kind == op1 || p->kind == op2) {
+        int kind = p->kind == op1 ? kind1 : kind2;
+        next_token(p);
+        enode *next = operand(p);
+        if (!next)
+            goto fail;
+        if (count == cap) {
+            cap *= 2;
+            enode **more_args = realloc(args, (size_t)cap * sizeof *args);
+            if (more_args)
+                args = more_args;
+            unsigned char *more_ops = more_args ? realloc(ops, (size_t)cap) : NULL;
+            if (more_ops)
+                ops = more_ops;
+            if (!more_args || !more_ops) {
+                free_node(next);
+                goto out_of_memory;
+            }
+        }
+        args[count] = next;
+        ops[count++] = (unsigned char)kind;
+    }
+    enode *n = new_node(p, K_CHAIN, args[count - 1]->column, 0);
+    if (!n)
+        goto fail;
+    n->nargs = count;
+    n->args = args;
+    n->ops = ops;
+    return n;
+out_of_memory:
+    if (!p->failed) {
+        p->failed = 1;
+        report(p->err, p->errlen, p->text, 0, NULL, "out of memory");
+    }
+fail:
+    if (args)
+        for (int i = 0; i < count; i++)
+            free_node(args[i]);
+    else
+        free_node(first);
+    free(args);
+    free(ops);
+    return NULL;
 }
 
-static enode *parse_sum(parser *p)
-{
-    enode *left = parse_product(p);
-    while (left && (p->kind == T_PLUS || p->kind == T_MINUS)) {
-        int kind = p->kind == T_PLUS ? K_ADD : K_SUB;
-        next_token(p);
-        left = binary(p, kind, left, parse_product(p));
-    }
-    return left;
-}
+static enode *parse_product(parser *p) { return parse_chain(p, parse_unary, T_STAR, K_MUL, T_SLASH, K_DIV); }
+
+static enode *parse_sum(parser *p) { return parse_chain(p, parse_product, T_PLUS, K_ADD, T_MINUS, K_SUB); }
 
 ma_expr *ma_expr_parse(const char *text, ma_var_lookup lookup, void *context, char *err, size_t errlen)
 {
@@ -495,7 +643,13 @@ ma_expr *ma_expr_parse(const char *text, ma_var_lookup lookup, void *context, ch
         report(err, errlen, "(null)", 0, NULL, "an expression must be a string, not NULL");
         return NULL;
     }
-    parser p = {text, 0, T_END, 0, 0, lookup, context, err, errlen, 0};
+    size_t length = strlen(text);
+    if (length > MA_EXPR_MAX_LENGTH) {
+        report(err, errlen, text, MA_EXPR_MAX_LENGTH + 1, NULL, "expression too long (%zu characters, at most %d)",
+               length, MA_EXPR_MAX_LENGTH);
+        return NULL;
+    }
+    parser p = {text, 0, T_END, 0, 0, lookup, context, err, errlen, 0, 0};
     next_token(&p);
     if (p.kind == T_END) {
         report(err, errlen, text, 1, EXPECT_OPERAND, "empty expression");
@@ -550,6 +704,27 @@ static int domain_error(const evaluation *ev, int column, const char *format, ..
     return -1;
 }
 
+/* Every value stays finite and within DBL_MAX (ma/expr/limits.py): integers cannot pass it, doubles can. */
+static int out_of_range(const evaluation *ev, int column, const char *name, double value)
+{
+    char subject[160];
+    if (name)
+        snprintf(subject, sizeof subject, "variable '%.120s' is", name);
+    else
+        snprintf(subject, sizeof subject, "result is");
+    if (isnan(value))
+        return domain_error(ev, column, "%s not a number (NaN)", subject);
+    return domain_error(ev, column, "%s too large (magnitude over %.17g)", subject, DBL_MAX);
+}
+
+static int checked(const evaluation *ev, int column, ma_num value, ma_num *out)
+{
+    if (!value.is_int && !(fabs(value.d) <= DBL_MAX))
+        return out_of_range(ev, column, NULL, value.d);
+    *out = value;
+    return 0;
+}
+
 static int power(const evaluation *ev, ma_num a, ma_num b, int column, ma_num *out)
 {
     if (a.is_int && b.is_int && b.i >= 0) {
@@ -562,19 +737,14 @@ static int power(const evaluation *ev, ma_num a, ma_num b, int column, ma_num *o
             if (exponent)
                 overflow |= __builtin_mul_overflow(base, base, &base);
         }
-        *out = overflow ? ma_dbl(pow((double)a.i, (double)b.i)) : ma_int(result);
-        return 0;
+        return checked(ev, column, overflow ? ma_dbl(pow((double)a.i, (double)b.i)) : ma_int(result), out);
     }
     double x = ma_num_as_double(a), y = ma_num_as_double(b);
     if (x == 0 && y < 0)
         return domain_error(ev, column, "zero raised to a negative power");
     if (x < 0 && y != floor(y))
         return domain_error(ev, column, "negative number raised to a fractional power");
-    double r = pow(x, y);
-    if (isinf(r) && isfinite(x) && isfinite(y))
-        return domain_error(ev, column, "result too large");
-    *out = ma_dbl(r);
-    return 0;
+    return checked(ev, column, ma_dbl(pow(x, y)), out);
 }
 
 static int integral(const evaluation *ev, double x, int column, ma_num *out)
@@ -694,6 +864,8 @@ static int eval_node(const evaluation *ev, const enode *n, ma_num *out)
                    "variable '%s' is not defined", n->var->name);
             return -1;
         }
+        if (!n->var->value.is_int && !(fabs(n->var->value.d) <= DBL_MAX))
+            return out_of_range(ev, n->column, n->var->name, n->var->value.d);
         *out = n->var->value;
         return 0;
     case K_NEG: {
@@ -710,22 +882,37 @@ static int eval_node(const evaluation *ev, const enode *n, ma_num *out)
                 return -1;
         return call(ev, n, values, out);
     }
+    case K_CHAIN: { /* a loop, not a recursion: a run of + or * is as long as it likes */
+        ma_num value, operand;
+        if (eval_node(ev, n->args[0], &value))
+            return -1;
+        for (int i = 1; i < n->nargs; i++) {
+            const enode *right = n->args[i];
+            if (eval_node(ev, right, &operand))
+                return -1;
+            ma_num result;
+            switch (n->ops[i]) {
+            case K_ADD: result = ma_num_add(value, operand); break;
+            case K_SUB: result = ma_num_sub(value, operand); break;
+            case K_MUL: result = num_mul(value, operand); break;
+            default:
+                if (ma_num_cmp(operand, ma_int(0)) == 0)
+                    return domain_error(ev, right->column, "division by zero");
+                result = ma_num_div(value, operand);
+                break;
+            }
+            if (checked(ev, right->column, result, &value))
+                return -1;
+        }
+        *out = value;
+        return 0;
+    }
     default: break;
     }
-    ma_num a, b;
+    ma_num a, b; /* K_POW */
     if (eval_node(ev, n->args[0], &a) || eval_node(ev, n->args[1], &b))
         return -1;
-    switch (n->kind) {
-    case K_ADD: *out = ma_num_add(a, b); return 0;
-    case K_SUB: *out = ma_num_sub(a, b); return 0;
-    case K_MUL: *out = num_mul(a, b); return 0;
-    case K_DIV:
-        if (ma_num_cmp(b, ma_int(0)) == 0)
-            return domain_error(ev, n->column, "division by zero");
-        *out = ma_num_div(a, b);
-        return 0;
-    default: return power(ev, a, b, n->column, out);
-    }
+    return power(ev, a, b, n->column, out);
 }
 
 int ma_expr_eval(const ma_expr *e, ma_num *out, char *err, size_t errlen)

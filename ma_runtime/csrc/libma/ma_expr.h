@@ -8,12 +8,21 @@
  * + - * / ^ (or **, right-associative; -2^2 = -4), unary minus and plus, parentheses, integer and float
  * literals, identifiers, and ceil floor log log2 log10 exp sqrt abs min max mod. Integers stay exact
  * where the result is an integer (8*n/2 is an int when it divides). Integers are 64-bit here: a result
- * that overflows becomes a double (Python's integers are unbounded).
+ * that overflows becomes a double (Python's integers stay exact up to the magnitude limit below).
+ *
+ * The limits of ma/expr/limits.py, with the same messages: text of at most MA_EXPR_MAX_LENGTH bytes; at
+ * most MA_EXPR_MAX_DEPTH nested constructs (each parenthesis, function call, unary sign and exponent opens
+ * one; a run of + - or * / at one level counts once and is evaluated in a loop), so the parser's and the
+ * evaluator's recursion stays bounded; every literal, variable value and result finite and at most DBL_MAX
+ * in magnitude, otherwise an error at its column.
  */
 #ifndef MA_EXPR_H
 #define MA_EXPR_H
 
 #include <stddef.h>
+
+#define MA_EXPR_MAX_LENGTH 10000
+#define MA_EXPR_MAX_DEPTH 100
 
 typedef struct ma_num {
     int is_int;

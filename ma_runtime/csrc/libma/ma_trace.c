@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ typedef struct out {
     char *buf;
     size_t len, cap;
     int failed;
+    unsigned long long unrepresentable; /* non-finite doubles written as {"$num": ...} */
 } out;
 
 static void reserve(out *o, size_t more)
@@ -103,8 +105,15 @@ static void key(out *o, const char *name)
     raw(o, ":");
 }
 
+/* A number; a non-finite double (a sum of large predictions can overflow) in the form of docs/trace-format.md
+ * that strict JSON can carry, counted for an `unrepresentable` anomaly. */
 static void num(out *o, ma_num n)
 {
+    if (!n.is_int && !isfinite(n.d)) {
+        o->unrepresentable++;
+        raw(o, isnan(n.d) ? "{\"$num\":\"nan\"}" : n.d > 0 ? "{\"$num\":\"inf\"}" : "{\"$num\":\"-inf\"}");
+        return;
+    }
     char text[64];
     ma_num_format(n, text, sizeof text);
     raw(o, text);
@@ -348,6 +357,13 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
             raw(&o, ",");
         anomaly_entry(&o, "thread", "", "annotation calls from threads other than the one that started the C "
                       "runtime were ignored (libma records one thread)", foreign, NULL, 0);
+        first = 0;
+    }
+    if (o.unrepresentable) {
+        if (!first)
+            raw(&o, ",");
+        anomaly_entry(&o, "unrepresentable", "", "values that are not finite (a sum of large predictions, say) "
+                      "are written as {\"$num\": \"inf\"} and the like", o.unrepresentable, NULL, 0);
     }
     raw(&o, "],\"mpi_profile\":");
     size_t need = ma_pmpi_profile_json(NULL, 0);

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ma.errors import MAError
 
 if TYPE_CHECKING:
-    from .traceset import TraceSet
+    from ma_post.traceset import TraceSet
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,8 +38,8 @@ def add_set_arguments(parser: argparse.ArgumentParser) -> None:
                              "traced ranks (default: mean, with the spread shown)")
 
 
-def load_traces(args: argparse.Namespace) -> "TraceSet":
-    from .traceset import load
+def load_traces(args: argparse.Namespace) -> TraceSet:
+    from ma_post.traceset import load
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -85,11 +85,11 @@ def grid(sets: dict[str, list[float]]) -> tuple[list[str], list[tuple[float, ...
 
 
 def number(x: Any) -> str:
-    from .validation import format_number
+    from ma_post.validation import format_number
 
     return format_number(float(x))
 
 
 def table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() + "\n" for r in rows)
+    return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() + "\n" for r in rows)

@@ -1,0 +1,138 @@
+"""Scaling studies (MA paper section 4.1): quantities per rank and over all ranks against the process count.
+
+*Strong* scaling keeps the problem fixed; *weak* scaling grows it with the process count by named rules
+such as ``na=na0*nprocs``: the right-hand side is an expression of the annotation language in the process
+count and in ``<input>0``, an input's base value (given, or traced). Rules are evaluated by ``ma.expr``
+(never ``eval``).
+
+For every quantity: the per-rank value, the aggregate (per rank x process count), the efficiency
+relative to the first process count -- strong: x(p0)*p0 / (x(p)*p), weak: x(p0) / x(p), 1 when the work
+divides perfectly -- and the share of each subroutine (innermost enclosing, merged by name as the MA
+paper's Figure 17) in the per-rank value. A backend's predicted time, where one is given as a function of
+the parameters, gets the same columns: that efficiency is the parallel efficiency.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ma.errors import MAError
+
+from ..evaluation import RankChoice, evaluate
+from ..models import Model
+
+TimeFunction = Callable[[Mapping[str, np.ndarray]], Any]  # parameters -> predicted seconds
+
+
+@dataclass
+class ScalingResult:
+    mode: str  # "strong" or "weak"
+    procs_name: str
+    nprocs: np.ndarray
+    rules: dict[str, str]  # weak scaling: input -> rule text
+    inputs: dict[str, np.ndarray]  # the inputs the rules set, at every process count
+    per_rank: dict[str, np.ndarray] = field(default_factory=dict)
+    aggregate: dict[str, np.ndarray] = field(default_factory=dict)
+    efficiency: dict[str, np.ndarray] = field(default_factory=dict)
+    shares: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # quantity -> subroutine -> share
+
+    def columns(self) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {self.procs_name: self.nprocs, **self.inputs}
+        for q in self.per_rank:
+            out[f"{q}/rank"] = self.per_rank[q]
+            out[f"{q}:all"] = self.aggregate[q]
+            out[f"{q}:eff"] = self.efficiency[q]
+        for q, shares in self.shares.items():
+            for name, share in shares.items():
+                out[f"{q}:share:{name or '(main)'}"] = share
+        return out
+
+
+def parse_rule(text: str) -> tuple[str, str]:
+    """``"na=na0*nprocs"`` -> ``("na", "na0*nprocs")``, the right-hand side checked by the expression grammar."""
+    from ma.expr import parse_expression
+
+    name, sep, rhs = text.partition("=")
+    name = name.strip()
+    if not sep or not name.isidentifier() or not rhs.strip():
+        raise MAError(f"--weak {text!r}: expected NAME=EXPRESSION, e.g. na=na0*nprocs")
+    try:
+        parse_expression(rhs.strip())
+    except MAError as exc:
+        raise MAError(f"--weak {text!r}: {exc}") from None
+    return name, rhs.strip()
+
+
+def base_values(models: Sequence[Model], given: Mapping[str, float]) -> dict[str, float]:
+    """Every input's base value: given, else traced (the same on every rank, or the mean over ranks)."""
+    out = dict(given)
+    for model in models:
+        for name in model.inputs:
+            traced = model.trace_values.get(name)
+            if name not in out and traced is not None and np.isfinite(traced).any():
+                out[name] = float(np.nanmean(traced))
+    return out
+
+
+def scaling(models: Sequence[Model], nprocs: Sequence[float] | np.ndarray, *, given: Mapping[str, float] | None = None,
+            procs_name: str = "nprocs", rules: Mapping[str, str] | None = None, rank: RankChoice = None,
+            time: TimeFunction | None = None, shares: bool = True) -> ScalingResult:
+    """Evaluate ``models`` at every process count; ``rules`` (input -> expression) make it weak scaling."""
+    from ma.expr import parse_expression
+
+    p = np.asarray(nprocs, dtype=float).reshape(-1)
+    if p.size == 0 or np.any(p <= 0):
+        raise MAError("process counts must be positive")
+    if not any(procs_name in m.inputs for m in models):
+        raise MAError(f"no model depends on {procs_name!r} (inputs: "
+                      f"{', '.join(sorted({n for m in models for n in m.inputs})) or 'none'}); "
+                      "name the process-count parameter with --procs-name")
+    given = dict(given or {})
+    base = base_values(models, given)
+    env = {**base, **{f"{k}0": v for k, v in base.items()}}
+    inputs: dict[str, np.ndarray] = {}
+    for name, rhs in (rules or {}).items():
+        expression = parse_expression(rhs)
+        missing = sorted(expression.symbols - set(env) - {procs_name})
+        if missing:
+            raise MAError(f"--weak {name}={rhs}: no value for {', '.join(missing)} (a name0 is the base value of "
+                          "an input; set it with --set)")
+        inputs[name] = np.array([float(expression.evaluate({**env, procs_name: float(v)})) for v in p])
+    values: dict[str, Any] = {**given, **inputs, procs_name: p}
+    result = ScalingResult("weak" if rules else "strong", procs_name, p, dict(rules or {}), inputs)
+    for model in models:
+        per_rank = _at(model, model.expr, values, rank, p.size)
+        _add(result, model.quantity, per_rank)
+        if shares and model.terms:
+            parts = model.by_subroutine(by="name")
+            with np.errstate(invalid="ignore", divide="ignore"):
+                result.shares[model.quantity] = {name: _at(model, expr, values, rank, p.size) / per_rank
+                                                 for name, expr in parts.items()}
+    if time is not None:
+        _add(result, "time", np.broadcast_to(np.asarray(time(values), dtype=float), p.shape).copy())
+    return result
+
+
+def _add(result: ScalingResult, name: str, per_rank: np.ndarray) -> None:
+    p = result.nprocs
+    result.per_rank[name] = per_rank
+    result.aggregate[name] = per_rank * p
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if per_rank[0] == 0:  # nothing at the first count (messages on one process): no reference
+            result.efficiency[name] = np.full(p.shape, np.nan)
+        elif result.mode == "strong":
+            result.efficiency[name] = per_rank[0] * p[0] / (per_rank * p)
+        else:
+            result.efficiency[name] = per_rank[0] / per_rank
+
+
+def _at(model: Model, expr: Any, values: Mapping[str, Any], rank: RankChoice, n: int) -> np.ndarray:
+    """``expr`` (in the model's symbols) at every process count, inputs not given taken from the trace."""
+    part = model if expr is model.expr else dataclasses.replace(model, expr=expr, terms=[], parts=None, cache={})
+    value = evaluate(part, {k: v for k, v in values.items() if k in model.inputs}, rank=rank).value
+    return np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()

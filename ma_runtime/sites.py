@@ -1,0 +1,89 @@
+"""What a thread's state needs from the rest of the runtime: a node factory and a few process-wide hooks.
+
+ThreadState (threadstate.py) creates nodes and reports anomalies for every thread; the process-wide runtime
+(mars.py) owns the settings, the counters and the trace. The factory here is built from the settings once,
+and the runtime is seen through the ``RuntimeHooks`` protocol, so that threadstate imports neither mars
+nor annotations.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ma.errors import AnnotationError
+
+from .tree import Node
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+Number = int | float
+
+
+class OpenAnnotation(Protocol):
+    """An annotation object while it is open (annotations.Region)."""
+
+    TYPE: str
+    id: str
+    undo: list[tuple[str, Any]] | None
+
+    @property
+    def node(self) -> Node | None: ...
+
+    @property
+    def outer(self) -> OpenAnnotation | None: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> Any: ...
+
+    def finish(self, exc_type: type[BaseException] | None, t1: int, c1: int, unbalanced: bool = False) -> None: ...
+
+
+class RuntimeHooks(Protocol):
+    """The process-wide runtime as a thread's state and the annotation objects call it (mars.Runtime)."""
+
+    enabled: bool
+    flush_deadline: int
+
+    def anomaly(self, kind: str, node: Node | None, message: str) -> None: ...
+
+    def define_global(self, name: str, value: Number) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def mpi_counters(self, mpi_type: str) -> tuple[memoryview, int] | None: ...
+
+
+class NodeFactory:
+    """Makes the site nodes of every thread: checks the id, finds the annotation's source line, and gives the
+    node its tolerance, CPU-time tracking and counter from the run's settings."""
+
+    def __init__(self, settings: Settings, readers: Mapping[str, Callable[[], int] | None]) -> None:
+        self.settings = settings
+        self.readers = dict(readers)
+
+    def __call__(self, parent: Node, type_: str, id_: str, expr_text: str | None, count: str | int | None) -> Node:
+        if not isinstance(id_, str) or not id_ or "/" in id_:
+            raise AnnotationError(f"a site id must be a non-empty string without '/', not {id_!r}")
+        if count is not None and (isinstance(count, bool) or not isinstance(count, (str, int))):
+            raise AnnotationError(f"{type_} {id_!r}: count must be an int or an expression, not {count!r}")
+        file, line = caller()
+        cpu_time = self.settings.cpu_time
+        track_cpu = cpu_time == "all" or (cpu_time == "subroutines" and type_ == "subroutine")
+        return Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count,
+                    track_cpu, self.readers.get(type_))
+
+
+def caller() -> tuple[str | None, int | None]:
+    """File and line of the first frame outside the SDK: where the annotation is written."""
+    frame = sys._getframe(1)
+    while frame is not None and _is_sdk_module(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back  # type: ignore[assignment]
+    if frame is None:
+        return None, None
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+def _is_sdk_module(name: str) -> bool:
+    return name == "ma" or name.startswith("ma_runtime.") or name == "contextlib"

@@ -1,0 +1,244 @@
+"""`ma report`: one self-contained HTML file, opened in a real browser (Debian's headless Chromium).
+
+The page is driven over the DevTools protocol (a small client on `websockets`): every console message,
+uncaught exception and log entry is collected while it loads, every request it makes is recorded (only
+the file itself may be fetched: the report must need no network), the key elements are queried in the
+live DOM (MathML laid out with a width, SVG figures, the coloured validation rows, the collapsible tree and
+its buttons), and a full-page screenshot is kept under pytest's tmp path and printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import json
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import REPO, VENV_BIN, clean_env
+
+import ma_post
+from ma_cli.main import main
+from ma_post.report import build_report
+
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--remote-debugging-port=0", "--window-size=1280,1600"]
+STENCIL = Path(__file__).with_name("post_stencil_prog.py")
+
+
+class Browser:
+    """A headless Chromium and one page, spoken to over the DevTools protocol."""
+
+    def __init__(self, profile: Path) -> None:
+        executable = shutil.which("chromium") or shutil.which("chromium-browser")
+        assert executable, "Debian's chromium is not installed (scripts/setup.sh installs it)"
+        self.process = subprocess.Popen([executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port_file = profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 60
+        while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
+            assert self.process.poll() is None and time.monotonic() < deadline, "chromium did not start"
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=30) as answer:
+            page = next(t for t in json.load(answer) if t["type"] == "page")
+        from websockets.sync.client import connect
+
+        self.stack = contextlib.ExitStack()
+        self.socket = self.stack.enter_context(connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=30))
+        self.ids = itertools.count(1)
+        self.events: list[dict[str, Any]] = []
+
+    def call(self, method: str, **params: Any) -> dict[str, Any]:
+        ident = next(self.ids)
+        self.socket.send(json.dumps({"id": ident, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv(timeout=120))
+            if message.get("id") == ident:
+                assert "error" not in message, message
+                return message.get("result", {})
+            self.events.append(message)
+
+    def wait_for(self, event: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(e.get("method") == event for e in self.events):
+            self.events.append(json.loads(self.socket.recv(timeout=max(0.1, deadline - time.monotonic()))))
+
+    def open(self, url: str) -> None:
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(f"{domain}.enable")
+        self.events.clear()
+        self.call("Page.navigate", url=url)
+        self.wait_for("Page.loadEventFired")
+
+    def evaluate(self, expression: str) -> Any:
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+        assert "exceptionDetails" not in result, result
+        return result["result"].get("value")
+
+    def problems(self) -> list[str]:
+        """Console errors and warnings, uncaught exceptions and error log entries seen so far."""
+        out = []
+        for e in self.events:
+            method, params = e.get("method"), e.get("params", {})
+            if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "warning", "assert"):
+                out.append(f"console.{params['type']}: {[a.get('value') for a in params.get('args', [])]}")
+            elif method == "Runtime.exceptionThrown":
+                out.append(f"exception: {params['exceptionDetails'].get('text')} "
+                           f"{params['exceptionDetails'].get('exception', {}).get('description', '')}")
+            elif method == "Log.entryAdded" and params["entry"].get("level") in ("error", "warning"):
+                out.append(f"log {params['entry']['level']}: {params['entry'].get('text')}")
+        return out
+
+    def requests(self) -> list[str]:
+        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+
+    def screenshot(self, path: Path) -> Path:
+        data = self.call("Page.captureScreenshot", format="png", captureBeyondViewport=True)["data"]
+        path.write_bytes(base64.b64decode(data))
+        return path
+
+    def close(self) -> None:
+        self.stack.close()
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[Browser]:
+    b = Browser(tmp_path / "chromium-profile")
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+@pytest.mark.slow
+def test_the_browser_harness_sees_errors_and_network(browser: Browser, tmp_path: Path) -> None:
+    """The checks below could fail: a page with a script error, a console error and a remote image is caught."""
+    page = tmp_path / "broken.html"
+    page.write_text("<!DOCTYPE html><html><body><img src='http://127.0.0.1:9/x.png'>"
+                    "<script>console.error('boom'); undefinedFunction();</script></body></html>")
+    browser.open(page.as_uri())
+    problems = browser.problems()
+    assert any("boom" in p for p in problems) and any("undefinedFunction" in p for p in problems), problems
+    assert "http://127.0.0.1:9/x.png" in browser.requests()
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: dict[str, int] = {}
+        self.external: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags[tag] = self.tags.get(tag, 0) + 1
+        for name, value in attrs:
+            if name in ("src", "href") and value and not value.startswith("#"):
+                self.external.append(value)
+
+
+def test_report_of_a_one_process_run_is_self_contained(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_dir = tmp_path / "traces"
+    done = subprocess.run([sys.executable, str(STENCIL), "12", "9", "3"], env=clean_env(MA_TRACE_DIR=str(trace_dir)),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "report.html"
+    assert main(["report", str(trace_dir), "-o", str(out), "--title", "stencil <&> run"]) == 0
+    assert str(out.resolve()) in capsys.readouterr().out
+    text = out.read_text()
+    parsed = _Collect()
+    parsed.feed(text)
+    assert parsed.external == []  # nothing to fetch: no src/href but in-page anchors
+    assert "stencil &lt;&amp;&gt; run" in text  # the title is escaped
+    assert parsed.tags["math"] >= 2 and parsed.tags["svg"] >= 2 and parsed.tags["details"] >= 2
+    assert "Not available: no model depends on nprocs" in text  # one process, no nprocs: said, not hidden
+    assert "Not available: no MPI site with a payload" in text
+    assert 'id="model-flops"' in text and "function r = flops(m, n, steps)" in text
+
+
+@pytest.mark.mpi
+@pytest.mark.slow
+def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_path: Path) -> None:
+    trace_dir = tmp_path / "cg"
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(trace_dir), "--",
+                           sys.executable, str(REPO / "examples" / "npb_cg" / "cg.py"), "--class", "S"],
+                          env=clean_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ts = ma_post.load(trace_dir)
+    report = tmp_path / "cg-report.html"
+    report.write_text(build_report(ts, source=str(trace_dir), nprocs=[1, 2, 4, 8, 16, 32, 64]))
+    browser.open(report.as_uri())
+    shot = browser.screenshot(tmp_path / "cg-report.png")
+    print(f"\nscreenshot of the report: {shot}")
+    assert browser.problems() == []
+    assert browser.requests() == [report.as_uri()]  # the page fetched nothing but itself
+    found = browser.evaluate("""(() => {
+        const q = s => document.querySelectorAll(s);
+        const math = [...q("math")];
+        return {
+          sections: [...q("section")].map(s => s.id),
+          missing: [...q("p.missing")].map(p => p.textContent),
+          rows: q("#validation-table tbody tr").length,
+          pass: q("#validation-table tr.pass").length,
+          unmeasured: q("#validation-table tr.unmeasured").length,
+          passColour: getComputedStyle(document.querySelector("#validation-table tr.pass td.status")).backgroundColor,
+          math: math.length,
+          mathWidth: Math.min(...math.slice(0, 5).map(m => m.getBoundingClientRect().width)),
+          figures: q("figure svg").length,
+          figureHeight: Math.min(...[...q("figure svg")].map(s => s.getBoundingClientRect().height)),
+          details: q("#site-tree details").length,
+          scalingRows: q("#scaling-table tbody tr").length,
+          messageRows: q("#messages-table tbody tr").length,
+        };
+    })()""")
+    assert found["sections"] == ["header", "validation", "tree", "models", "messages", "scaling", "sensitivity",
+                                 "predicted"]
+    assert found["missing"] == []
+    report_rows = ma_post.validate(ts).results
+    assert found["rows"] == len(report_rows) and found["pass"] == sum(r.status == "PASS" for r in report_rows) > 20
+    assert found["unmeasured"] > 0 and found["passColour"] == "rgb(200, 230, 201)"
+    assert found["math"] >= 5 and found["mathWidth"] > 20  # MathML laid out natively
+    assert found["figures"] == 4 and found["figureHeight"] > 100
+    assert found["scalingRows"] == 7 and found["messageRows"] >= 2 and found["details"] >= 5
+    collapsed = browser.evaluate("""(() => {
+        document.getElementById("collapse-all").click();
+        const closed = [...document.querySelectorAll("#site-tree details")].every(d => !d.open);
+        document.getElementById("expand-all").click();
+        const open = [...document.querySelectorAll("#site-tree details")].every(d => d.open);
+        return closed && open;
+    })()""")
+    assert collapsed is True
+    assert browser.problems() == []
+
+
+def test_failing_and_unmeasured_assertions_are_coloured(run_program) -> None:  # type: ignore[no-untyped-def]
+    run = run_program("""
+        import ma
+
+        ma.variable("n", 6)
+        with ma.loop("wrong", "n") as lp:
+            for _ in lp.range(7):
+                pass
+        with ma.loop("right", "n") as lp:
+            for _ in lp.range(6):
+                with ma.flop("work", "2*n"):
+                    pass
+        """, MA_COUNTERS="none")
+    assert run.returncode == 0, run.stderr
+    text = build_report(ma_post.load(run.trace_dir))
+    rows = {line.split('<td class="text">')[1].split("<")[0]: line.split('"')[1]
+            for line in text.splitlines() if line.startswith("<tr class=")}
+    assert rows == {"wrong": "fail", "right": "pass", "right/work": "unmeasured"}
+    assert '<span class="fail">FAIL 1</span>' in text and '<span class="pass">PASS 1</span>' in text
+    assert '<details class="site pass" open>' in text and '<div class="leaf fail">' in text
