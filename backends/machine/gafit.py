@@ -197,13 +197,17 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
     rng = np.random.default_rng(cfg.seed)
     genome = _Genome(n, penalties, (0.5 * float(y.min()), 2.0 * float(y.max())))
     inv_y = 1.0 / y
+    # MultiMAPS repeats hit-rate rows (every L1-resident point is (1, ..., 1), strides of a line or more share
+    # theirs): Equation 1 is evaluated once per distinct row
+    rows, point_row = np.unique(h, axis=0, return_inverse=True)
+    point_row = point_row.ravel()
 
     def fitness(pop: FloatArray) -> FloatArray:
-        predicted = eq1(h, *genome.decode(pop))
+        predicted = eq1(rows, *genome.decode(pop))[:, point_row]
         return np.asarray(np.abs(predicted - y) @ inv_y)
 
     def residuals(g: FloatArray) -> FloatArray:
-        return np.asarray((eq1(h, *genome.decode(g[None, :]))[0] - y) * inv_y)
+        return np.asarray((eq1(rows, *genome.decode(g[None, :]))[0, point_row] - y) * inv_y)
 
     pop = rng.random((cfg.population, genome.dim))
     score = fitness(pop)
