@@ -47,7 +47,9 @@ def _cumulative(simulator: Any, levels: int) -> list[float]:
     return [float(h) / loads for h in hits] + [1.0]
 
 
-def _run(caches: Sequence[CacheLevel], addresses: Iterable[int] | npt.NDArray[np.int64]) -> list[float]:
+def simulate(caches: Sequence[CacheLevel], addresses: Iterable[int]) -> list[float]:
+    """Cumulative h_1..h_n of a repeated address stream (byte addresses of its loads, in order): one warm-up
+    pass, then the pass that counts. Any loop's stream can be given; MultiMAPS's are below."""
     simulator = _simulator(caches)
     stream = addresses if isinstance(addresses, range) else list(addresses)
     simulator.load(stream)  # warm-up pass
@@ -58,7 +60,7 @@ def _run(caches: Sequence[CacheLevel], addresses: Iterable[int] | npt.NDArray[np
 
 def stride_hit_rates(caches: Sequence[CacheLevel], size_bytes: int, stride: int) -> list[float]:
     """h_1..h_n of the strided loop over ``size_bytes`` with ``stride`` 8-byte words."""
-    return _run(caches, range(0, size_bytes - WORD_BYTES + 1, stride * WORD_BYTES))
+    return simulate(caches, range(0, size_bytes - WORD_BYTES + 1, stride * WORD_BYTES))
 
 
 def random_hit_rates(caches: Sequence[CacheLevel], size_bytes: int, index: npt.NDArray[np.uint32]) -> list[float]:
@@ -66,4 +68,4 @@ def random_hit_rates(caches: Sequence[CacheLevel], size_bytes: int, index: npt.N
     stream = np.empty(2 * index.size, dtype=np.int64)
     stream[0::2] = _INDEX_BASE + INDEX_BYTES * np.arange(index.size, dtype=np.int64)
     stream[1::2] = WORD_BYTES * index.astype(np.int64)
-    return _run(caches, stream.tolist())
+    return simulate(caches, stream.tolist())
