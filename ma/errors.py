@@ -93,3 +93,21 @@ class TraceError(MAError):
     def __init__(self, path: str, message: str) -> None:
         self.path = path
         super().__init__(f"{path}: {message}")
+
+
+class ProfileError(MAError):
+    """A machine profile that is missing, not JSON, of an unknown schema version or with a bad field.
+
+    ``path`` is the file, ``field`` the JSON path of the offending field (``caches[1].size_bytes``; empty when
+    the problem concerns the whole document).
+    """
+
+    def __init__(self, path: str, message: str, field: str = "") -> None:
+        self.path = path
+        self.field = field
+        where = f": field {field!r}" if field else ""
+        super().__init__(f"{path}{where}: {message}")
+
+
+class BackendError(MAError):
+    """A machine backend that is not installed, cannot be imported or does not implement the interface."""

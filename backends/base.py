@@ -1,0 +1,104 @@
+"""The backend interface: an abstract base class and the prediction it returns.
+
+A backend turns a symbolic model of a program (:class:`ma_post.ModelBuilder`: per-site flops, loads/stores
+and messages in the program's input parameters) and a :class:`MachineProfile` into a :class:`Prediction`:
+per site, the time spent computing, moving memory and communicating, as SymPy expressions that stay
+symbolic in whatever inputs ``parameters`` leaves unbound, so the prediction evaluates at any problem
+class and process count and exports like any other model.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    import sympy
+
+    from ma_post import ModelBuilder
+
+    from .machine.profile import MachineProfile
+
+PARTS = ("compute", "memory", "communication")
+
+
+@dataclass(frozen=True)
+class SitePrediction:
+    """Predicted seconds per rank spent at one annotation site, split into the three parts of the PMaC
+    convolution (perc_framework.txt, Eq. 1-2). ``path`` is the site's path in the trace's site tree."""
+
+    path: str
+    compute: sympy.Expr
+    memory: sympy.Expr
+    communication: sympy.Expr
+
+    @property
+    def total(self) -> sympy.Expr:
+        """Sum of the three parts (a backend that overlaps them reports the overlap in its parts)."""
+        return self.compute + self.memory + self.communication
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What :meth:`Backend.predict` returns: the per-site breakdown and what it was computed from."""
+
+    backend: str
+    machine: str
+    sites: tuple[SitePrediction, ...]
+    parameters: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def part(self, name: str) -> sympy.Expr:
+        """Whole-program seconds of one part (``compute``, ``memory`` or ``communication``)."""
+        import sympy
+
+        if name not in PARTS:
+            raise ValueError(f"unknown part {name!r}: expected one of {', '.join(PARTS)}")
+        return sympy.Add(*(getattr(site, name) for site in self.sites))
+
+    @property
+    def total(self) -> sympy.Expr:
+        import sympy
+
+        return sympy.Add(*(site.total for site in self.sites))
+
+    @property
+    def free_inputs(self) -> list[str]:
+        """Input parameters the prediction still depends on."""
+        return sorted(str(s) for s in self.total.free_symbols)
+
+    def evaluate(self, values: Mapping[str, float] | None = None) -> float:
+        """Total seconds with the remaining inputs bound to ``values``.
+
+        Raises :class:`ma.errors.MAError` naming the inputs still unbound.
+        """
+        from ma.errors import MAError
+
+        expr = self.total.subs({name: value for name, value in (values or {}).items()})
+        missing = sorted(str(s) for s in expr.free_symbols)
+        if missing:
+            raise MAError(f"prediction by backend {self.backend!r}: no value for input(s) {', '.join(missing)}")
+        return float(expr)
+
+
+class Backend(abc.ABC):
+    """A machine model. Subclasses set ``NAME`` (the name users select it by, equal to its entry-point name)
+    and ``DESCRIPTION`` (one line for ``ma backends``), and implement :meth:`predict`."""
+
+    NAME: ClassVar[str]
+    DESCRIPTION: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if not getattr(cls, "__abstractmethods__", None) and not isinstance(getattr(cls, "NAME", None), str):
+            raise TypeError(f"backend class {cls.__qualname__} must set NAME to a string")
+
+    @abc.abstractmethod
+    def predict(self, model: ModelBuilder, machine: MachineProfile,
+                parameters: Mapping[str, float] | None = None) -> Prediction:
+        """Predict the run time of the modelled program on ``machine``.
+
+        ``parameters`` binds some of the model's inputs (e.g. ``{"na": 14000}``); the others stay symbolic.
+        """

@@ -1,0 +1,3 @@
+"""The machine side of prediction: machine profiles (:mod:`.profile`), the probe that measures them
+(:mod:`.probe`: MultiMAPS, flop peak, triad, MPI ping-pong), simulated cache hit rates (:mod:`.hitrates`) and
+the genetic-algorithm bandwidth fit of Tikir et al. (:mod:`.gafit`)."""

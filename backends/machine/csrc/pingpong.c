@@ -1,0 +1,72 @@
+/* MPI ping-pong between ranks 0 and 1 (`ma machine probe`): for each message size given on the command line,
+ * rank 0 prints "bytes median_seconds best_seconds", the one-way time of the median and of the fastest of
+ * `batches` batches, each batch as many round trips as fill `min_time` seconds.
+ * Usage: ma_pingpong MIN_TIME BATCHES SIZE... */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double round_trips(char *buffer, int bytes, long count, int rank) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (long i = 0; i < count; i++) {
+        if (rank == 0) {
+            MPI_Send(buffer, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD);
+            MPI_Recv(buffer, bytes, MPI_BYTE, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (rank == 1) {
+            MPI_Recv(buffer, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Send(buffer, bytes, MPI_BYTE, 0, 0, MPI_COMM_WORLD);
+        }
+    }
+    return MPI_Wtime() - start;
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size < 2 || argc < 4) {
+        if (rank == 0)
+            fprintf(stderr, "usage: mpiexec -n 2 ma_pingpong MIN_TIME BATCHES SIZE...\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    double min_time = atof(argv[1]);
+    int batches = atoi(argv[2]);
+    if (batches < 1 || batches > 99)
+        batches = 5;
+    long largest = 0;
+    for (int a = 3; a < argc; a++)
+        if (atol(argv[a]) > largest)
+            largest = atol(argv[a]);
+    char *buffer = malloc((size_t)largest + 1);
+    memset(buffer, 1, (size_t)largest + 1);
+    double times[99];
+    for (int a = 3; a < argc; a++) {
+        int bytes = atoi(argv[a]);
+        round_trips(buffer, bytes, 10, rank); /* warm up: connection set-up, page faults */
+        long count = 1;
+        for (;;) { /* rank 0 decides how many round trips fill min_time; both ranks follow */
+            double t = round_trips(buffer, bytes, count, rank);
+            int enough = t >= min_time;
+            MPI_Bcast(&enough, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            if (enough)
+                break;
+            count *= 2;
+        }
+        for (int b = 0; b < batches; b++)
+            times[b] = round_trips(buffer, bytes, count, rank) / (2.0 * (double)count);
+        qsort(times, (size_t)batches, sizeof(double), compare);
+        if (rank == 0)
+            printf("%d %.9e %.9e\n", bytes, times[batches / 2], times[0]);
+    }
+    free(buffer);
+    MPI_Finalize();
+    return 0;
+}

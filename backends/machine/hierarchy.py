@@ -1,0 +1,82 @@
+"""The cache hierarchy of a core, read from sysfs (what ``lscpu -C`` shows), with overrides."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from ma.errors import ProfileError
+
+from .profile import CacheLevel
+
+SYSFS_CACHE = Path("/sys/devices/system/cpu/cpu{cpu}/cache")
+REPLACEMENT_POLICIES = ("LRU", "RR", "FIFO", "MRU")
+_SIZE = re.compile(r"^\s*(\d+)\s*([KMG]?)i?B?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``32K``, ``1024KiB``, ``32M``, ``65536`` -> bytes."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"not a size: {text!r} (expected e.g. 32K, 1M, 65536)")
+    return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
+
+
+def _shared(index: Path) -> bool:
+    """Whether sysfs says other CPUs share this cache (``shared_cpu_list`` names more than one)."""
+    try:
+        text = (index / "shared_cpu_list").read_text().strip()
+    except OSError:
+        return False
+    return "-" in text or "," in text
+
+
+def from_sysfs(cpu: int = 0, root: Path | None = None) -> list[CacheLevel]:
+    """Data and unified caches of ``cpu``, innermost first; ProfileError when sysfs has none.
+
+    A level that other CPUs share is simulated with random replacement: seen from one core, whose lines other
+    cores (and, on a VM, other guests) evict, it does not behave as LRU; the private levels are LRU.
+    """
+    base = root or Path(str(SYSFS_CACHE).format(cpu=cpu))
+    levels: dict[int, CacheLevel] = {}
+    for index in sorted(base.glob("index*")):
+        def read(name: str, index: Path = index) -> str:
+            return (index / name).read_text().strip()
+
+        try:
+            if read("type") not in ("Data", "Unified"):
+                continue
+            level = int(read("level"))
+            levels[level] = CacheLevel(level=level, size_bytes=parse_size(read("size")),
+                                       ways=int(read("ways_of_associativity")),
+                                       line_bytes=int(read("coherency_line_size")), source="sysfs",
+                                       replacement="RR" if _shared(index) else "LRU")
+        except (OSError, ValueError) as exc:
+            raise ProfileError(str(index), f"cannot read the cache description: {exc}") from None
+    if not levels:
+        raise ProfileError(str(base), "no data caches described here: give the hierarchy with --cache")
+    return [levels[k] for k in sorted(levels)]
+
+
+def apply_overrides(caches: list[CacheLevel], overrides: Mapping[int, str]) -> list[CacheLevel]:
+    """``{2: "512K:8:64:LRU"}`` replaces level 2 with 512 KiB, 8 ways, 64-byte lines and LRU replacement in the
+    hit-rate simulation (everything after the size optional: the measured level's values, else 8, 64, LRU)."""
+    by_level = {c.level: c for c in caches}
+    for level, spec in overrides.items():
+        parts = spec.split(":")
+        old = by_level.get(level)
+        try:
+            size = parse_size(parts[0])
+            ways = int(parts[1]) if len(parts) > 1 else (old.ways if old else 8)
+            line = int(parts[2]) if len(parts) > 2 else (old.line_bytes if old else 64)
+            policy = parts[3].upper() if len(parts) > 3 else (old.replacement if old else "LRU")
+            if policy not in REPLACEMENT_POLICIES or len(parts) > 4:
+                raise ValueError(f"replacement policy must be one of {', '.join(REPLACEMENT_POLICIES)}")
+        except ValueError as exc:
+            raise ProfileError("--cache", f"L{level}={spec}: {exc} (expected SIZE[:WAYS[:LINE[:POLICY]]])") from None
+        by_level[level] = CacheLevel(level, size, ways, line, source="override", replacement=policy)
+    ordered = [by_level[k] for k in sorted(by_level)]
+    if [c.level for c in ordered] != list(range(1, len(ordered) + 1)):
+        raise ProfileError("--cache", f"cache levels must run 1..n without gaps, got {[c.level for c in ordered]}")
+    return ordered

@@ -1,0 +1,76 @@
+"""The probe's C kernels: built by the project's toolchain into the build directory, called through ctypes.
+
+``-O2`` without ``-march=native`` (the memory loops are what a portable build runs); the flop-peak kernels
+carry their own target attributes and run only where the CPU has the instructions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+CSRC_DIR = Path(__file__).resolve().parent / "csrc"
+_CFLAGS = ("-O2", "-g", "-Wall", "-Wextra")
+FLOP_KERNELS = (("sse2", 1, 2), ("avx2+fma", 2, 4), ("avx512f+fma", 4, 8))  # (name, support bit, lanes)
+
+
+def build_kernels(force: bool = False) -> Path:
+    """Build libmaprobe.so (MultiMAPS, random, triad, flop peak); return its path."""
+    from ma_runtime import pmpi, toolchain
+
+    source = CSRC_DIR / "multimaps.c"
+    target = toolchain.build_dir() / "libmaprobe.so"
+    command = [str(toolchain.find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
+    return pmpi._build(target, command, [source], "the MultiMAPS probe kernels", force)
+
+
+def build_pingpong(force: bool = False) -> Path:
+    """Build the MPI ping-pong program; return its path."""
+    from ma_runtime import pmpi, toolchain
+
+    source = CSRC_DIR / "pingpong.c"
+    target = toolchain.build_dir() / "ma_pingpong"
+    command = [str(toolchain.find_mpicc()), *_CFLAGS, str(source)]
+    return pmpi._build(target, command, [source], "the MPI ping-pong probe", force)
+
+
+class Kernels:
+    """ctypes view of libmaprobe.so; every method returns the elapsed seconds of its loop."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        lib = ctypes.CDLL(str(path or build_kernels()))
+        size_t, dbl, ptr = ctypes.c_size_t, ctypes.c_double, ctypes.c_void_p
+        lib.ma_multimaps_stride.argtypes = [ptr, size_t, size_t, size_t]
+        lib.ma_multimaps_random.argtypes = [ptr, ptr, size_t, size_t]
+        lib.ma_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
+        for name in ("ma_multimaps_stride", "ma_multimaps_random", "ma_triad"):
+            getattr(lib, name).restype = dbl
+        for suffix in ("sse2", "avx2_fma", "avx512_fma"):
+            function = getattr(lib, f"ma_flops_{suffix}")
+            function.argtypes, function.restype = [size_t], dbl
+        lib.ma_flops_supported.restype = ctypes.c_int
+        lib.ma_flops_chains.restype = ctypes.c_int
+        self._lib = lib
+        self.flop_chains = int(lib.ma_flops_chains())
+
+    def stride(self, array: npt.NDArray[np.float64], words: int, stride: int, reps: int) -> float:
+        return float(self._lib.ma_multimaps_stride(array.ctypes.data, words, stride, reps))
+
+    def random(self, array: npt.NDArray[np.float64], index: npt.NDArray[np.uint32], reps: int) -> float:
+        return float(self._lib.ma_multimaps_random(array.ctypes.data, index.ctypes.data, index.size, reps))
+
+    def triad(self, a: npt.NDArray[np.float64], b: npt.NDArray[np.float64], c: npt.NDArray[np.float64],
+              reps: int) -> float:
+        return float(self._lib.ma_triad(a.ctypes.data, b.ctypes.data, c.ctypes.data, a.size, reps))
+
+    def flop_kernels(self) -> list[tuple[str, int]]:
+        """(name, lanes) of the flop kernels this CPU runs."""
+        mask = int(self._lib.ma_flops_supported())
+        return [(name, lanes) for name, bit, lanes in FLOP_KERNELS if mask & bit]
+
+    def flops(self, kernel: str, iters: int) -> float:
+        suffix = {"sse2": "sse2", "avx2+fma": "avx2_fma", "avx512f+fma": "avx512_fma"}[kernel]
+        return float(getattr(self._lib, f"ma_flops_{suffix}")(iters))

@@ -1,0 +1,311 @@
+"""``ma machine probe``: measure a machine profile on this host.
+
+MultiMAPS (Tikir et al. SC07, Figure 2): a strided read over working sets from 1 KiB to four times the last
+cache, strides 1..64 words, plus a random-access curve; each point is repeated until one measurement lasts
+``min_time``, then measured ``samples`` times, and the median kept (every sample is stored too). The process is
+pinned to one core while it measures. Then the flop peak of that core (FMA chains in registers), the STREAM
+triad, and MPI ping-pong latency and bandwidth between two ranks of the environment's ``mpiexec``; then the
+hit rates of every MultiMAPS point on the hierarchy (:mod:`.hitrates`) and the GA fit (:mod:`.gafit`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ma.errors import MAError
+
+from . import gafit, hitrates
+from .hierarchy import from_sysfs
+from .kernels import Kernels, build_pingpong
+from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
+
+STRIDES = (1, 2, 4, 8, 16, 32, 64)
+WORD = 8
+LINE = 64
+
+
+class ProbeError(MAError):
+    """A measurement of the probe that failed (the MPI ping-pong, an allocation)."""
+
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    """What ``ma machine probe`` measures; :meth:`quick` is the test suite's setting."""
+
+    sizes: int = 48  # log-spaced working sets from min_size to llc_multiple x the last cache
+    min_size: int = 1 << 10
+    llc_multiple: float = 4.0
+    strides: tuple[int, ...] = STRIDES
+    min_loads: int = 32  # per pass: with fewer, a point times the loop's overhead instead of the memory
+    random: bool = True
+    min_time: float = 1e-3  # seconds one timed measurement must last: short, so most escape preemption
+    samples: int = 9
+    statistic: str = "median"  # of the samples: "median", or "best" on a host others load
+    flop_time: float = 2e-3  # short, like min_time: the best of the samples is the peak
+    pingpong_sizes: tuple[int, ...] = (8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20)
+    pingpong_time: float = 0.02
+    mpi: bool = True
+    fit: bool = True
+    ga: gafit.GASettings = field(default_factory=gafit.GASettings)
+    penalties: int = 2
+    is_quick: bool = False  # set by quick(), recorded in the profile
+
+    @classmethod
+    def quick(cls) -> ProbeSettings:
+        return cls(sizes=12, llc_multiple=0.25, min_time=2e-4, samples=5, flop_time=5e-4,
+                   pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3,
+                   ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
+                   is_quick=True)
+
+
+def working_sets(caches: Sequence[CacheLevel], settings: ProbeSettings) -> list[int]:
+    """Log-spaced sizes in bytes, whole cache lines, from min_size to llc_multiple x the last cache."""
+    top = max(settings.min_size * 2, int(settings.llc_multiple * caches[-1].size_bytes))
+    sizes = np.geomspace(settings.min_size, top, settings.sizes)
+    return sorted({round(s / LINE) * LINE for s in sizes})
+
+
+@contextmanager
+def pinned() -> Iterator[int | None]:
+    """Run the block on one core (the first this process may use); yields it, or None where not possible."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed)
+    os.sched_setaffinity(0, {cpu})
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, allowed)
+
+
+def _aligned(words: int) -> npt.NDArray[np.float64]:
+    """A float64 array of ``words`` elements starting on a cache line, every page touched."""
+    raw = np.empty(words + LINE // WORD, dtype=np.float64)
+    offset = (-raw.ctypes.data % LINE) // WORD
+    array = raw[offset:offset + words]
+    array.fill(1.0)
+    return array
+
+
+def _calibrate(run: Callable[[int], float], min_time: float) -> int:
+    """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
+    reps = 1
+    while (elapsed := run(reps)) < min_time:
+        reps *= 2 if elapsed * 4 > min_time else max(2, int(min_time / max(elapsed, 1e-9) / 2))
+    return reps
+
+
+def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
+    """Calibrated repetitions and the seconds of ``samples`` runs of them."""
+    reps = _calibrate(run, min_time)
+    return reps, [run(reps) for _ in range(samples)]
+
+
+def _progress(total: int, what: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=what, disable=not sys.stderr.isatty(), leave=False)
+
+
+@dataclass
+class _Job:
+    pattern: str
+    size: int
+    stride: int | None
+    run: Callable[[int], float]
+    bytes_per_rep: int
+    reps: int = 1
+    seconds: list[float] = field(default_factory=list)
+
+
+def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings,
+                      rng: np.random.Generator) -> list[MultiMapsPoint]:
+    """Every point calibrated once, then sampled in rounds over all points, so that a burst of load from other
+    processes spoils one sample of many points rather than every sample of a few. Each sample follows an untimed
+    pass that brings the array back into the caches the previous point used."""
+    sizes = working_sets(caches, settings)
+    data = _aligned(max(sizes) // WORD)
+    jobs: list[_Job] = []
+    for size in sizes:
+        words = size // WORD
+        for stride in settings.strides:
+            loads = -(-words // stride)
+            if loads >= settings.min_loads:
+                jobs.append(_Job("stride", size, stride, partial(kernels.stride, data, words, stride), loads * WORD))
+        if settings.random:
+            index = rng.integers(0, words, words, dtype=np.uint32)
+            # both loads of an iteration count (index and data), as they do in its simulated hit rates
+            jobs.append(_Job("random", size, None, partial(kernels.random, data, index),
+                             words * (WORD + hitrates.INDEX_BYTES)))
+    with _progress(len(jobs) * (1 + settings.samples), "MultiMAPS") as bar:
+        for job in jobs:
+            job.reps = _calibrate(job.run, settings.min_time)
+            bar.update()
+        for _ in range(settings.samples):
+            for job in jobs:
+                job.run(1)
+                job.seconds.append(job.run(job.reps))
+                bar.update()
+    return [_point(job.pattern, job.size, job.bytes_per_rep * job.reps, job.seconds, job.stride, settings.statistic)
+            for job in jobs]
+
+
+def _point(pattern: str, size: int, nbytes: int, seconds: Sequence[float], stride: int | None,
+           statistic: str) -> MultiMapsPoint:
+    samples = [nbytes / s / 1e9 for s in seconds]
+    value = max(samples) if statistic == "best" else statistics.median(samples)
+    return MultiMapsPoint(pattern=pattern, size_bytes=size, bandwidth_gbs=value,
+                          stride=stride, samples_gbs=[round(s, 4) for s in samples])
+
+
+def measure_flops(kernels: Kernels, settings: ProbeSettings) -> dict[str, Any]:
+    """Peak double-precision flop rate of one core: the best of the FMA (or mul+add) kernels it runs."""
+    by_isa = {}
+    for name, lanes in kernels.flop_kernels():
+        reps, seconds = _timed(partial(kernels.flops, name), settings.flop_time, settings.samples)
+        by_isa[name] = 2 * lanes * kernels.flop_chains * reps / min(seconds)
+    best = max(by_isa, key=lambda k: by_isa[k])
+    return {"peak_flops": by_isa[best], "isa": best, "by_isa": by_isa}
+
+
+def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings) -> dict[str, Any]:
+    """STREAM triad over three arrays of llc_multiple x the last cache each; 24 bytes per element, best run."""
+    words = max(1 << 12, int(settings.llc_multiple * caches[-1].size_bytes) // WORD)
+    a, b, c = _aligned(words), _aligned(words), _aligned(words)
+    reps, seconds = _timed(lambda r: kernels.triad(a, b, c, r), settings.min_time, settings.samples)
+    return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
+
+
+def measure_network(settings: ProbeSettings) -> NetworkProfile:
+    """MPI ping-pong between two ranks started by the environment's mpiexec (intra-node)."""
+    from ma_runtime import toolchain
+
+    mpiexec = toolchain.find_program("mpiexec")
+    if mpiexec is None:
+        raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
+    program = build_pingpong()
+    argv = [str(mpiexec), "-n", "2", str(program), str(settings.pingpong_time), str(settings.samples),
+            *map(str, settings.pingpong_sizes)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ProbeError(f"MPI ping-pong: {' '.join(argv)}: {exc}") from None
+    if done.returncode != 0:
+        raise ProbeError(f"MPI ping-pong failed (exit {done.returncode}): {' '.join(argv)}\n{done.stderr.strip()}")
+    table = []
+    for line in done.stdout.splitlines():
+        nbytes, median, best = line.split()
+        table.append({"bytes": int(nbytes), "seconds": float(best if settings.statistic == "best" else median)})
+    if len(table) != len(settings.pingpong_sizes):
+        raise ProbeError(f"MPI ping-pong printed {len(table)} of {len(settings.pingpong_sizes)} lines:\n{done.stdout}")
+    smallest = min(table, key=lambda row: row["bytes"])
+    return NetworkProfile(latency_s=smallest["seconds"],
+                          bandwidth_bytes_per_s=max(row["bytes"] / row["seconds"] for row in table),
+                          ranks=2, launcher=str(mpiexec), pingpong=table)
+
+
+def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheLevel],
+                       rng: np.random.Generator) -> None:
+    """Fill in ``hit_rates`` of every point (the random curve's with an index stream of the same law)."""
+    with _progress(len(points), "hit rates") as bar:
+        for point in points:
+            if point.pattern == "stride":
+                assert point.stride is not None
+                point.hit_rates = hitrates.stride_hit_rates(caches, point.size_bytes, point.stride)
+            else:
+                words = point.size_bytes // WORD
+                index = rng.integers(0, words, words, dtype=np.uint32)
+                point.hit_rates = hitrates.random_hit_rates(caches, point.size_bytes, index)
+            bar.update()
+
+
+def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int = 2) -> BandwidthFit:
+    """GA-fit Equation 1 to the profile's stride curves (the random curve is left out, as a check)."""
+    fitted = [p for p in profile.multimaps if p.pattern == "stride" and p.hit_rates is not None]
+    if not fitted:
+        raise ProbeError(f"profile {profile.name!r} has no MultiMAPS stride points with hit rates to fit")
+    h = np.array([p.hit_rates for p in fitted])
+    y = np.array([p.bandwidth_gbs for p in fitted])
+    with _progress(ga.generations, "GA fit") as bar:
+        def advance(_generation: int, best: float) -> None:
+            bar.set_postfix_str(f"fitness {best:.3g}", refresh=False)
+            bar.update()
+
+        result = gafit.fit(h, y, penalties=penalties, settings=ga, progress=advance)
+    checked = sorted((p for p in profile.multimaps if p.hit_rates is not None),
+                     key=lambda p: (p.pattern != "stride", p.stride or 0, p.size_bytes))
+    modelled = result.params.bandwidth([p.hit_rates or [] for p in checked])
+    table = gafit.error_table([p.bandwidth_gbs for p in checked], modelled, [p.curve for p in checked])
+    fitted_only = gafit.summarise(gafit.relative_errors(y, result.params.bandwidth(h)))
+    fit = BandwidthFit(latencies=list(result.params.c), plateaus_gbs=list(result.params.b),
+                       penalty_f=list(result.params.f), penalty_x=list(result.params.x),
+                       avg_abs_rel_error=fitted_only.avg_abs_rel_error,
+                       std_abs_rel_error=fitted_only.std_abs_rel_error,
+                       per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},
+                       ga={**gafit.settings_dict(ga), "fitness": result.fitness, "seconds": result.seconds,
+                           "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)})
+    profile.bandwidth_fit = fit
+    return fit
+
+
+def host_info(pinned_cpu: int | None, quick: bool, notes: str) -> dict[str, Any]:
+    model = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"hostname": socket.gethostname(), "cpu_model": model, "cpus": os.cpu_count() or 1,
+            "kernel": platform.release(), "pinned_cpu": pinned_cpu, "quick": quick,
+            "measured_at": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "notes": notes}
+
+
+def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel] | None = None,
+          name: str | None = None, notes: str = "", seed: int = 0,
+          log: Callable[[str], None] | None = None) -> MachineProfile:
+    """Measure this host into a MachineProfile (quick settings for tests: :meth:`ProbeSettings.quick`)."""
+    cfg = settings or ProbeSettings()
+    say = log or (lambda _text: None)
+    started = time.perf_counter()
+    hierarchy = list(caches) if caches else from_sysfs()
+    rng = np.random.default_rng(seed)
+    kernels = Kernels()
+    with pinned() as cpu:
+        say(f"MultiMAPS: {cfg.sizes} sizes x {len(cfg.strides) + int(cfg.random)} curves on cpu {cpu}")
+        points = measure_multimaps(kernels, hierarchy, cfg, rng)
+        say("flop peak and triad")
+        cpu_info = measure_flops(kernels, cfg)
+        memory = measure_triad(kernels, hierarchy, cfg)
+    network = None
+    if cfg.mpi:
+        say("MPI ping-pong (2 ranks)")
+        network = measure_network(cfg)
+    say("hit rates (pycachesim)")
+    simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
+    profile = MachineProfile(
+        name=name or socket.gethostname(), host=host_info(cpu, cfg.is_quick, notes), caches=hierarchy, cpu=cpu_info,
+        memory=memory, multimaps=points, network=network,
+        multimaps_settings={"min_time_s": cfg.min_time, "samples": cfg.samples, "statistic": cfg.statistic})
+    if cfg.fit:
+        say(f"GA fit: population {cfg.ga.population} x {cfg.ga.generations} generations")
+        fit_profile(profile, cfg.ga, cfg.penalties)
+    profile.host["probe_seconds"] = round(time.perf_counter() - started, 1)
+    return profile

@@ -1,0 +1,131 @@
+"""JSON Schema (draft 2020-12) of a machine profile, version 1. ``docs/machine-profile.md`` explains the fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA_NAME = "ma-machine-profile"
+SCHEMA_VERSION = 1
+
+_POSITIVE = {"type": "number", "exclusiveMinimum": 0}
+_POSITIVE_INT = {"type": "integer", "minimum": 1}
+_FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
+_NUMBERS = {"type": "array", "items": {"type": "number"}}
+
+PROFILE_SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Modeling Assertions machine profile",
+    "type": "object",
+    "required": ["schema", "version", "name", "host", "caches", "cpu", "memory", "multimaps"],
+    "additionalProperties": False,
+    "properties": {
+        "schema": {"const": SCHEMA_NAME},
+        "version": {"const": SCHEMA_VERSION},
+        "name": {"type": "string", "minLength": 1},
+        "host": {
+            "type": "object",
+            "required": ["hostname", "cpu_model", "cpus", "measured_at"],
+            "properties": {
+                "hostname": {"type": "string"},
+                "cpu_model": {"type": "string"},
+                "cpus": _POSITIVE_INT,
+                "kernel": {"type": "string"},
+                "measured_at": {"type": "string"},
+                "pinned_cpu": {"type": ["integer", "null"]},
+                "quick": {"type": "boolean"},
+                "probe_seconds": {"type": "number", "minimum": 0},
+                "notes": {"type": "string"},
+            },
+        },
+        "caches": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["level", "size_bytes", "ways", "line_bytes"],
+                "additionalProperties": False,
+                "properties": {
+                    "level": _POSITIVE_INT,
+                    "size_bytes": _POSITIVE_INT,
+                    "ways": _POSITIVE_INT,
+                    "line_bytes": _POSITIVE_INT,
+                    "source": {"type": "string"},
+                    "replacement": {"enum": ["LRU", "RR", "FIFO", "MRU"]},
+                },
+            },
+        },
+        "cpu": {
+            "type": "object",
+            "required": ["peak_flops"],
+            "properties": {
+                "peak_flops": _POSITIVE,
+                "isa": {"type": "string"},
+                "by_isa": {"type": "object", "additionalProperties": _POSITIVE},
+            },
+        },
+        "memory": {
+            "type": "object",
+            "required": ["triad_gbs"],
+            "properties": {"triad_gbs": _POSITIVE, "triad_bytes": _POSITIVE_INT},
+        },
+        "network": {
+            "type": ["object", "null"],
+            "required": ["latency_s", "bandwidth_bytes_per_s"],
+            "properties": {
+                "latency_s": _POSITIVE,
+                "bandwidth_bytes_per_s": _POSITIVE,
+                "ranks": _POSITIVE_INT,
+                "launcher": {"type": "string"},
+                "pingpong": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["bytes", "seconds"],
+                        "properties": {"bytes": {"type": "integer", "minimum": 0}, "seconds": _POSITIVE},
+                    },
+                },
+            },
+        },
+        "multimaps": {
+            "type": "object",
+            "required": ["word_bytes", "points"],
+            "properties": {
+                "word_bytes": _POSITIVE_INT,
+                "min_time_s": _POSITIVE,
+                "samples": _POSITIVE_INT,
+                "statistic": {"enum": ["median", "best"]},
+                "points": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["pattern", "size_bytes", "bandwidth_gbs"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "pattern": {"enum": ["stride", "random"]},
+                            "stride": _POSITIVE_INT,
+                            "size_bytes": _POSITIVE_INT,
+                            "bandwidth_gbs": _POSITIVE,
+                            "samples_gbs": _NUMBERS,
+                            "hit_rates": {"type": ["array", "null"], "items": _FRACTION},
+                        },
+                    },
+                },
+            },
+        },
+        "bandwidth_fit": {
+            "type": ["object", "null"],
+            "required": ["latencies", "plateaus_gbs", "penalty_f", "penalty_x"],
+            "properties": {
+                "model": {"type": "string"},
+                "latencies": {"type": "array", "minItems": 1, "items": _POSITIVE},
+                "plateaus_gbs": {"type": "array", "minItems": 1, "items": _POSITIVE},
+                "penalty_f": _NUMBERS,
+                "penalty_x": {"type": "array", "items": _POSITIVE},
+                "avg_abs_rel_error": {"type": ["number", "null"], "minimum": 0},
+                "std_abs_rel_error": {"type": ["number", "null"], "minimum": 0},
+                "per_curve": {"type": "object"},
+                "ga": {"type": "object"},
+            },
+        },
+    },
+}

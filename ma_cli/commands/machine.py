@@ -1,0 +1,180 @@
+"""``ma machine probe|show|fit|plot|schema``: measure, inspect, refit and plot machine profiles."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("machine", help="machine profiles: probe this host, show, fit, plot")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    probe = actions.add_parser("probe", help="measure this host (MultiMAPS, flops, triad, MPI) into a profile")
+    probe.add_argument("-o", "--output", default="machine-profile.json", help="profile to write")
+    probe.add_argument("--quick", action="store_true", help="a few seconds: few sizes, short timings, small GA")
+    probe.add_argument("--name", help="profile name (default: the host name)")
+    probe.add_argument("--note", default="", help="free text kept in the profile (e.g. 'busy host')")
+    probe.add_argument("--cache", action="append", default=[], metavar="LN=SIZE[:WAYS[:LINE[:POLICY]]]",
+                       help="override a cache level from sysfs, e.g. L3=16M:16:64:RR (repeatable)")
+    probe.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
+    probe.add_argument("--no-mpi", action="store_true", help="skip the MPI ping-pong")
+    probe.add_argument("--no-fit", action="store_true", help="skip the GA bandwidth fit")
+    _ga_options(probe)
+    probe.set_defaults(handler=handle_probe)
+
+    show = actions.add_parser("show", help="print a profile (a file, or the name of a shipped example)")
+    show.add_argument("profile")
+    show.set_defaults(handler=handle_show)
+
+    fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
+    fit.add_argument("profile")
+    fit.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    _ga_options(fit)
+    fit.set_defaults(handler=handle_fit)
+
+    schema = actions.add_parser("schema", help="print the profile's JSON Schema (version 1)")
+    schema.set_defaults(handler=handle_schema)
+
+    plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7) and one stride's errors (Fig. 8)")
+    plot.add_argument("profile")
+    plot.add_argument("-o", "--output", default="multimaps", help="file name prefix (default: multimaps)")
+    plot.add_argument("--stride", type=int, default=4, help="stride of the error plot (default 4)")
+    plot.set_defaults(handler=handle_plot)
+
+
+def _ga_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--population", type=int, help="GA population (default 10000, the paper's)")
+    parser.add_argument("--generations", type=int, help="GA generations (default 200, the paper's)")
+    parser.add_argument("--seed", type=int, default=0, help="GA random seed (default 0)")
+    parser.add_argument("--penalties", type=int, default=2, help="non-linear penalty terms p_i (paper: 2)")
+
+
+def _ga_settings(args: argparse.Namespace, base: Any) -> Any:
+    from dataclasses import replace
+
+    changes = {"seed": args.seed}
+    if args.population:
+        changes["population"] = args.population
+    if args.generations:
+        changes["generations"] = args.generations
+    return replace(base, **changes)
+
+
+def _load(name: str) -> Any:
+    from pathlib import Path
+
+    from backends.machine import profile
+    from ma.errors import ProfileError
+
+    shipped = profile.shipped_profiles()
+    if Path(name).exists():
+        return profile.load(name)
+    if name in shipped:
+        return profile.load(shipped[name])
+    raise ProfileError(name, f"no such file, nor the name of a shipped profile ({', '.join(shipped) or 'none'})")
+
+
+def handle_probe(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from backends.machine import hierarchy, probe
+
+    settings = probe.ProbeSettings.quick() if args.quick else probe.ProbeSettings()
+    settings = replace(settings, mpi=not args.no_mpi, fit=not args.no_fit, penalties=args.penalties,
+                       ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic)
+    caches = None
+    if args.cache:
+        overrides = {}
+        for spec in args.cache:
+            level, _, value = spec.partition("=")
+            if not (level.upper().startswith("L") and level[1:].isdigit() and value):
+                from ma.errors import ProfileError
+
+                raise ProfileError("--cache", f"{spec!r}: expected LN=SIZE[:WAYS[:LINE[:POLICY]]], e.g. L2=1M:8:64")
+            overrides[int(level[1:])] = value
+        caches = hierarchy.apply_overrides(hierarchy.from_sysfs(), overrides)
+    result = probe.probe(settings, caches=caches, name=args.name, notes=args.note,
+                         log=lambda text: print(f"ma machine probe: {text}", file=sys.stderr))
+    path = result.save(args.output)
+    print(f"{path}: measured in {result.host['probe_seconds']} s")
+    _print_fit(result)
+    return 0
+
+
+def handle_fit(args: argparse.Namespace) -> int:
+    from backends.machine import gafit, probe
+
+    machine = _load(args.profile)
+    fit = probe.fit_profile(machine, _ga_settings(args, gafit.GASettings()), args.penalties)
+    path = machine.save(args.output or args.profile)
+    print(f"{path}: fitted in {fit.ga['seconds']:.1f} s")
+    _print_fit(machine)
+    return 0
+
+
+def handle_schema(args: argparse.Namespace) -> int:
+    import json
+
+    from backends.machine.schema import PROFILE_SCHEMA
+
+    print(json.dumps(PROFILE_SCHEMA, indent=1))
+    return 0
+
+
+def handle_plot(args: argparse.Namespace) -> int:
+    from backends.machine import figures
+
+    machine = _load(args.profile)
+    print(figures.plot_multimaps(machine, f"{args.output}-curves.png"))
+    if machine.bandwidth_fit is not None:
+        print(figures.plot_errors(machine, f"{args.output}-errors-stride{args.stride}.png", f"stride {args.stride}"))
+    return 0
+
+
+def _print_fit(machine: Any) -> None:
+    fit = machine.bandwidth_fit
+    if fit is None:
+        return
+    from backends.machine import gafit
+
+    table = fit.error_table()
+    print(f"bandwidth fit (Equation 1), GA {fit.ga.get('population')} x {fit.ga.get('generations')}, "
+          f"{fit.ga.get('seconds', 0):.1f} s ({fit.ga.get('cpu_seconds', 0):.1f} s CPU); random curve not fitted, "
+          "a check:")
+    print(gafit.format_error_table(table))
+
+
+def handle_show(args: argparse.Namespace) -> int:
+    machine = _load(args.profile)
+    host = machine.host
+    print(f"profile {machine.name}: {host.get('cpu_model')} ({host.get('cpus')} cpus), host {host.get('hostname')}, "
+          f"measured {host.get('measured_at')}{' with --quick' if host.get('quick') else ''}")
+    if host.get("notes"):
+        print(f"  notes: {host['notes']}")
+    for cache in machine.caches:
+        print(f"  L{cache.level}: {cache.size_bytes // 1024} KiB, {cache.ways}-way, {cache.line_bytes} B lines "
+              f"({cache.source}, {cache.replacement} in simulation)")
+    print(f"  peak flops (one core, {machine.cpu.get('isa', '?')}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
+    print(f"  triad: {machine.triad_gbs:.1f} GB/s")
+    if machine.network:
+        net = machine.network
+        print(f"  MPI ping-pong ({net.ranks} ranks): latency {net.latency_s * 1e6:.2f} us, "
+              f"bandwidth {net.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
+    curves: dict[str, list[float]] = {}
+    for point in machine.multimaps:
+        curves.setdefault(point.curve, []).append(point.bandwidth_gbs)
+    print(f"  MultiMAPS ({machine.multimaps_settings.get('statistic', 'median')} of "
+          f"{machine.multimaps_settings.get('samples', '?')} samples):")
+    for label, values in curves.items():
+        print(f"    {label:<10} {len(values):>3} sizes, {min(values):8.2f} .. {max(values):8.2f} GB/s")
+    fit = machine.bandwidth_fit
+    if fit:
+        print("  Equation 1: c = " + ", ".join(f"{v:.3g}" for v in fit.latencies)
+              + "; b (GB/s) = " + ", ".join(f"{v:.3g}" for v in fit.plateaus_gbs)
+              + "; f = " + ", ".join(f"{v:.3g}" for v in fit.penalty_f)
+              + "; x = " + ", ".join(f"{v:.3g}" for v in fit.penalty_x))
+        _print_fit(machine)
+    return 0

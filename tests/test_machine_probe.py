@@ -1,0 +1,95 @@
+"""`ma machine probe --quick` on this host, for real: the C kernels, MultiMAPS, flops, triad, MPI ping-pong under
+the environment's mpiexec, hit rates and the GA fit; then show, fit and plot on its profile."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backends.machine import probe, profile
+from ma_cli.main import main
+
+
+@pytest.fixture(scope="module")
+def quick_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("probe") / "quick.json"
+    assert main(["machine", "probe", "--quick", "-o", str(path), "--note", "test run"]) == 0
+    return path
+
+
+@pytest.mark.mpi
+def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
+    machine = profile.load(quick_profile)
+    assert machine.host["quick"] is True and machine.host["notes"] == "test run"
+    curves = {p.curve for p in machine.multimaps}
+    assert curves == {f"stride {s}" for s in probe.STRIDES} | {"random"}
+    sizes = sorted({p.size_bytes for p in machine.multimaps})
+    assert len(sizes) >= 10 and sizes[0] == 1024
+    for point in machine.multimaps:
+        assert point.hit_rates is not None and point.hit_rates[-1] == 1.0
+        assert len(point.samples_gbs) == machine.multimaps_settings["samples"]
+        assert point.bandwidth_gbs == pytest.approx(float(np.median(point.samples_gbs)), rel=1e-3)
+    by_key = {(p.curve, p.size_bytes): p for p in machine.multimaps}
+    # the cache levels show: an L1-resident stride-1 read beats a stride-8 read from beyond L2 (a line per load)
+    in_l1 = by_key[("stride 1", max(s for s in sizes if s <= machine.caches[0].size_bytes // 2))]
+    beyond_l2 = by_key[("stride 8", sizes[-1])]
+    assert in_l1.hit_rates == [1.0] * machine.levels
+    assert beyond_l2.hit_rates is not None and beyond_l2.hit_rates[1] == 0.0
+    # best samples: the others who share this host slow a sample down, never up
+    assert max(in_l1.samples_gbs) > 2 * max(beyond_l2.samples_gbs)
+    assert machine.peak_flops > 1e9 and machine.cpu["isa"] in machine.cpu["by_isa"]
+    assert machine.triad_gbs > 0.5
+    assert machine.network is not None and 0 < machine.network.latency_s < 1e-3
+    assert [row["bytes"] for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
+    fit = machine.bandwidth_fit
+    assert fit is not None and len(fit.plateaus_gbs) == machine.levels and fit.avg_abs_rel_error is not None
+    assert set(fit.per_curve) == curves
+
+
+@pytest.mark.mpi
+def test_show_fit_and_plot(quick_profile: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["machine", "show", str(quick_profile)]) == 0
+    out = capsys.readouterr().out
+    assert "peak flops" in out and "MPI ping-pong" in out and "stride 64" in out and "avg |err|" in out
+    refit = tmp_path / "refit.json"
+    assert main(["machine", "fit", str(quick_profile), "-o", str(refit), "--population", "100",
+                 "--generations", "5", "--seed", "3"]) == 0
+    fit = profile.load(refit).bandwidth_fit
+    assert fit is not None and fit.ga["population"] == 100 and fit.ga["seed"] == 3
+    assert main(["machine", "plot", str(refit), "-o", str(tmp_path / "fig")]) == 0
+    for name in ("fig-curves.png", "fig-errors-stride4.png"):
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_probe_restores_the_affinity() -> None:
+    before = os.sched_getaffinity(0)
+    with probe.pinned() as cpu:
+        assert os.sched_getaffinity(0) == {cpu}
+    assert os.sched_getaffinity(0) == before
+
+
+def test_working_sets_span_past_the_last_cache() -> None:
+    caches = profile.CacheLevel(1, 32768, 8, 64), profile.CacheLevel(2, 1 << 25, 16, 64)
+    sizes = probe.working_sets(list(caches), probe.ProbeSettings())
+    assert sizes[0] == 1024 and sizes[-1] >= 4 * (1 << 25) - 64 and len(sizes) >= 40
+    assert all(s % 64 == 0 for s in sizes)
+
+
+def test_bad_cache_override_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["machine", "probe", "--quick", "--cache", "L2", "-o", "/dev/null"]) == 2
+    assert "expected LN=SIZE" in capsys.readouterr().err
+
+
+def test_show_names_a_bad_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "p.json"
+    bad.write_text('{"schema": "ma-machine-profile", "version": 1}')
+    assert main(["machine", "show", str(bad)]) == 2
+    assert f"{bad}: field 'name': required field is missing" in capsys.readouterr().err
+
+
+def test_show_names_the_shipped_profiles_when_the_file_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["machine", "show", "no-such-profile"]) == 2
+    assert "no-such-profile: no such file, nor the name of a shipped profile" in capsys.readouterr().err
