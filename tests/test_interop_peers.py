@@ -1,0 +1,125 @@
+"""Partner assertions (``peer=``) and the PMPI per-call log (MA_PMPI_LOG), under the real mpiexec.
+
+CG's butterfly and transpose partners are asserted as expressions of the rank in examples/npb_cg/conj_grad.py:
+at 4 ranks every call's partner PASSes, and the per-call log shows the same partners call by call. A ring
+with a wrong partner FAILs, naming the rank, the actual and the asserted partner.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import REPO, VENV_BIN, clean_env
+from trace_schema import check_trace_schema
+
+import ma_post
+from examples.npb_cg.conj_grad import TRANSPOSE_PEER
+from ma.expr import parse_expression
+from ma.trace_format import rank_file
+from ma_post.peers import peer_results
+
+pytestmark = pytest.mark.mpi
+CG = REPO / "examples" / "npb_cg" / "cg.py"
+
+
+def read_call_log(path: Path) -> list[tuple[str, int, int, int]]:
+    """(routine, peer, tag, bytes) per line of a rank's MA_PMPI_LOG file."""
+    rows = []
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            continue
+        routine, peer, tag, nbytes = line.split("\t")
+        rows.append((routine, int(peer), int(tag), int(nbytes)))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def cg_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("cg-peers")
+    trace_dir, log_dir = root / "traces", root / "calls"
+    log_dir.mkdir()
+    argv = [str(VENV_BIN / "ma"), "run", "-n", "4", "--trace-dir", str(trace_dir), "--",
+            sys.executable, str(CG), "--class", "S"]
+    done = subprocess.run(argv, env=clean_env(MA_PMPI_LOG=str(log_dir)), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return trace_dir, log_dir
+
+
+def test_cg_partners_pass_at_four_ranks(cg_run: tuple[Path, Path]) -> None:
+    trace_dir, _ = cg_run
+    results = peer_results(ma_post.load(trace_dir))
+    names = {r.path.rsplit("/", 1)[-1] for r in results}
+    assert {"transpose_snd", "transpose_rcv", "rowred_snd", "rowred_rcv", "pq_snd", "rr_rcv"} <= names
+    for result in results:
+        assert result.ok and result.unmeasured == 0, result.line()
+        assert result.passes > 0, result.line()
+    check_trace_schema(json.loads(rank_file(trace_dir, 1).read_text()))
+    done = subprocess.run([str(VENV_BIN / "ma"), "validate", str(trace_dir)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "transpose_snd:peer:ma_mpi_send:PASS=" in done.stdout
+
+
+def test_call_log_records_every_call_with_its_partner(cg_run: tuple[Path, Path]) -> None:
+    trace_dir, log_dir = cg_run
+    transpose = parse_expression(TRANSPOSE_PEER)
+    ts = ma_post.load(trace_dir)
+    for rank in range(4):
+        calls = read_call_log(log_dir / f"rank-{rank}.calls.tsv")
+        profile = ts.mpi_profiles[rank] or {}
+        # the log has as many calls of each routine as the whole-run profile counts
+        for routine, entry in profile["calls"].items():
+            assert sum(1 for c in calls if c[0] == routine) == entry["calls"], routine
+        sends = [c for c in calls if c[0] == "MPI_Send"]
+        assert sends and all(tag >= 1 for _, _, tag, _ in sends)
+        # 4 ranks: a 2x2 grid; the transpose partner is the rank's mirror across the diagonal
+        partner = transpose.evaluate({"rank": rank, "num_proc_cols": 2, "num_proc_rows": 2})
+        big = {peer for routine, peer, _, nbytes in sends if nbytes > 16}
+        assert partner in big
+
+
+RING = """
+import sys
+import numpy as np
+import ma
+from mpi4py import MPI
+
+comm = MPI.COMM_WORLD
+rank, size = comm.rank, comm.size
+ma.variable("nprocs", size)
+peer = sys.argv[1]
+send, recv = np.zeros(4), np.empty(4)
+with ma.loop("ring", "3") as lp:
+    for _ in lp.range(3):
+        with ma.mpi_irecv("rcv", "32", peer="mod(rank-1, nprocs)"):
+            request = comm.Irecv(recv, source=(rank - 1) % size)
+        with ma.mpi_send("snd", "32", peer=peer):
+            comm.Send(send, dest=(rank + 1) % size)
+        request.Wait()
+"""
+
+
+@pytest.mark.parametrize("peer, ok", [("mod(rank+1, nprocs)", True), ("mod(rank+2, nprocs)", False)])
+def test_ring_partner_pass_and_fail_with_both_ranks(tmp_path: Path, peer: str, ok: bool) -> None:
+    script = tmp_path / "ring.py"
+    script.write_text(textwrap.dedent(RING))
+    trace_dir = tmp_path / "traces"
+    argv = [str(VENV_BIN / "ma"), "run", "-n", "4", "--trace-dir", str(trace_dir), "--", sys.executable, str(script),
+            peer]
+    done = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    validated = subprocess.run([str(VENV_BIN / "ma"), "validate", str(trace_dir)], capture_output=True, text=True)
+    lines = {line.split(":peer:")[0]: line for line in validated.stdout.splitlines() if ":peer:" in line}
+    assert lines["ring/rcv"].startswith("ring/rcv:peer:ma_mpi_irecv:PASS=12:FAIL=0")
+    if ok:
+        assert validated.returncode == 0
+        assert lines["ring/snd"] == "ring/snd:peer:ma_mpi_send:PASS=12:FAIL=0"
+    else:
+        assert validated.returncode == 1
+        # rank 0 sent to rank 1 where rank 2 was asserted; every rank failed on every call
+        assert lines["ring/snd"].startswith("ring/snd:peer:ma_mpi_send:PASS=0:FAIL=12 "), lines["ring/snd"]
+        assert "rank 0 call 1: partner was rank 1, asserted rank 2; 3 more rank(s) failed" in lines["ring/snd"]
