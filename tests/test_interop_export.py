@@ -116,3 +116,13 @@ def test_extrap_needs_runs_at_different_inputs(tmp_path: Path) -> None:
     result = run_ma("export", str(run), str(twin), "--extrap", str(tmp_path / "x.json"), "--param", "bogus")
     assert result.returncode == 2
     assert "bogus" in result.stderr and str(run) in result.stderr
+
+
+def test_synth_names_the_site_without_a_partner(tmp_path: Path) -> None:
+    from ma_post.interop.synth import SynthError, synthesize
+
+    run = write_run(tmp_path / "run", cg_program(), size=4)
+    with pytest.raises(SynthError, match=r"mpi_irecv 'init_loop/conj_grad/cgit/l2q/l2rcv'.*needs its partner"):
+        synthesize(ma_post.load(run), tmp_path / "out", {"nprocs": 8})
+    result = run_ma("synth", str(run), str(tmp_path / "out2"), "--set", "nprocs=8", "--replay")
+    assert result.returncode == 2 and "--latency, --bandwidth, --speed" in result.stderr

@@ -1,8 +1,11 @@
-"""Partner assertions (``peer=``) and the PMPI per-call log (MA_PMPI_LOG), under the real mpiexec.
+"""Partner assertions (``peer=``), the PMPI per-call log (MA_PMPI_LOG) and synthetic SMPI traces replayed in
+SimGrid, from one real 4-rank run of CG class S under mpiexec.
 
 CG's butterfly and transpose partners are asserted as expressions of the rank in examples/npb_cg/conj_grad.py:
 at 4 ranks every call's partner PASSes, and the per-call log shows the same partners call by call. A ring
-with a wrong partner FAILs, naming the rank, the actual and the asserted partner.
+with a wrong partner FAILs, naming the rank, the actual and the asserted partner. ``ma synth`` at 4 ranks
+writes, call for call, the sequence the per-call log recorded; smpirun replays it (and a 64-rank one never
+run), its compute time being exactly the traced flops at the given rate.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import ma_post
 from examples.npb_cg.conj_grad import TRANSPOSE_PEER
 from ma.expr import parse_expression
 from ma.trace_format import rank_file
+from ma_post.interop.simgrid import Machine, replay
+from ma_post.interop.synth import synthesize
 from ma_post.peers import peer_results
 
 pytestmark = pytest.mark.mpi
@@ -123,3 +128,82 @@ def test_ring_partner_pass_and_fail_with_both_ranks(tmp_path: Path, peer: str, o
         # rank 0 sent to rank 1 where rank 2 was asserted; every rank failed on every call
         assert lines["ring/snd"].startswith("ring/snd:peer:ma_mpi_send:PASS=0:FAIL=12 "), lines["ring/snd"]
         assert "rank 0 call 1: partner was rank 1, asserted rank 2; 3 more rank(s) failed" in lines["ring/snd"]
+
+
+# --- synthetic traces ----------------------------------------------------------------------------------------
+LOGGED = {"MPI_Irecv": "irecv", "MPI_Isend": "isend", "MPI_Send": "send", "MPI_Recv": "recv", "MPI_Wait": "wait",
+          "MPI_Reduce": "reduce", "MPI_Barrier": "barrier", "MPI_Allreduce": "allreduce", "MPI_Bcast": "bcast"}
+
+
+def smpi_calls(path: Path) -> list[tuple[str, int, int]]:
+    """(action, partner or root, bytes) of a rank's SMPI trace, computes left out; waits carry no partner."""
+    calls = []
+    for line in path.read_text().splitlines():
+        fields = line.split()
+        action = fields[1]
+        if action in ("send", "isend", "recv", "irecv"):
+            calls.append((action, int(fields[2]), int(fields[4])))
+        elif action in ("reduce", "bcast"):
+            calls.append((action, int(fields[-1]), int(fields[2])))
+        elif action in ("wait", "barrier", "allreduce"):
+            calls.append((action, -1, int(fields[2]) if action == "allreduce" else 0))
+    return calls
+
+
+def logged_calls(path: Path) -> list[tuple[str, int, int]]:
+    out = []
+    for routine, peer, _tag, nbytes in read_call_log(path):
+        action = LOGGED[routine]
+        out.append((action, -1 if action in ("wait", "barrier", "allreduce") else peer,
+                    0 if action in ("wait", "barrier") else nbytes))
+    return out
+
+
+def test_synthetic_traces_match_the_logged_run_call_for_call(cg_run: tuple[Path, Path], tmp_path: Path) -> None:
+    trace_dir, log_dir = cg_run
+    result = synthesize(ma_post.load(trace_dir), tmp_path / "smpi", {"nprocs": 4})
+    assert result.nprocs == 4 and result.index.read_text().count("\n") == 4
+    for rank in range(4):
+        synthetic = smpi_calls(result.files[rank])
+        real = logged_calls(log_dir / f"rank-{rank}.calls.tsv")
+        assert len(synthetic) == len(real) > 5000
+        mismatch = next((i for i, (a, b) in enumerate(zip(synthetic, real, strict=True)) if a != b), None)
+        assert mismatch is None, (rank, mismatch, synthetic[mismatch], real[mismatch])
+
+
+def test_replay_in_simgrid_computes_the_traced_flops(cg_run: tuple[Path, Path], tmp_path: Path) -> None:
+    trace_dir, _ = cg_run
+    ts = ma_post.load(trace_dir)
+    result = synthesize(ts, tmp_path / "smpi", {}, region="conj_loop")
+    speed = 1e9
+    # the flops the runtime predicted inside the timed loop, per rank: the slowest rank's at `speed`
+    loop = ts.find("conj_loop", "loop")
+    flops = sum(site.predicted.sum.sum(axis=1) for site in ts.walk(loop) if site.type == "flop")
+    expected = float(flops.max()) / speed
+    ideal = replay(result, Machine(0.0, 1e15, speed))
+    assert ideal.compute_s == pytest.approx(expected, rel=1e-12)
+    assert ideal.simulated_s == pytest.approx(expected, rel=1e-5)  # a free network: computing only
+    slow = replay(result, Machine(5e-6, 1e9, speed))
+    fast = replay(result, Machine(5e-6, 1e10, speed))
+    assert slow.simulated_s > fast.simulated_s > ideal.simulated_s
+    assert slow.communication_s > 0
+
+
+@pytest.mark.slow
+def test_synthesis_and_replay_at_a_process_count_never_run(cg_run: tuple[Path, Path], tmp_path: Path) -> None:
+    trace_dir, _ = cg_run
+    done = subprocess.run([str(VENV_BIN / "ma"), "synth", str(trace_dir), str(tmp_path / "s64"), "--set", "nprocs=64",
+                           "--region", "conj_loop", "--replay", "--latency", "2e-6", "--bandwidth", "1e10",
+                           "--speed", "1e9"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("64 rank traces") and "predicted time:" in done.stdout
+    # every message has its matching receive: rank r's sends to p are p's receives from r, in order
+    sends: dict[tuple[int, int], list[int]] = {}
+    recvs: dict[tuple[int, int], list[int]] = {}
+    for rank in range(64):
+        for action, peer, nbytes in smpi_calls(tmp_path / "s64" / f"rank-{rank}.smpi"):
+            if action == "send":
+                sends.setdefault((rank, peer), []).append(nbytes)
+            elif action == "irecv":
+                recvs.setdefault((peer, rank), []).append(nbytes)
+    assert sends == recvs and len(sends) > 64
