@@ -26,16 +26,35 @@ from ma.trace_format import PEER_KEYS
 class PeerRecord:
     """The peer verdicts of one site on one thread."""
 
-    __slots__ = ("expr", "failed", "first_fail", "node", "passed", "thread", "unmeasured")
+    __slots__ = ("cache", "error", "expr", "expression", "failed", "first_fail", "node", "passed", "symbols", "thread",
+                 "unmeasured")
 
     def __init__(self, node: Any, expr: str, thread: int) -> None:
         self.node = node
         self.expr = expr
+        self.expression = parse_expression(expr)
+        self.symbols = tuple(sorted(self.expression.symbols))
+        self.cache: dict[tuple[Any, ...], Any] = {}  # the expression's value by the values of its symbols
+        self.error = ""
         self.thread = thread
         self.passed = 0
         self.failed = 0
         self.unmeasured = 0
         self.first_fail: dict[str, int] | None = None
+
+    def expected(self, env: dict[str, Any], rank: int) -> Any:
+        """The asserted partner in ``env`` (``rank`` when the program declared none), or None (see ``error``)."""
+        key = tuple(env.get(name, rank) if name == "rank" else env.get(name) for name in self.symbols)
+        value = self.cache.get(key)
+        if value is None:
+            try:
+                value = self.expression.evaluate({"rank": rank, **env})
+            except Exception as exc:
+                self.error = str(exc)
+                return None
+            if len(self.cache) < 4096:
+                self.cache[key] = value
+        return value
 
     def to_json(self) -> dict[str, Any]:
         values = (self.node.path, self.node.type, self.thread, self.expr, self.passed, self.failed, self.unmeasured,
@@ -102,12 +121,9 @@ class PeerCheck:
         if self.calls0 < 0 or calls1 < 0 or runtime.pmpi is None:
             record.unmeasured += 1
             return
-        env = dict(state.env)
-        env.setdefault("rank", runtime.rank)
-        try:
-            expected = parse_expression(self.expr).evaluate(env)
-        except Exception as exc:
-            runtime.anomaly("evaluation", node, f"peer expression {self.expr!r}: {exc}")
+        expected = record.expected(state.env, runtime.rank)
+        if expected is None:
+            runtime.anomaly("evaluation", node, f"peer expression {self.expr!r}: {record.error}")
             record.unmeasured += 1
             return
         peers = runtime.pmpi.recent_peers(node.group // 2, self.calls0, calls1)
