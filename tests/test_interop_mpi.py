@@ -183,7 +183,9 @@ def test_replay_in_simgrid_computes_the_traced_flops(cg_run: tuple[Path, Path], 
     ideal = replay(result, Machine(0.0, 1e15, speed))
     assert ideal.compute_s == pytest.approx(expected, rel=1e-12)
     assert ideal.simulated_s == pytest.approx(expected, rel=1e-5)  # a free network: computing only
-    slow = replay(result, Machine(5e-6, 1e9, speed))
+    slow = replay(result, Machine(5e-6, 1e9, speed), per_rank=True)
+    assert len(slow.rank_s) == 4 and max(slow.rank_s) == pytest.approx(slow.simulated_s, rel=1e-5)
+    assert all(0 < seconds <= slow.simulated_s * (1 + 1e-6) for seconds in slow.rank_s)
     fast = replay(result, Machine(5e-6, 1e10, speed))
     assert slow.simulated_s > fast.simulated_s > ideal.simulated_s
     assert slow.communication_s > 0

@@ -28,6 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--latency", type=float, metavar="S", help="MPI ping-pong latency in seconds")
     parser.add_argument("--bandwidth", type=float, metavar="B", help="MPI bandwidth in bytes per second")
     parser.add_argument("--speed", type=float, metavar="F", help="flop rate of one rank (flop/s)")
+    parser.add_argument("--per-rank", action="store_true",
+                        help="also print when each rank finished (traces the replay: slower)")
     parser.set_defaults(handler=run)
 
 
@@ -76,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"{result.nprocs} rank traces ({result.actions} actions) in {result.directory} "
           f"({time.perf_counter() - start:.2f} s); replay list {result.index}")
     if isinstance(machine, Machine):
-        replayed = replay(result, machine)
+        replayed = replay(result, machine, per_rank=args.per_rank)
         print(f"predicted time: {replayed.simulated_s:.6g} s = compute {replayed.compute_s:.6g} s (slowest rank) + "
               f"communication and waiting {replayed.communication_s:.6g} s (SimGrid took {replayed.wall_s:.1f} s)")
+        for rank, seconds in enumerate(replayed.rank_s):
+            print(f"rank {rank}: {seconds:.6g} s")
     return 0

@@ -81,6 +81,7 @@ class Replay:
     compute_s: float
     wall_s: float
     output: str
+    rank_s: tuple[float, ...] = ()  # when each rank reached its finalize (with per_rank=True)
 
     @property
     def communication_s(self) -> float:
@@ -108,8 +109,36 @@ def compute_seconds(result: SynthResult, flops_per_s: float) -> float:
     return slowest / flops_per_s
 
 
-def replay(result: SynthResult, machine: Machine, timeout: float | None = None) -> Replay:
-    """Replay ``result``'s traces on a generated platform with ``smpirun -replay``."""
+def finalize_times(paje: Path, nprocs: int) -> tuple[float, ...]:
+    """When each rank entered its ``finalize``, from SimGrid's Paje trace of the replay.
+
+    The lines used: ``6 t id type parent "rank-N"`` (a rank's container), ``5 id type
+    smpi_replay_run_finalize ...`` (the state's value) and ``12 t type id value`` (a rank enters a state).
+    """
+    containers: dict[str, int] = {}
+    finalize = None
+    times: dict[int, float] = {}
+    with open(paje) as lines:
+        for line in lines:
+            fields = line.split()
+            if not fields or fields[0].startswith("%"):
+                continue
+            if fields[0] == "6" and len(fields) >= 6 and fields[5].startswith('"rank-'):
+                containers[fields[2]] = int(fields[5].strip('"').removeprefix("rank-"))
+            elif fields[0] == "5" and len(fields) >= 4 and fields[3] == "smpi_replay_run_finalize":
+                finalize = fields[1]
+            elif fields[0] == "12" and finalize is not None and len(fields) >= 5 and fields[4] == finalize:
+                rank = containers.get(fields[3])
+                if rank is not None:
+                    times[rank] = float(fields[1])
+    if len(times) != nprocs:
+        raise ReplayError(f"{paje}: finalize times of {len(times)} ranks, expected {nprocs}")
+    return tuple(times[r] for r in range(nprocs))
+
+
+def replay(result: SynthResult, machine: Machine, timeout: float | None = None, per_rank: bool = False) -> Replay:
+    """Replay ``result``'s traces on a generated platform with ``smpirun -replay``; ``per_rank`` also traces the
+    replay (Paje, slower) for the time each rank finished."""
     runner = smpirun()
     with tempfile.TemporaryDirectory(prefix="ma-simgrid-") as work:
         platform = Path(work) / "platform.xml"
@@ -120,14 +149,18 @@ def replay(result: SynthResult, machine: Machine, timeout: float | None = None) 
                 "-replay", str(result.index), "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
                 f"--cfg=smpi/host-speed:{machine.flops_per_s!r}f", "--log=root.thres:warning",
                 "--log=smpi_replay.thres:info"]
+        paje = Path(work) / "replay.paje"
+        if per_rank:
+            argv[1:1] = ["-trace", "-trace-file", str(paje)]
         start = time.perf_counter()
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=work)
         except subprocess.TimeoutExpired as exc:
             raise ReplayError(f"smpirun -replay {result.index}: no result after {timeout} s") from exc
         wall = time.perf_counter() - start
-    output = done.stdout + done.stderr
-    match = _SIMULATED.search(output)
-    if done.returncode != 0 or match is None:
-        raise ReplayError(f"smpirun -replay {result.index} failed (exit {done.returncode}):\n{output[-3000:]}")
-    return Replay(float(match.group(1)), compute_seconds(result, machine.flops_per_s), wall, output)
+        output = done.stdout + done.stderr
+        match = _SIMULATED.search(output)
+        if done.returncode != 0 or match is None:
+            raise ReplayError(f"smpirun -replay {result.index} failed (exit {done.returncode}):\n{output[-3000:]}")
+        ranks = finalize_times(paje, result.nprocs) if per_rank else ()
+    return Replay(float(match.group(1)), compute_seconds(result, machine.flops_per_s), wall, output, ranks)
