@@ -209,3 +209,62 @@ def test_synthesis_and_replay_at_a_process_count_never_run(cg_run: tuple[Path, P
             elif action == "irecv":
                 recvs.setdefault((peer, rank), []).append(nbytes)
     assert sends == recvs and len(sends) > 64
+
+
+C_RING = r"""
+#include <mpi.h>
+#include <stdlib.h>
+#include <ma.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    ma_def_variable_int("rank", rank);
+    ma_def_variable_int("nprocs", size);
+    double out = rank, in = 0;
+    ma_loop_start("ring", "3", 3);
+    for (int i = 0; i < 3; i++) {
+        MPI_Request request;
+        ma_mpi_irecv("rcv", "8", MA_NO_VALUE, 1);
+        ma_mpi_peer("mod(rank-1, nprocs)");
+        MPI_Irecv(&in, 1, MPI_DOUBLE, (rank + size - 1) % size, 0, MPI_COMM_WORLD, &request);
+        ma_mpi_send("snd", "8", MA_NO_VALUE, 1);
+        ma_mpi_peer(argc > 1 ? argv[1] : "mod(rank+1, nprocs)");
+        MPI_Send(&out, 1, MPI_DOUBLE, (rank + 1) % size, 0, MPI_COMM_WORLD);
+        MPI_Wait(&request, MPI_STATUS_IGNORE);
+    }
+    ma_loop_end("ring", 3);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_c_partner_assertions_pass_and_fail(tmp_path: Path) -> None:
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    source = tmp_path / "ring.c"
+    source.write_text(C_RING)
+    binary = tmp_path / "ring"
+    built = subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *pmpi.c_flags(), str(source),
+                            "-o", str(binary), *pmpi.c_libs()], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    for peer, ok in (("mod(rank+1, nprocs)", True), ("mod(rank+2, nprocs)", False)):
+        trace_dir = tmp_path / f"traces-{ok}"
+        done = subprocess.run([str(VENV_BIN / "mpiexec"), "-n", "4", str(binary), peer],
+                              env=clean_env(MA_TRACE_DIR=str(trace_dir)), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        check_trace_schema(json.loads(rank_file(trace_dir, 0).read_text()))
+        validated = subprocess.run([str(VENV_BIN / "ma"), "validate", str(trace_dir)], capture_output=True, text=True)
+        lines = {line.split(":peer:")[0]: line for line in validated.stdout.splitlines() if ":peer:" in line}
+        assert lines["ring/rcv"] == "ring/rcv:peer:ma_mpi_irecv:PASS=12:FAIL=0"
+        if ok:
+            assert validated.returncode == 0 and lines["ring/snd"] == "ring/snd:peer:ma_mpi_send:PASS=12:FAIL=0"
+        else:
+            assert validated.returncode == 1
+            assert lines["ring/snd"].startswith("ring/snd:peer:ma_mpi_send:PASS=0:FAIL=12 (rank 0 call 1: partner "
+                                                "was rank 1, asserted rank 2; 3 more rank(s) failed)"), lines
