@@ -126,3 +126,16 @@ def test_synth_names_the_site_without_a_partner(tmp_path: Path) -> None:
         synthesize(ma_post.load(run), tmp_path / "out", {"nprocs": 8})
     result = run_ma("synth", str(run), str(tmp_path / "out2"), "--set", "nprocs=8", "--replay")
     assert result.returncode == 2 and "--latency, --bandwidth, --speed" in result.stderr
+
+
+def test_extrap_document_covers_every_point(tmp_path: Path) -> None:
+    # at 1 process CG's butterflies run no step: their sites are absent there and count zeros
+    runs = [ma_post.load(write_run(tmp_path / f"p{p}", cg_program(), size=p)) for p in (1, 4, 16)]
+    document = extrap_document(runs)
+    assert document["parameters"] == ["nprocs"]
+    points = [[1.0], [4.0], [16.0]]
+    for callpath, metrics in document["measurements"].items():
+        for metric, entries in metrics.items():
+            assert [e["point"] for e in entries] == points, (callpath, metric)
+    l2rcv = document["measurements"]["<program>->init_loop->conj_grad->cgit->l2q->l2rcv"]["calls"]
+    assert l2rcv[0]["values"] == [0.0] and len(l2rcv[2]["values"]) == 16 and min(l2rcv[2]["values"]) > 0

@@ -15,7 +15,9 @@ Written in Extra-P's newer JSON format (``{"parameters": [...], "measurements": 
   ...: the trace's own totals, as ``ma model`` compares them).
 
 The values of a point are the per-rank values of every run at that point, so Extra-P models their mean
-per rank and sees their spread.
+per rank and sees their spread. A site that did not run at a point (a loop of zero trips there) counts zeros;
+a metric without a value at some point (flops where no counter measured them) is left out, since Extra-P
+wants every call path and metric at every point.
 """
 
 from __future__ import annotations
@@ -110,19 +112,35 @@ def extrap_document(runs: Sequence[TraceSet], parameters: Sequence[str] = (),
         if finite.size:
             table.setdefault(callpath, {}).setdefault(metric, {}).setdefault(point, []).extend(finite.tolist())
 
+    seen: dict[tuple[float, ...], set[str]] = {}  # point -> call paths of the sites its runs have
+    ranks: dict[tuple[float, ...], int] = {}
     for ts, coordinates in zip(runs, points, strict=True):
         point = tuple(coordinates)
+        ranks[point] = ranks.get(point, 0) + ts.n_ranks
         for quantity, values in _quantity_values(ts, quantities).items():
             add(ROOT, quantity, point, values)
         for site in ts.walk():
             if site.type == "variable":
                 continue
+            callpath = _callpath(ts, site)
+            seen.setdefault(point, set()).add(callpath)
             for metric, values in _site_values(site).items():
-                add(_callpath(ts, site), metric, point, values[site.present.any(axis=1)])
-    measurements = {
-        callpath: {metric: [{"point": list(point), "values": values} for point, values in sorted(by_point.items())]
-                   for metric, by_point in metrics.items()}
-        for callpath, metrics in table.items()}
+                add(callpath, metric, point, values)
+    # A site that did not run at some point (a loop of 0 trips there) ran 0 times: zeros, one per rank.
+    for point, count in ranks.items():
+        for callpath in set(table) - seen.get(point, set()) - {ROOT}:
+            for metric in SITE_METRICS:
+                add(callpath, metric, point, np.zeros(count))
+    # Extra-P wants every call path and metric at every point: a metric not measured at some point (e.g. flops
+    # without a counter) is left out.
+    measurements: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for callpath, metrics in table.items():
+        complete = {metric: [{"point": list(point), "values": by_point[point]} for point in sorted(by_point)]
+                    for metric, by_point in metrics.items() if set(by_point) == set(ranks)}
+        if complete:
+            measurements[callpath] = complete
+    if not measurements:
+        raise MAError("Extra-P export: no metric was measured at every point")
     return {"parameters": names, "measurements": measurements}
 
 
