@@ -2,10 +2,13 @@
 
 An MPI assertion may name the rank its calls talk to (the destination or source of a point-to-point call,
 the root of a rooted collective) as an expression of the variables in scope; ``rank`` is this process's
-rank in MPI_COMM_WORLD unless the program declared its own. The PMPI library keeps the partner of each
-group's recent calls (``ma_pmpi_group_peers``); at the end of the region every call it made is compared
-with the expression's value and counted as a peer PASS or FAIL. The first failing call is kept with both
-ranks (the expected and the actual partner).
+rank in MPI_COMM_WORLD and ``iter`` the iteration (from 0) of the innermost enclosing ``ma.loop`` that counts
+them (``lp.range``, ``lp.iter``), unless the program declared its own. ``iter`` spares declaring a loop index
+as a variable, which would make every annotation in the loop evaluate its expression again.
+
+The PMPI library keeps the partner of each group's recent calls (``ma_pmpi_group_peers``); at the end of the
+region every call it made is compared with the expression's value and counted as a peer PASS or FAIL. The
+first failing call is kept with both ranks (the expected and the actual partner).
 
 A region with ``peer=`` is wrapped by :class:`PeerCheck` around the usual annotation object, so the common
 path of every other assertion is unchanged. The checks are written into the trace as its ``peers`` list
@@ -15,6 +18,7 @@ path of every other assertion is unchanged. The checks are written into the trac
 from __future__ import annotations
 
 import threading
+from operator import length_hint
 from types import TracebackType
 from typing import Any, Literal
 
@@ -42,13 +46,14 @@ class PeerRecord:
         self.unmeasured = 0
         self.first_fail: dict[str, int] | None = None
 
-    def expected(self, env: dict[str, Any], rank: int) -> Any:
-        """The asserted partner in ``env`` (``rank`` when the program declared none), or None (see ``error``)."""
-        key = tuple(env.get(name, rank) if name == "rank" else env.get(name) for name in self.symbols)
+    def expected(self, env: dict[str, Any], implicit: dict[str, int]) -> Any:
+        """The asserted partner in ``env`` and the ``implicit`` names (``rank``, ``iter``) the program did not
+        declare itself, or None (see ``error``)."""
+        key = (tuple(map(env.get, self.symbols)), *implicit.values())
         value = self.cache.get(key)
         if value is None:
             try:
-                value = self.expression.evaluate({"rank": rank, **env})
+                value = self.expression.evaluate({**implicit, **env})
             except Exception as exc:
                 self.error = str(exc)
                 return None
@@ -62,6 +67,7 @@ class PeerRecord:
         return dict(zip(PEER_KEYS, values, strict=True))
 
 
+_FROM_RANGE = -2  # loop.n while lp.range counts (annotations.py)
 _records: dict[tuple[int, int], PeerRecord] = {}  # (id(node), thread index) -> record; nodes live as long
 _lock = threading.Lock()
 
@@ -109,19 +115,25 @@ class PeerCheck:
         calls1 = self._calls()
         region = self.region
         node, state = region.node, region.state if region.node is not None else None
+        outer = region.outer if node is not None else None
         result = region.__exit__(exc_type, exc, tb)
         if node is None or state is None or exc_type is not None:
             return result
-        self._check(node, state, calls1)
+        self._check(node, state, calls1, outer)
         return result
 
-    def _check(self, node: Any, state: Any, calls1: int) -> None:
+    def _check(self, node: Any, state: Any, calls1: int, outer: Any) -> None:
         record = _record_for(node, self.expr, state.index)
         runtime = state.runtime
         if self.calls0 < 0 or calls1 < 0 or runtime.pmpi is None:
             record.unmeasured += 1
             return
-        expected = record.expected(state.env, runtime.rank)
+        implicit = {"rank": runtime.rank}
+        if "iter" in record.symbols:
+            iteration = current_iteration(outer)
+            if iteration is not None:
+                implicit["iter"] = iteration
+        expected = record.expected(state.env, implicit)
         if expected is None:
             runtime.anomaly("evaluation", node, f"peer expression {self.expr!r}: {record.error}")
             record.unmeasured += 1
@@ -140,6 +152,18 @@ class PeerCheck:
         if record.first_fail is None:
             record.first_fail = {"call": node.calls, "rank": runtime.rank, "expected": _as_int(expected),
                                  "actual": wrong[0]}
+
+
+def current_iteration(frame: Any) -> int | None:
+    """The iteration (from 0) the innermost loop open at ``frame`` or above it is in, when the loop counts its
+    iterations (``lp.range``, ``lp.iter``); None otherwise."""
+    while frame is not None and getattr(frame, "TYPE", None) != "loop":
+        frame = getattr(frame, "outer", None)
+    if frame is None:
+        return None
+    if frame.n == _FROM_RANGE:
+        return int(frame.length - length_hint(frame.items)) - 1
+    return int(frame.n) - 1 if frame.n >= 1 else None
 
 
 def _as_int(value: Any) -> Any:

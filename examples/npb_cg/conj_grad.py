@@ -187,10 +187,14 @@ RHO0, PQ, RR, RESIDUAL, NORMS = (ReductionSites(f"{name}_red", f"{name}_rcv", f"
 
 # Partners (NPB's reduce_exch_proc and exch_proc, grid.py) as expressions of the rank, checked per call by
 # the PMPI layer. Step s of a butterfly pairs ranks d/2 apart within blocks of d = num_proc_cols/2^(s-1)
-# columns; the transpose swaps a rank's (row, column) block with (column, row), where a rank of a grid with
-# twice as many columns as rows (h = 2) holds one half of a block.
-BUTTERFLY_PEER = ("floor(rank/(num_proc_cols/2^(step-1)))*(num_proc_cols/2^(step-1))"
-                  " + mod(rank + num_proc_cols/2^step, num_proc_cols/2^(step-1))")
+# columns: s = iter+1 in the reductions (steps 1..l2npcols), s = l2npcols-iter in the row reduction of A.p
+# (steps l2npcols..1); `iter` is the enclosing loop's iteration, so no index variable is declared (one would
+# make every annotation of the loop evaluate again). The transpose swaps a rank's (row, column) block with
+# (column, row), where a rank of a grid with twice as many columns as rows (h = 2) holds one half of a block.
+_BUTTERFLY = ("floor(rank/(num_proc_cols/2^({s}-1)))*(num_proc_cols/2^({s}-1))"
+              " + mod(rank + num_proc_cols/2^{s}, num_proc_cols/2^({s}-1))")
+BUTTERFLY_PEER = _BUTTERFLY.format(s="(iter+1)")
+ROWRED_PEER = _BUTTERFLY.format(s="(l2npcols-iter)")
 TRANSPOSE_PEER = ("(num_proc_cols/num_proc_rows)*(mod(floor(rank/(num_proc_cols/num_proc_rows)), num_proc_rows)"
                   "*num_proc_rows + floor(rank/num_proc_cols)) + mod(rank, num_proc_cols/num_proc_rows)")
 
@@ -207,7 +211,6 @@ def butterfly_sum(st: CGState, values: np.ndarray, sites: ReductionSites) -> np.
     send[:] = values
     with ma.loop(sites.loop, "l2npcols") as lp:
         for i in lp.range(1, g.l2npcols + 1):
-            ma.variable("step", i)
             with ma.mpi_irecv(sites.irecv, size, peer=BUTTERFLY_PEER):
                 req = st.comm.Irecv(recv, source=g.reduce_exch_proc[i - 1], tag=i)
             with ma.mpi_send(sites.send, size, peer=BUTTERFLY_PEER):
@@ -236,10 +239,9 @@ def row_reduce_exchange(st: CGState, w: np.ndarray, recv: np.ndarray) -> None:
         for i in lp.range(g.l2npcols, 0, -1):
             r0, rlen = g.reduce_recv_starts[i - 1] - 1, g.reduce_recv_lengths[i - 1]
             t0, tlen = g.reduce_send_starts[i - 1] - 1, g.reduce_send_lengths[i - 1]
-            ma.variable("step", i)
-            with ma.mpi_irecv("rowred_rcv", "dp*na/num_proc_cols", peer=BUTTERFLY_PEER):
+            with ma.mpi_irecv("rowred_rcv", "dp*na/num_proc_cols", peer=ROWRED_PEER):
                 req = st.comm.Irecv(recv[r0:r0 + rlen], source=g.reduce_exch_proc[i - 1], tag=i)
-            with ma.mpi_send("rowred_snd", "dp*na/num_proc_cols", peer=BUTTERFLY_PEER):
+            with ma.mpi_send("rowred_snd", "dp*na/num_proc_cols", peer=ROWRED_PEER):
                 st.comm.Send(w[t0:t0 + tlen], dest=g.reduce_exch_proc[i - 1], tag=i)
             req.Wait()
             with ma.flop("rowred_add", "na/num_proc_cols"):

@@ -5,8 +5,9 @@ site tree of one traced run is executed symbolically for every rank of a process
 and each rank's MPI calls are written as a SimGrid/SMPI *time-independent trace* (``init``, ``compute F``,
 ``send``/``isend``/``recv``/``irecv`` with partner and bytes, ``wait``, collectives, ``finalize``):
 
-- inputs keep their traced values unless ``--set`` overrides them; ``rank`` is the rank being generated;
-  derived variables (``ma.assign``) are evaluated where they were declared;
+- inputs keep their traced values unless ``--set`` overrides them; ``rank`` is the rank being generated and
+  ``iter`` the iteration of the innermost loop (as in the runtime's partner checks); derived variables
+  (``ma.assign``) are evaluated where they were declared;
 - a loop runs its trip-count expression's number of iterations. A variable the program declares in every
   iteration of a loop is that loop's index: it counts from its traced minimum, up, or down when the trace
   shows it ending at its minimum (NPB CG's reduction steps);
@@ -72,7 +73,7 @@ class Program:
     index_variables: dict[str, IndexVariable]  # site path -> rule
     peers: dict[tuple[str, str], str]  # (path, type) -> peer expression
     region: tuple[Site, ...] = ()  # the chain of sites from the top down to the region to generate
-    repeat_cache: dict[Any, Any] = field(default_factory=dict)
+    varying_loops: set[Any] = field(default_factory=set)  # keys of loops whose iterations differ
 
 
 def _site_label(site: Site) -> str:
@@ -118,7 +119,15 @@ def load_program(ts: TraceSet, settings: Mapping[str, float], region: str | None
     if region:
         target = ts.find(region)
         chain = (*ts.ancestors(target), target)
-    return Program(ts, inputs, index_variables, peers, chain)
+    # a loop's iterations differ when it declares an index variable, or a partner below it uses `iter`
+    varying = {ts.sites[ts.find(path, "variable").parent].key for path in index_variables  # type: ignore[index]
+               if ts.find(path, "variable").parent is not None}
+    for (path, kind), text in peers.items():
+        if "iter" in parse_expression(text).symbols:
+            loops = [a for a in ts.ancestors(ts.find(path, kind)) if a.type == "loop"]
+            if loops:
+                varying.add(loops[-1].key)
+    return Program(ts, inputs, index_variables, peers, chain, varying)
 
 
 class RankGenerator:
@@ -206,15 +215,14 @@ class RankGenerator:
         if trips < 0 or not math.isclose(trips, trips_value, abs_tol=1e-9):
             raise SynthError(f"{_site_label(site)}: trip count {site.expr!r} = {trips_value:g} is not a count")
         children = self.program.ts.children(site)
-        has_index = any(c.path in self.program.index_variables for c in children)
         ops: list[Op] = []
-        if not has_index and trips > 0:  # every iteration makes the same calls: make one, repeat it
-            once = self.body(children, dict(env))
+        if site.key not in self.program.varying_loops and trips > 0:  # the same calls every time: repeat one
+            once = self.body(children, {**env, "iter": 0})
             for _ in range(trips):
                 self.extend(ops, once)
             return ops
         for k in range(trips):
-            self.extend(ops, self.body(children, dict(env), k, trips))
+            self.extend(ops, self.body(children, {**env, "iter": k}, k, trips))
         return ops
 
     def mpi(self, site: Site, env: dict[str, Number], ops: list[Op], pending: list[Op]) -> None:
