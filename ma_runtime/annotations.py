@@ -621,91 +621,104 @@ def mpi_send_call(id: str, expr: str, value: Number | None = None, count: str | 
                   *, peer: str | None = None) -> mpi_send:
     """``ma.mpi_send(...)``: the annotation object of one call (a :class:`mpi_send`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_send, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_send, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_isend_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_isend:
     """``ma.mpi_isend(...)``: the annotation object of one call (a :class:`mpi_isend`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_isend, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_isend, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_recv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                   *, peer: str | None = None) -> mpi_recv:
     """``ma.mpi_recv(...)``: the annotation object of one call (a :class:`mpi_recv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_recv, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_recv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_irecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_irecv:
     """``ma.mpi_irecv(...)``: the annotation object of one call (a :class:`mpi_irecv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_irecv, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_irecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_sendrecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                       *, peer: str | None = None) -> mpi_sendrecv:
     """``ma.mpi_sendrecv(...)``: the annotation object of one call (a :class:`mpi_sendrecv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_sendrecv, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_sendrecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_bcast_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_bcast:
     """``ma.mpi_bcast(...)``: the annotation object of one call (a :class:`mpi_bcast`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_bcast, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_bcast, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_reduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                     *, peer: str | None = None) -> mpi_reduce:
     """``ma.mpi_reduce(...)``: the annotation object of one call (a :class:`mpi_reduce`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_reduce, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_reduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_allreduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                        *, peer: str | None = None) -> mpi_allreduce:
     """``ma.mpi_allreduce(...)``: the annotation object of one call (a :class:`mpi_allreduce`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_allreduce, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_allreduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_gather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                     *, peer: str | None = None) -> mpi_gather:
     """``ma.mpi_gather(...)``: the annotation object of one call (a :class:`mpi_gather`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_gather, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_gather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_scatter_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                      *, peer: str | None = None) -> mpi_scatter:
     """``ma.mpi_scatter(...)``: the annotation object of one call (a :class:`mpi_scatter`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_scatter, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_scatter, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_allgather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                        *, peer: str | None = None) -> mpi_allgather:
     """``ma.mpi_allgather(...)``: the annotation object of one call (a :class:`mpi_allgather`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_allgather, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_allgather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                       *, peer: str | None = None) -> mpi_alltoall:
     """``ma.mpi_alltoall(...)``: the annotation object of one call (a :class:`mpi_alltoall`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_alltoall, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_alltoall, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                      *, peer: str | None = None) -> mpi_barrier:
     """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_barrier, _MPI, id, expr, value, count), peer)  # type: ignore[no-any-return]
+    return with_peer(make(mpi_barrier, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 # --- the common path in C (csrc/fast_region.c) --------------------------------------------------------------

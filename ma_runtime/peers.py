@@ -11,12 +11,14 @@ region every call it made is compared with the expression's value and counted as
 first failing call is kept with both ranks (the expected and the actual partner).
 
 A region with ``peer=`` is wrapped by :class:`PeerCheck` around the usual annotation object, so the common
-path of every other assertion is unchanged. The checks are written into the trace as its ``peers`` list
+path of every other assertion is unchanged; only the first MA_PEER_CHECKS (64) calls of each site are
+checked (:func:`with_peer`). The checks are written into the trace as its ``peers`` list
 (docs/trace-format.md), one entry per site and thread.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from operator import length_hint
 from types import TracebackType
@@ -170,10 +172,39 @@ def _as_int(value: Any) -> Any:
     return int(value) if float(value).is_integer() else value
 
 
-def with_peer(region: Any, peer: str | None) -> Any:
-    """``region`` itself, or wrapped to check its partners when ``peer`` is given."""
+def _check_limit() -> int:
+    text = os.environ.get("MA_PEER_CHECKS", "").strip()
+    if not text:
+        return DEFAULT_CHECKS
+    if not text.isdigit():
+        raise AnnotationError(f"MA_PEER_CHECKS={text!r}: expected a whole number of calls (0: every call)")
+    return int(text)
+
+
+DEFAULT_CHECKS = 64
+_limit: int | None = None
+_checks: dict[tuple[int, str, str, str], int] = {}  # (parent node, type, id, expr) -> calls checked so far
+
+
+def with_peer(region: Any, peer: str | None, parent: Any = None) -> Any:
+    """``region`` itself, or wrapped to check its partners when ``peer`` is given (``parent``: the node the
+    site is below).
+
+    The first MA_PEER_CHECKS (default 64; 0: all) calls of each site are checked, the later ones run as
+    plain assertions: a partner pattern is fixed by the code, and a check (about 10 us) would otherwise cost
+    every call of a communication-bound loop its share.
+    """
+    global _limit
     if peer is None:
         return region
     if not isinstance(peer, str):
         raise AnnotationError(f"{region.TYPE} {region.id!r}: peer must be an expression (str), got {peer!r}")
+    if _limit is None:
+        _limit = _check_limit()
+    if _limit:
+        key = (id(parent), region.TYPE, region.id, peer)
+        done = _checks.get(key, 0)
+        if done >= _limit:
+            return region
+        _checks[key] = done + 1
     return PeerCheck(region, peer)

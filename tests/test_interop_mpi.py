@@ -268,3 +268,16 @@ def test_c_partner_assertions_pass_and_fail(tmp_path: Path) -> None:
             assert validated.returncode == 1
             assert lines["ring/snd"].startswith("ring/snd:peer:ma_mpi_send:PASS=0:FAIL=12 (rank 0 call 1: partner "
                                                 "was rank 1, asserted rank 2; 3 more rank(s) failed)"), lines
+
+
+def test_only_the_first_calls_of_a_site_are_checked(tmp_path: Path) -> None:
+    script = tmp_path / "ring.py"
+    script.write_text(textwrap.dedent(RING))
+    trace_dir = tmp_path / "traces"
+    argv = [str(VENV_BIN / "ma"), "run", "-n", "4", "--trace-dir", str(trace_dir), "--", sys.executable, str(script),
+            "mod(rank+2, nprocs)"]
+    done = subprocess.run(argv, env=clean_env(MA_PEER_CHECKS="2"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = {r.path: r for r in peer_results(ma_post.load(trace_dir))}
+    assert (results["ring/rcv"].passes, results["ring/rcv"].fails) == (8, 0)  # 2 of the 3 calls, on 4 ranks
+    assert (results["ring/snd"].passes, results["ring/snd"].fails) == (0, 8)
