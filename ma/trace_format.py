@@ -36,6 +36,10 @@ STRUCTURE_TYPES: frozenset[str] = frozenset({"root", "subroutine", *DECLARATION_
 
 # Top-level keys of a document, and of its header.
 DOCUMENT_KEYS = ("format", "version", "header", "variables", "threads", "anomalies", "mpi_profile")
+# Optional top-level list, present only when some MPI assertion named its partner (peer=): one entry per site
+# and thread (docs/trace-format.md).
+PEERS_KEY = "peers"
+PEER_KEYS = ("path", "type", "thread", "expr", "pass", "fail", "unmeasured", "first_fail")
 HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", "command", "start_time",
                "end_time", "status", "exit_reason", "tolerance", "counters", "mpi")
 # Keys of a site node; an MPI node has NODE_MPI_KEYS too.

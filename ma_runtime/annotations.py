@@ -36,6 +36,7 @@ from ma.trace_format import MPI_TYPES
 from . import tree as _tree
 from .decorate import in_subroutine
 from .mars import thread_state
+from .peers import with_peer
 from .sites import OpenAnnotation
 from .threadstate import ThreadState
 from .tree import Node
@@ -616,69 +617,108 @@ def stack_memory_call(id: str, expr: str, value: Number | None = None) -> stack_
     return make(stack_memory, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
 
 
-def mpi_send_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_send:
-    """``ma.mpi_send(...)``: the annotation object of one call (a :class:`mpi_send`)."""
-    return make(mpi_send, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_send_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                  *, peer: str | None = None) -> mpi_send:
+    """``ma.mpi_send(...)``: the annotation object of one call (a :class:`mpi_send`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_send, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_isend_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_isend:
-    """``ma.mpi_isend(...)``: the annotation object of one call (a :class:`mpi_isend`)."""
-    return make(mpi_isend, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_isend_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                   *, peer: str | None = None) -> mpi_isend:
+    """``ma.mpi_isend(...)``: the annotation object of one call (a :class:`mpi_isend`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_isend, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_recv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_recv:
-    """``ma.mpi_recv(...)``: the annotation object of one call (a :class:`mpi_recv`)."""
-    return make(mpi_recv, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_recv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                  *, peer: str | None = None) -> mpi_recv:
+    """``ma.mpi_recv(...)``: the annotation object of one call (a :class:`mpi_recv`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_recv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_irecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_irecv:
-    """``ma.mpi_irecv(...)``: the annotation object of one call (a :class:`mpi_irecv`)."""
-    return make(mpi_irecv, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_irecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                   *, peer: str | None = None) -> mpi_irecv:
+    """``ma.mpi_irecv(...)``: the annotation object of one call (a :class:`mpi_irecv`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_irecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_sendrecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_sendrecv:
-    """``ma.mpi_sendrecv(...)``: the annotation object of one call (a :class:`mpi_sendrecv`)."""
-    return make(mpi_sendrecv, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_sendrecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                      *, peer: str | None = None) -> mpi_sendrecv:
+    """``ma.mpi_sendrecv(...)``: the annotation object of one call (a :class:`mpi_sendrecv`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_sendrecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_bcast_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_bcast:
-    """``ma.mpi_bcast(...)``: the annotation object of one call (a :class:`mpi_bcast`)."""
-    return make(mpi_bcast, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_bcast_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                   *, peer: str | None = None) -> mpi_bcast:
+    """``ma.mpi_bcast(...)``: the annotation object of one call (a :class:`mpi_bcast`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_bcast, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_reduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_reduce:
-    """``ma.mpi_reduce(...)``: the annotation object of one call (a :class:`mpi_reduce`)."""
-    return make(mpi_reduce, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_reduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                    *, peer: str | None = None) -> mpi_reduce:
+    """``ma.mpi_reduce(...)``: the annotation object of one call (a :class:`mpi_reduce`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_reduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_allreduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_allreduce:
-    """``ma.mpi_allreduce(...)``: the annotation object of one call (a :class:`mpi_allreduce`)."""
-    return make(mpi_allreduce, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_allreduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                       *, peer: str | None = None) -> mpi_allreduce:
+    """``ma.mpi_allreduce(...)``: the annotation object of one call (a :class:`mpi_allreduce`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_allreduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_gather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_gather:
-    """``ma.mpi_gather(...)``: the annotation object of one call (a :class:`mpi_gather`)."""
-    return make(mpi_gather, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_gather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                    *, peer: str | None = None) -> mpi_gather:
+    """``ma.mpi_gather(...)``: the annotation object of one call (a :class:`mpi_gather`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_gather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_scatter_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_scatter:
-    """``ma.mpi_scatter(...)``: the annotation object of one call (a :class:`mpi_scatter`)."""
-    return make(mpi_scatter, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_scatter_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                     *, peer: str | None = None) -> mpi_scatter:
+    """``ma.mpi_scatter(...)``: the annotation object of one call (a :class:`mpi_scatter`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_scatter, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_allgather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_allgather:
-    """``ma.mpi_allgather(...)``: the annotation object of one call (a :class:`mpi_allgather`)."""
-    return make(mpi_allgather, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_allgather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                       *, peer: str | None = None) -> mpi_allgather:
+    """``ma.mpi_allgather(...)``: the annotation object of one call (a :class:`mpi_allgather`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_allgather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_alltoall:
-    """``ma.mpi_alltoall(...)``: the annotation object of one call (a :class:`mpi_alltoall`)."""
-    return make(mpi_alltoall, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                      *, peer: str | None = None) -> mpi_alltoall:
+    """``ma.mpi_alltoall(...)``: the annotation object of one call (a :class:`mpi_alltoall`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_alltoall, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
-def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1) -> mpi_barrier:
-    """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`)."""
-    return make(mpi_barrier, _MPI, id, expr, value, count)  # type: ignore[return-value]
+def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
+                     *, peer: str | None = None) -> mpi_barrier:
+    """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`; with ``peer``, wrapped
+    to check each call's partner, see ma_runtime/peers.py)."""
+    return with_peer(make(mpi_barrier, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
+                     None if peer is None else current_state().current)
 
 
 # --- the common path in C (csrc/fast_region.c) --------------------------------------------------------------

@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ma.expr import parse_expression
-from ma.trace_format import COMPLETE, RUNNING, TERMINATED
+from ma.trace_format import COMPLETE, PEERS_KEY, RUNNING, TERMINATED
 
-from . import COMPILED, trace
+from . import COMPILED, peers, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
 from .sites import NodeFactory
@@ -238,7 +238,14 @@ class Runtime:
                 "threads": [{"thread": s.index, "name": s.name, "root": s.root.to_json()} for s in self.threads],
                 "anomalies": [a.to_json() for a in self.anomalies.values()],
                 "mpi_profile": self.pmpi.profile() if self.pmpi is not None else None,
+                **_peer_checks(),
             }
+
+
+def _peer_checks() -> dict[str, Any]:
+    """The trace's ``peers`` list, present only when some assertion named its partner (``peer=``)."""
+    checks = peers.records()
+    return {PEERS_KEY: [c.to_json() for c in checks]} if checks else {}
 
 
 def _is_number(value: object) -> bool:

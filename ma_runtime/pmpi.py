@@ -50,6 +50,7 @@ _LIBMA_SOURCES = ("ma_runtime.c", "ma_expr.c", "ma_trace.c", "ma_counters.c", "m
                   "ma_internal.h")
 _CFLAGS = ("-O2", "-g", "-fPIC", "-shared", "-Wall", "-Wextra")
 _PROFILE_BUFFER = 1 << 16
+PEER_RING = 64  # MA_PMPI_PEER_RING of ma_pmpi.h: partners remembered per group
 
 
 # ma.errors and .toolchain are imported inside the functions: `import ma` loads this module while the ma
@@ -200,6 +201,8 @@ class PmpiLibrary:
         totals_type = ctypes.c_uint64 * (2 * lib.ma_pmpi_ngroups())
         self._totals = totals_type.in_dll(lib, "ma_pmpi_group_totals")
         self._view: memoryview | None = None
+        peers_type = ctypes.c_int32 * (PEER_RING * lib.ma_pmpi_ngroups())
+        self._peers = memoryview(peers_type.in_dll(lib, "ma_pmpi_group_peers")).cast("B").cast("i")
         raw_path = lib.ma_pmpi_library_path()
         self.path = Path(raw_path.decode()) if raw_path else library_path()
 
@@ -231,6 +234,14 @@ class PmpiLibrary:
         if self._view is None:
             self._view = memoryview(self._totals).cast("B").cast("Q")
         return self._view, 2 * group
+
+    def recent_peers(self, group: int, first: int, end: int) -> list[int] | None:
+        """Partners of the group's calls ``first .. end-1`` (counted as its running ``calls`` total), or None
+        when the library no longer remembers all of them (more than PEER_RING calls)."""
+        if end - first > PEER_RING or first < 0:
+            return None
+        base = group * PEER_RING
+        return [self._peers[base + n % PEER_RING] for n in range(first, end)]
 
     def profile(self) -> dict[str, Any]:
         """The whole-run profile: the ``mpi_profile`` object of docs/trace-format.md."""

@@ -14,6 +14,7 @@ command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 [ -f /usr/include/valgrind/pub_tool_basics.h ] || missing+=(valgrind)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless, for the HTML report's browser test
+command -v smpirun >/dev/null 2>&1 || missing+=(libsimgrid-dev)  # SimGrid/SMPI: replays `ma synth` traces
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq
@@ -28,6 +29,15 @@ fi
 echo "setup: installing the project into .venv (compiles the runtime's hot path with Cython)"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".[dev]"
+# Extra-P (the `ma export --extrap` test) pins numpy<2: its own venv, without its GUI (PySide6) and
+# scikit-learn, which its command line and default modeler do not import.
+if [ ! -x .venv-extrap/bin/extrap ]; then
+  echo "setup: creating .venv-extrap (Extra-P)"
+  "$PYTHON" -m venv .venv-extrap
+  .venv-extrap/bin/python -m pip install -q --no-deps "extrap==4.2.5"
+  .venv-extrap/bin/python -m pip install -q "numpy<2" "scipy<1.14" "matplotlib~=3.6" "tqdm~=4.47" \
+    "pycubexr>=1.2.3,<3,!=2.0.0" "marshmallow~=3.7" packaging
+fi
 echo "setup: building the C parts"
 .venv/bin/ma tools build
 echo "setup: done. The environment's MPI is .venv/bin/mpiexec; keep .venv/bin first on PATH."

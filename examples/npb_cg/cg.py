@@ -183,14 +183,16 @@ def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
         power_iteration(st)                   # untimed warm-up: pages in code and data
     reset_x(st)
 
-    comm.Barrier()
+    with ma.mpi_barrier("start_barrier", "0"):
+        comm.Barrier()
     say("\n   iteration           ||r||                 zeta")
     t_start = MPI.Wtime()
     history = timed_loop(st, lambda it, rn, z: say(f"    {it:5d}      {fortran_e(rn, 21, 14)}{z:20.13f}"))
     t_local = MPI.Wtime() - t_start
 
     t_max = np.zeros(1)
-    comm.Reduce(np.array([t_local]), t_max, op=MPI.MAX, root=ROOT)
+    with ma.mpi_reduce("time_reduce", "dp", peer="0"):
+        comm.Reduce(np.array([t_local]), t_max, op=MPI.MAX, root=ROOT)
     elapsed = float(t_max[0]) if me == ROOT else t_local
     mops = 1.0e-6 * official_op_count(problem.na, problem.nonzer, niter) / elapsed if elapsed > 0 else 0.0
 

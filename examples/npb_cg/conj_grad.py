@@ -185,6 +185,19 @@ class ReductionSites:
 RHO0, PQ, RR, RESIDUAL, NORMS = (ReductionSites(f"{name}_red", f"{name}_rcv", f"{name}_snd")
                                  for name in ("rho0", "pq", "rr", "resid", "norm"))
 
+# Partners (NPB's reduce_exch_proc and exch_proc, grid.py) as expressions of the rank, checked per call by
+# the PMPI layer. Step s of a butterfly pairs ranks d/2 apart within blocks of d = num_proc_cols/2^(s-1)
+# columns: s = iter+1 in the reductions (steps 1..l2npcols), s = l2npcols-iter in the row reduction of A.p
+# (steps l2npcols..1); `iter` is the enclosing loop's iteration, so no index variable is declared (one would
+# make every annotation of the loop evaluate again). The transpose swaps a rank's (row, column) block with
+# (column, row), where a rank of a grid with twice as many columns as rows (h = 2) holds one half of a block.
+_BUTTERFLY = ("floor(rank/(num_proc_cols/2^({s}-1)))*(num_proc_cols/2^({s}-1))"
+              " + mod(rank + num_proc_cols/2^{s}, num_proc_cols/2^({s}-1))")
+BUTTERFLY_PEER = _BUTTERFLY.format(s="(iter+1)")
+ROWRED_PEER = _BUTTERFLY.format(s="(l2npcols-iter)")
+TRANSPOSE_PEER = ("(num_proc_cols/num_proc_rows)*(mod(floor(rank/(num_proc_cols/num_proc_rows)), num_proc_rows)"
+                  "*num_proc_rows + floor(rank/num_proc_cols)) + mod(rank, num_proc_cols/num_proc_rows)")
+
 
 def butterfly_sum(st: CGState, values: np.ndarray, sites: ReductionSites) -> np.ndarray:
     """Sum ``values`` (1 or 2 doubles) over the processor row: l2npcols exchange-and-add steps.
@@ -198,9 +211,9 @@ def butterfly_sum(st: CGState, values: np.ndarray, sites: ReductionSites) -> np.
     send[:] = values
     with ma.loop(sites.loop, "l2npcols") as lp:
         for i in lp.range(1, g.l2npcols + 1):
-            with ma.mpi_irecv(sites.irecv, size):
+            with ma.mpi_irecv(sites.irecv, size, peer=BUTTERFLY_PEER):
                 req = st.comm.Irecv(recv, source=g.reduce_exch_proc[i - 1], tag=i)
-            with ma.mpi_send(sites.send, size):
+            with ma.mpi_send(sites.send, size, peer=BUTTERFLY_PEER):
                 st.comm.Send(send, dest=g.reduce_exch_proc[i - 1], tag=i)
             req.Wait()
             send += recv
@@ -226,9 +239,9 @@ def row_reduce_exchange(st: CGState, w: np.ndarray, recv: np.ndarray) -> None:
         for i in lp.range(g.l2npcols, 0, -1):
             r0, rlen = g.reduce_recv_starts[i - 1] - 1, g.reduce_recv_lengths[i - 1]
             t0, tlen = g.reduce_send_starts[i - 1] - 1, g.reduce_send_lengths[i - 1]
-            with ma.mpi_irecv("rowred_rcv", "dp*na/num_proc_cols"):
+            with ma.mpi_irecv("rowred_rcv", "dp*na/num_proc_cols", peer=ROWRED_PEER):
                 req = st.comm.Irecv(recv[r0:r0 + rlen], source=g.reduce_exch_proc[i - 1], tag=i)
-            with ma.mpi_send("rowred_snd", "dp*na/num_proc_cols"):
+            with ma.mpi_send("rowred_snd", "dp*na/num_proc_cols", peer=ROWRED_PEER):
                 st.comm.Send(w[t0:t0 + tlen], dest=g.reduce_exch_proc[i - 1], tag=i)
             req.Wait()
             with ma.flop("rowred_add", "na/num_proc_cols"):
@@ -243,10 +256,10 @@ def transpose_exchange(st: CGState, w: np.ndarray, dest: np.ndarray) -> None:
     g = st.grid
     exchange = g.l2npcols != 0
     # One message each way, none on a single processor column: count min(l2npcols, 1).
-    with ma.mpi_irecv("transpose_rcv", "dp*na/num_proc_cols", count="min(l2npcols, 1)"):
+    with ma.mpi_irecv("transpose_rcv", "dp*na/num_proc_cols", count="min(l2npcols, 1)", peer=TRANSPOSE_PEER):
         if exchange:
             req = st.comm.Irecv(dest[:g.exch_recv_length], source=g.exch_proc, tag=1)
-    with ma.mpi_send("transpose_snd", "dp*na/num_proc_cols", count="min(l2npcols, 1)"):
+    with ma.mpi_send("transpose_snd", "dp*na/num_proc_cols", count="min(l2npcols, 1)", peer=TRANSPOSE_PEER):
         if exchange:
             s0 = g.send_start - 1
             st.comm.Send(w[s0:s0 + g.send_len], dest=g.exch_proc, tag=1)

@@ -1,8 +1,14 @@
-"""``ma export DIR --octave OUT/ --python OUT/ --c OUT/``: models as Octave/MATLAB, NumPy and C code."""
+"""``ma export DIR --octave OUT/ --python OUT/ --c OUT/``: models as Octave/MATLAB, NumPy and C code;
+``--hatchet OUT.json`` (the site tree for Hatchet) and ``ma export DIR DIR2 ... --extrap OUT.json`` (several runs'
+measurements for Extra-P), see docs/interop.md."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ma_post.traceset import TraceSet
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,6 +23,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--octave", metavar="OUT", help="directory for the .m files")
     parser.add_argument("--python", metavar="OUT", help="directory for the Python module")
     parser.add_argument("--c", metavar="OUT", help="directory for the C header and source")
+    parser.add_argument("--hatchet", metavar="OUT.json",
+                        help="the site tree with per-rank metrics as a Hatchet literal")
+    parser.add_argument("--extrap", metavar="OUT.json",
+                        help="Extra-P JSON input of the measurements of DIR and MORE_DIRS (runs at different inputs)")
+    parser.add_argument("more_dirs", nargs="*", metavar="MORE_DIRS", help="further runs' trace directories (--extrap)")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME",
+                        help="Extra-P parameter (repeatable; default: every input that differs between the runs)")
     parser.add_argument("--module", default="ma_models", help="name of the Python module and C files")
     parser.add_argument("--quantity", "-q", action="append", default=[], metavar="Q",
                         help="quantity to export (repeatable; default: every quantity the trace has sites for)")
@@ -30,11 +43,19 @@ def run(args: argparse.Namespace) -> int:
     from ma_post.export import export_c, export_octave, export_python
     from ma_post.models import ModelBuilder, available_quantities
 
-    if not (args.octave or args.python or args.c):
-        raise MAError("nothing to export: give --octave OUT, --python OUT and/or --c OUT")
+    if not (args.octave or args.python or args.c or args.hatchet or args.extrap):
+        raise MAError("nothing to export: give --octave OUT, --python OUT, --c OUT, --hatchet OUT.json and/or "
+                      "--extrap OUT.json")
+    if args.more_dirs and not args.extrap:
+        raise MAError(f"several trace directories ({', '.join(args.more_dirs)} after {args.trace_dir}) are for "
+                      "--extrap only")
     if not args.module.isidentifier():
         raise MAError(f"--module {args.module!r}: expected an identifier")
     ts = load_traces(args)
+    if args.hatchet or args.extrap:
+        _export_interop(args, ts)
+        if not (args.octave or args.python or args.c):
+            return 0
     builder = ModelBuilder(ts, conditional=args.conditional)
     quantities = args.quantity or available_quantities(ts)
     if not quantities:
@@ -50,3 +71,15 @@ def run(args: argparse.Namespace) -> int:
         for path in export_c(models, args.c, source=source, module=args.module):
             print(path)
     return 0
+
+
+def _export_interop(args: argparse.Namespace, ts: TraceSet) -> None:
+    from ma_cli.support import load_traces
+    from ma_post.interop.extrap import export_extrap
+    from ma_post.interop.hatchet import export_hatchet
+
+    if args.hatchet:
+        print(export_hatchet(ts, args.hatchet))
+    if args.extrap:
+        runs = [ts, *(load_traces(argparse.Namespace(**{**vars(args), "trace_dir": d})) for d in args.more_dirs)]
+        print(export_extrap(runs, args.extrap, args.param, args.quantity or None))

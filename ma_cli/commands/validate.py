@@ -28,16 +28,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma_cli.support import load_traces
+    from ma_post.peers import peer_results
     from ma_post.validation import format_lines, format_table, summary_line, to_json, validate
 
     ts = load_traces(args)
     report = validate(ts, tolerance=args.tolerance, attribution=not args.no_attribution)
+    peers = peer_results(ts)
     if args.format == "json":
-        json.dump(to_json(report), sys.stdout, indent=1)
+        json.dump({**to_json(report), "peers": [result.to_json() for result in peers]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif args.format == "table":
         sys.stdout.write(format_table(report))
     else:
         sys.stdout.write(format_lines(report))
         print(summary_line(report), file=sys.stderr)
-    return 0 if report.ok else 1
+    if args.format != "json":  # partner assertions (peer=), after the sites' lines
+        sys.stdout.write("".join(result.line() + "\n" for result in peers))
+    return 0 if report.ok and all(result.ok for result in peers) else 1

@@ -106,6 +106,7 @@ static const char *const group_names[MA_PMPI_NGROUPS] = {
     "mpi_allreduce", "mpi_gather", "mpi_scatter", "mpi_allgather", "mpi_alltoall", "mpi_barrier", "other"};
 
 ma_pmpi_total ma_pmpi_group_totals[MA_PMPI_NGROUPS];
+int32_t ma_pmpi_group_peers[MA_PMPI_NGROUPS][MA_PMPI_PEER_RING];
 
 static int n_peers;  /* size of MPI_COMM_WORLD, bound of the per-peer arrays; 0 until known */
 static uint32_t watch_mask;
@@ -165,7 +166,38 @@ static void count_peer(routine *r, int peer, uint64_t bytes)
     }
 }
 
-static inline void record(int id, uint64_t bytes, int peer, uint64_t elapsed)
+/* ---- per-call log (MA_PMPI_LOG=DIR): every call in order, written as DIR/rank-<r>.calls.tsv ---------- */
+typedef struct logged_call {
+    int32_t routine, peer, tag;
+    uint64_t bytes;
+} logged_call;
+
+static int log_wanted = -1; /* -1: MA_PMPI_LOG not read yet */
+static logged_call *call_log;
+static size_t log_len, log_cap;
+
+static void log_call(int id, int peer, int tag, uint64_t bytes)
+{
+    if (log_wanted < 0) {
+        const char *dir = getenv("MA_PMPI_LOG");
+        log_wanted = dir && *dir;
+    }
+    if (!log_wanted)
+        return;
+    if (log_len == log_cap) {
+        size_t cap = log_cap ? 2 * log_cap : 4096;
+        logged_call *grown = realloc(call_log, cap * sizeof *grown);
+        if (!grown) {
+            log_wanted = 0; /* out of memory: stop logging rather than fail the program */
+            return;
+        }
+        call_log = grown;
+        log_cap = cap;
+    }
+    call_log[log_len++] = (logged_call){id, peer, tag, bytes};
+}
+
+static inline void record(int id, uint64_t bytes, int peer, int tag, uint64_t elapsed)
 {
     routine *r = &routines[id];
     ADD(r->calls, 1);
@@ -174,8 +206,12 @@ static inline void record(int id, uint64_t bytes, int peer, uint64_t elapsed)
     if (r->flags & HIST)
         ADD(r->hist[bucket_of(bytes)], 1);
     int group = r->group;
+    /* the peer of the group's n-th call lands in slot n % MA_PMPI_PEER_RING before the count moves on */
+    ma_pmpi_group_peers[group][LOAD(ma_pmpi_group_totals[group].calls) % MA_PMPI_PEER_RING] = peer;
     ADD(ma_pmpi_group_totals[group].calls, 1);
     ADD(ma_pmpi_group_totals[group].bytes, bytes);
+    if (log_wanted)
+        log_call(id, peer, tag, bytes);
     if (peer >= 0 && (r->flags & P2P))
         count_peer(r, peer, bytes);
     if (watch_mask & (1u << group))
@@ -272,7 +308,7 @@ static int probed_source(MPI_Message message)
     int MPI_##NAME(const void *buf, CT count, MPI_Datatype type, int dest, int tag, MPI_Comm comm)     \
     {                                                                                                  \
         TIMED(PMPI_##NAME(buf, count, type, dest, tag, comm));                                         \
-        record(ID, payload(count, type), dest, elapsed);                                               \
+        record(ID, payload(count, type), dest, tag, elapsed);                                          \
         return rc;                                                                                     \
     }
 
@@ -281,7 +317,7 @@ static int probed_source(MPI_Message message)
                    MPI_Request *request)                                                               \
     {                                                                                                  \
         TIMED(PMPI_##NAME(buf, count, type, dest, tag, comm, request));                                \
-        record(ID, payload(count, type), dest, elapsed);                                               \
+        record(ID, payload(count, type), dest, tag, elapsed);                                          \
         return rc;                                                                                     \
     }
 
@@ -292,7 +328,7 @@ static int probed_source(MPI_Message message)
         MPI_Status own;                                                                                \
         MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;                                  \
         TIMED(PMPI_##NAME(buf, count, type, source, tag, comm, st));                                   \
-        record(R_RECV, received(st), peer_of_status(st), elapsed);                                     \
+        record(R_RECV, received(st), peer_of_status(st), st->MPI_TAG, elapsed);                        \
         return rc;                                                                                     \
     }
 
@@ -301,7 +337,7 @@ static int probed_source(MPI_Message message)
                    MPI_Request *request)                                                               \
     {                                                                                                  \
         TIMED(PMPI_##NAME(buf, count, type, source, tag, comm, request));                              \
-        record(R_IRECV, payload(count, type), source, elapsed);                                        \
+        record(R_IRECV, payload(count, type), source, tag, elapsed);                                   \
         return rc;                                                                                     \
     }
 
@@ -313,7 +349,7 @@ static int probed_source(MPI_Message message)
         if (message)                                                                                   \
             probed_source(*message); /* forget it: this message is being received */                  \
         TIMED(PMPI_##NAME(buf, count, type, message, st));                                             \
-        record(R_MRECV, received(st), peer_of_status(st), elapsed);                                    \
+        record(R_MRECV, received(st), peer_of_status(st), st->MPI_TAG, elapsed);                       \
         return rc;                                                                                     \
     }
 
@@ -322,7 +358,7 @@ static int probed_source(MPI_Message message)
     {                                                                                                  \
         int peer = message ? probed_source(*message) : -1;                                             \
         TIMED(PMPI_##NAME(buf, count, type, message, request));                                        \
-        record(R_IMRECV, payload(count, type), peer, elapsed);                                         \
+        record(R_IMRECV, payload(count, type), peer, -1, elapsed);                                     \
         return rc;                                                                                     \
     }
 
@@ -333,7 +369,7 @@ static int probed_source(MPI_Message message)
     {                                                                                                  \
         TIMED(PMPI_##NAME(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype,   \
                           source, recvtag, comm, status));                                             \
-        record(R_SENDRECV, payload(sendcount, sendtype), dest, elapsed);                               \
+        record(R_SENDRECV, payload(sendcount, sendtype), dest, sendtag, elapsed);                      \
         return rc;                                                                                     \
     }
 
@@ -342,7 +378,7 @@ static int probed_source(MPI_Message message)
                    int recvtag, MPI_Comm comm, MPI_Status *status)                                     \
     {                                                                                                  \
         TIMED(PMPI_##NAME(buf, count, type, dest, sendtag, source, recvtag, comm, status));            \
-        record(R_SENDRECV_REPLACE, payload(count, type), dest, elapsed);                               \
+        record(R_SENDRECV_REPLACE, payload(count, type), dest, sendtag, elapsed);                      \
         return rc;                                                                                     \
     }
 
@@ -350,7 +386,7 @@ static int probed_source(MPI_Message message)
     int MPI_##NAME(void *buffer, CT count, MPI_Datatype type, int root, MPI_Comm comm)                 \
     {                                                                                                  \
         TIMED(PMPI_##NAME(buffer, count, type, root, comm));                                           \
-        record(R_BCAST, payload(count, type), -1, elapsed);                                            \
+        record(R_BCAST, payload(count, type), root, -1, elapsed);                                      \
         return rc;                                                                                     \
     }
 
@@ -359,7 +395,7 @@ static int probed_source(MPI_Message message)
                    int root, MPI_Comm comm)                                                            \
     {                                                                                                  \
         TIMED(PMPI_##NAME(sendbuf, recvbuf, count, type, op, root, comm));                             \
-        record(R_REDUCE, payload(count, type), -1, elapsed);                                           \
+        record(R_REDUCE, payload(count, type), root, -1, elapsed);                                     \
         return rc;                                                                                     \
     }
 
@@ -368,7 +404,7 @@ static int probed_source(MPI_Message message)
                    MPI_Comm comm)                                                                      \
     {                                                                                                  \
         TIMED(PMPI_##NAME(sendbuf, recvbuf, count, type, op, comm));                                   \
-        record(R_ALLREDUCE, payload(count, type), -1, elapsed);                                        \
+        record(R_ALLREDUCE, payload(count, type), -1, -1, elapsed);                                    \
         return rc;                                                                                     \
     }
 
@@ -380,7 +416,7 @@ static int probed_source(MPI_Message message)
         TIMED(PMPI_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));    \
         uint64_t bytes = sendbuf == MPI_IN_PLACE ? payload(recvcount, recvtype)                        \
                                                  : payload(sendcount, sendtype);                       \
-        record(R_GATHER, bytes, -1, elapsed);                                                          \
+        record(R_GATHER, bytes, root, -1, elapsed);                                                    \
         return rc;                                                                                     \
     }
 
@@ -393,7 +429,7 @@ static int probed_source(MPI_Message message)
                           comm));                                                                      \
         uint64_t bytes = sendbuf == MPI_IN_PLACE ? payload(recvcounts[rank_in(comm)], recvtype)        \
                                                  : payload(sendcount, sendtype);                       \
-        record(R_GATHERV, bytes, -1, elapsed);                                                         \
+        record(R_GATHERV, bytes, root, -1, elapsed);                                                   \
         return rc;                                                                                     \
     }
 
@@ -405,7 +441,7 @@ static int probed_source(MPI_Message message)
         TIMED(PMPI_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));    \
         uint64_t bytes = recvbuf == MPI_IN_PLACE ? payload(sendcount, sendtype)                        \
                                                  : payload(recvcount, recvtype);                       \
-        record(R_SCATTER, bytes, -1, elapsed);                                                         \
+        record(R_SCATTER, bytes, root, -1, elapsed);                                                   \
         return rc;                                                                                     \
     }
 
@@ -418,7 +454,7 @@ static int probed_source(MPI_Message message)
                           comm));                                                                      \
         uint64_t bytes = recvbuf == MPI_IN_PLACE ? payload(sendcounts[rank_in(comm)], sendtype)        \
                                                  : payload(recvcount, recvtype);                       \
-        record(R_SCATTERV, bytes, -1, elapsed);                                                        \
+        record(R_SCATTERV, bytes, root, -1, elapsed);                                                  \
         return rc;                                                                                     \
     }
 
@@ -429,7 +465,7 @@ static int probed_source(MPI_Message message)
         TIMED(PMPI_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));          \
         uint64_t bytes = sendbuf == MPI_IN_PLACE ? payload(recvcount, recvtype)                        \
                                                  : payload(sendcount, sendtype);                       \
-        record(R_ALLGATHER, bytes, -1, elapsed);                                                       \
+        record(R_ALLGATHER, bytes, -1, -1, elapsed);                                                   \
         return rc;                                                                                     \
     }
 
@@ -440,7 +476,7 @@ static int probed_source(MPI_Message message)
         TIMED(PMPI_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm)); \
         uint64_t bytes = sendbuf == MPI_IN_PLACE ? payload(recvcounts[rank_in(comm)], recvtype)        \
                                                  : payload(sendcount, sendtype);                       \
-        record(R_ALLGATHERV, bytes, -1, elapsed);                                                      \
+        record(R_ALLGATHERV, bytes, -1, -1, elapsed);                                                  \
         return rc;                                                                                     \
     }
 
@@ -452,7 +488,7 @@ static int probed_source(MPI_Message message)
         TIMED(PMPI_##NAME(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));          \
         uint64_t block = sendbuf == MPI_IN_PLACE ? payload(recvcount, recvtype)                        \
                                                  : payload(sendcount, sendtype);                       \
-        record(R_ALLTOALL, block * (uint64_t)remote_size(comm), -1, elapsed);                          \
+        record(R_ALLTOALL, block * (uint64_t)remote_size(comm), -1, -1, elapsed);                      \
         return rc;                                                                                     \
     }
 
@@ -468,7 +504,7 @@ static int probed_source(MPI_Message message)
         MPI_Count total = 0;                                                                           \
         for (int i = 0; i < n; i++)                                                                    \
             total += counts[i];                                                                        \
-        record(R_ALLTOALLV, payload(total, in_place ? recvtype : sendtype), -1, elapsed);              \
+        record(R_ALLTOALLV, payload(total, in_place ? recvtype : sendtype), -1, -1, elapsed);          \
         return rc;                                                                                     \
     }
 
@@ -529,7 +565,7 @@ ALLTOALLV_LIKE(Alltoallv_c, MPI_Count, MPI_Aint)
 int MPI_Barrier(MPI_Comm comm)
 {
     TIMED(PMPI_Barrier(comm));
-    record(R_BARRIER, 0, -1, elapsed);
+    record(R_BARRIER, 0, -1, -1, elapsed);
     return rc;
 }
 
@@ -537,70 +573,70 @@ int MPI_Barrier(MPI_Comm comm)
 int MPI_Wait(MPI_Request *request, MPI_Status *status)
 {
     TIMED(PMPI_Wait(request, status));
-    record(R_WAIT, 0, -1, elapsed);
+    record(R_WAIT, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Waitall(int count, MPI_Request requests[], MPI_Status statuses[])
 {
     TIMED(PMPI_Waitall(count, requests, statuses));
-    record(R_WAITALL, 0, -1, elapsed);
+    record(R_WAITALL, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Waitany(int count, MPI_Request requests[], int *index, MPI_Status *status)
 {
     TIMED(PMPI_Waitany(count, requests, index, status));
-    record(R_WAITANY, 0, -1, elapsed);
+    record(R_WAITANY, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Waitsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
     TIMED(PMPI_Waitsome(incount, requests, outcount, indices, statuses));
-    record(R_WAITSOME, 0, -1, elapsed);
+    record(R_WAITSOME, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status)
 {
     TIMED(PMPI_Test(request, flag, status));
-    record(R_TEST, 0, -1, elapsed);
+    record(R_TEST, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Testall(int count, MPI_Request requests[], int *flag, MPI_Status statuses[])
 {
     TIMED(PMPI_Testall(count, requests, flag, statuses));
-    record(R_TESTALL, 0, -1, elapsed);
+    record(R_TESTALL, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Testany(int count, MPI_Request requests[], int *index, int *flag, MPI_Status *status)
 {
     TIMED(PMPI_Testany(count, requests, index, flag, status));
-    record(R_TESTANY, 0, -1, elapsed);
+    record(R_TESTANY, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Testsome(int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[])
 {
     TIMED(PMPI_Testsome(incount, requests, outcount, indices, statuses));
-    record(R_TESTSOME, 0, -1, elapsed);
+    record(R_TESTSOME, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status)
 {
     TIMED(PMPI_Probe(source, tag, comm, status));
-    record(R_PROBE, 0, -1, elapsed);
+    record(R_PROBE, 0, -1, -1, elapsed);
     return rc;
 }
 
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status)
 {
     TIMED(PMPI_Iprobe(source, tag, comm, flag, status));
-    record(R_IPROBE, 0, -1, elapsed);
+    record(R_IPROBE, 0, -1, -1, elapsed);
     return rc;
 }
 
@@ -610,7 +646,7 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     TIMED(PMPI_Mprobe(source, tag, comm, message, st));
     remember_probe(*message, st);
-    record(R_MPROBE, 0, -1, elapsed);
+    record(R_MPROBE, 0, -1, -1, elapsed);
     return rc;
 }
 
@@ -621,7 +657,7 @@ int MPI_Improbe(int source, int tag, MPI_Comm comm, int *flag, MPI_Message *mess
     TIMED(PMPI_Improbe(source, tag, comm, flag, message, st));
     if (*flag)
         remember_probe(*message, st);
-    record(R_IMPROBE, 0, -1, elapsed);
+    record(R_IMPROBE, 0, -1, -1, elapsed);
     return rc;
 }
 
@@ -661,9 +697,30 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     return rc;
 }
 
+/* Write the per-call log of this rank: one line per call, "routine<TAB>peer<TAB>tag<TAB>bytes". */
+static void write_call_log(void)
+{
+    const char *dir = getenv("MA_PMPI_LOG");
+    if (log_wanted <= 0 || !dir || !*dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rank-%d.calls.tsv", dir, rank_in(MPI_COMM_WORLD));
+    FILE *out = fopen(path, "w");
+    if (!out) {
+        fprintf(stderr, "libmapmpi: MA_PMPI_LOG: cannot write %s\n", path);
+        return;
+    }
+    fputs("# routine\tpeer\ttag\tbytes\n", out);
+    for (size_t i = 0; i < log_len; i++)
+        fprintf(out, "%s\t%d\t%d\t%" PRIu64 "\n", routines[call_log[i].routine].name, call_log[i].peer,
+                call_log[i].tag, call_log[i].bytes);
+    fclose(out);
+}
+
 int MPI_Finalize(void)
 {
     run_hooks(finalize_hooks, n_finalize_hooks);
+    write_call_log();
     watch_mask = 0;
     return PMPI_Finalize();
 }
@@ -758,6 +815,7 @@ void ma_pmpi_reset(void)
             memset(table, 0, (size_t)n * sizeof *table);
     }
     memset(ma_pmpi_group_totals, 0, sizeof ma_pmpi_group_totals);
+    log_len = 0;
 }
 
 /* snprintf-style appender: keeps counting past the end so the caller learns the size it needs. */

@@ -16,6 +16,9 @@
  *    totals an assertion reads at its start and end. They are kept in the hot path, so a read is two
  *    loads (ma_pmpi_group_totals is exported for readers that map it directly, e.g. ctypes).
  *
+ * With MA_PMPI_LOG=DIR set, every call is also logged in order (routine, peer, tag, bytes) and written at
+ * MPI_Finalize to DIR/rank-<r>.calls.tsv: the sequence `ma synth` is checked against.
+ *
  * Under MPI_THREAD_MULTIPLE counters are updated with relaxed atomic adds, so concurrent MPI calls from
  * several threads are counted correctly (plain adds at lower thread levels); reads and ma_pmpi_reset() are
  * not synchronised with calls in flight.
@@ -58,6 +61,13 @@ typedef struct ma_pmpi_total {
 } ma_pmpi_total;
 
 extern ma_pmpi_total ma_pmpi_group_totals[MA_PMPI_NGROUPS];
+
+/* Partner of each group's most recent calls: the n-th call (counting from 0, as the group's `calls` total)
+ * of a group is in ma_pmpi_group_peers[group][n % MA_PMPI_PEER_RING]: the destination or source rank in
+ * the call's communicator for point-to-point calls (the matched source for a receive), the root of a rooted
+ * collective, -1 otherwise. An assertion with a `peer=` expression compares it with the calls it made. */
+#define MA_PMPI_PEER_RING 64
+extern int32_t ma_pmpi_group_peers[MA_PMPI_NGROUPS][MA_PMPI_PEER_RING];
 
 /* ---- groups (annotation types) ---- */
 int ma_pmpi_api_version(void);

@@ -58,6 +58,7 @@
 #define ma_heap_memory_stop(id) MA__USE1(id)
 #define ma_mpi(type, id, expr, value, count_expr, count) \
     (MA__USE3(type, id, expr), MA__USE3(value, count_expr, count))
+#define ma_mpi_peer(expr) MA__USE1(expr)
 #define ma_mpi_send(id, expr, value, count) MA__USE4(id, expr, value, count)
 #define ma_mpi_isend(id, expr, value, count) MA__USE4(id, expr, value, count)
 #define ma_mpi_recv(id, expr, value, count) MA__USE4(id, expr, value, count)
@@ -130,6 +131,11 @@ void ma_mpi_scatter(const char *id, const char *expr, long long value, long long
 void ma_mpi_allgather(const char *id, const char *expr, long long value, long long count);
 void ma_mpi_alltoall(const char *id, const char *expr, long long value, long long count);
 void ma_mpi_barrier(const char *id, const char *expr, long long value, long long count);
+/* The partner of the MPI assertion just made (the destination or source rank of its point-to-point calls,
+ * the root of a rooted collective), as an expression of the variables in scope; the program declares `rank`
+ * (ma_def_variable_int("rank", rank)). Checked against every call the assertion measures: its PASS/FAIL
+ * go into the trace's `peers` list (docs/trace-format.md). Call it right after ma_mpi_send(...) & co. */
+void ma_mpi_peer(const char *expr);
 
 /* ---- the same calls with the source location (the macros below pass __FILE__ and __LINE__) ---- */
 void ma_def_variable_int_at(const char *name, long long value, const char *file, int line);
@@ -140,6 +146,7 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
 void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line);
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line);
+void ma_mpi_peer_at(const char *expr, const char *file, int line);
 
 /* ---- utility: evaluate `expr` with `bindings` ("n=4, x=2.5") without touching the runtime ----
  * Writes the value (JSON number text) or the error message into out; returns 0, or -1 on error. */
@@ -167,6 +174,7 @@ int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap);
 #define ma_heap_memory_stop(id) ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__)
 #define ma_mpi(type, id, expr, value, count_expr, count) \
     ma_mpi_at((type), (id), (expr), (value), (count_expr), (count), __FILE__, __LINE__)
+#define ma_mpi_peer(expr) ma_mpi_peer_at((expr), __FILE__, __LINE__)
 #define MA__MPI(type, id, expr, value, count) ma_mpi_at(type, (id), (expr), (value), NULL, (count), __FILE__, __LINE__)
 #define ma_mpi_send(id, expr, value, count) MA__MPI("mpi_send", id, expr, value, count)
 #define ma_mpi_isend(id, expr, value, count) MA__MPI("mpi_isend", id, expr, value, count)

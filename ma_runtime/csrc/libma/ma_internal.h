@@ -43,6 +43,11 @@ typedef struct ma_node {
     uint64_t cache_version; /* env version the cached prediction was computed for; 0 = none */
     int cache_ok;
     ma_num cache_value, cache_count;
+    /* partner assertion (ma_mpi_peer): its expression, verdicts and first wrong call */
+    char *peer_text;
+    uint64_t peer_pass, peer_fail, peer_unmeasured, peer_fail_call;
+    int has_peer_fail;
+    long long peer_fail_expected, peer_fail_actual;
 } ma_node;
 
 /* ---- counters (ma_counters.c) ---- */

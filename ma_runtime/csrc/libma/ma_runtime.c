@@ -93,6 +93,7 @@ typedef struct pending_mpi {
     ma_num pred, pcount;
     long long want; /* calls after which it closes itself; 0: only by the other rules */
     uint64_t t0, c0;
+    int has_peer; /* ma_mpi_peer named the partner: check every call's at the close */
 } pending_mpi;
 
 typedef struct cached_expr {
@@ -123,6 +124,7 @@ struct ma_runtime_state {
     ma_varrec *variables, *variables_tail;
     ma_anomaly *anomalies, *anomalies_tail;
     pending_mpi pending[MA_PMPI_NGROUPS];
+    int last_mpi_group; /* group of the latest MPI assertion + 1 (0: none), for ma_mpi_peer */
     uint32_t watch;
     uint64_t flush_interval_ns, flush_deadline;
     uint64_t foreign_calls; /* annotation calls from other threads, ignored */
@@ -725,6 +727,33 @@ static void update_watch(void)
     ma_pmpi_set_watch(rt->watch, rt->watch ? watch_hook : NULL);
 }
 
+/* Compare the partner of the group's calls first..end-1 (libmapmpi's ring) with the node's peer expression. */
+static void check_peer(ma_node *n, int group, uint64_t first, uint64_t end)
+{
+    if (end == first)
+        return; /* no call: nothing to judge */
+    ma_num expected;
+    if (end - first > MA_PMPI_PEER_RING || evaluate(n->peer_text, n, n->file, n->line, &expected)) {
+        n->peer_unmeasured++;
+        return;
+    }
+    double want = ma_num_as_double(expected);
+    for (uint64_t k = first; k < end; k++) {
+        int actual = ma_pmpi_group_peers[group][k % MA_PMPI_PEER_RING];
+        if ((double)actual != want) {
+            n->peer_fail++;
+            if (!n->has_peer_fail) {
+                n->has_peer_fail = 1;
+                n->peer_fail_call = n->calls;
+                n->peer_fail_expected = (long long)want;
+                n->peer_fail_actual = actual;
+            }
+            return;
+        }
+    }
+    n->peer_pass++;
+}
+
 static void close_mpi(int group, uint64_t t1)
 {
     pending_mpi *p = &rt->pending[group];
@@ -739,6 +768,8 @@ static void close_mpi(int group, uint64_t t1)
     if (n->track_cpu)
         n->cpu_ns += cpu_ns() - p->c0;
     record_mpi(n, p->has_pred, p->pred, p->pcount, calls - p->calls0, bytes - p->bytes0);
+    if (p->has_peer)
+        check_peer(n, group, p->calls0, calls);
     if (rt->watch & (1u << group)) {
         rt->watch &= ~(1u << group);
         update_watch();
@@ -1110,12 +1141,34 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
         p->c0 = cpu_ns();
     p->t0 = mono_ns();
     ma_pmpi_read(group, &p->calls0, &p->bytes0);
+    rt->last_mpi_group = group + 1;
     if (p->want && !(rt->watch & (1u << group))) {
         rt->watch |= 1u << group;
         update_watch();
     }
     maybe_flush(t0);
 }
+
+void ma_mpi_peer_at(const char *expr, const char *file, int line)
+{
+    if (!runtime_for_call() || !rt->enabled)
+        return;
+    pending_mpi *p = rt->last_mpi_group ? &rt->pending[rt->last_mpi_group - 1] : NULL;
+    if (!expr || !p || !p->active) {
+        anomaly("invalid", rt->current, file, line, "ma_mpi_peer('%s'): %s (ignored)", expr ? expr : "(null)",
+                expr ? "no open MPI assertion to name the partner of" : "the expression is missing");
+        return;
+    }
+    ma_node *n = p->node;
+    if (!n->peer_text)
+        n->peer_text = strdup(expr);
+    else if (strcmp(n->peer_text, expr) != 0)
+        anomaly("expression_changed", n, file, line, "the partner of %s '%s' was first asserted as '%s', now '%s'; "
+                "the first expression is kept", n->type, n->id, n->peer_text, expr);
+    p->has_peer = n->peer_text != NULL;
+}
+
+void ma_mpi_peer(const char *expr) { ma_mpi_peer_at(expr, NULL, 0); }
 
 /* ---- the paper's names, as real functions (ma.h maps them to the *_at forms with file and line) ---- */
 void ma_def_variable_int(const char *name, long long value) { ma_def_variable_int_at(name, value, NULL, 0); }

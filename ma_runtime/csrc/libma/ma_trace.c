@@ -322,6 +322,37 @@ static void anomaly_entry(out *o, const char *kind, const char *path, const char
     raw(o, "}");
 }
 
+/* The `peers` entries of the sites below `n` that name their partner (ma_mpi_peer); returns how many so far. */
+static int peer_entries(out *o, const ma_node *n, int rank, int written)
+{
+    for (const ma_node *c = n->first_child; c; c = c->next_sibling) {
+        if (c->peer_text) {
+            raw(o, written ? ",{" : "{"), key(o, "path"), str(o, c->path);
+            raw(o, ","), key(o, "type"), str(o, c->type);
+            raw(o, ",\"thread\":0,"), key(o, "expr"), str(o, c->peer_text);
+            fmt(o, ",\"pass\":%llu,\"fail\":%llu,\"unmeasured\":%llu,\"first_fail\":",
+                (unsigned long long)c->peer_pass, (unsigned long long)c->peer_fail,
+                (unsigned long long)c->peer_unmeasured);
+            if (c->has_peer_fail)
+                fmt(o, "{\"call\":%llu,\"rank\":%d,\"expected\":%lld,\"actual\":%lld}}",
+                    (unsigned long long)c->peer_fail_call, rank, c->peer_fail_expected, c->peer_fail_actual);
+            else
+                raw(o, "null}");
+            written++;
+        }
+        written = peer_entries(o, c, rank, written);
+    }
+    return written;
+}
+
+static int any_peer(const ma_node *n)
+{
+    for (const ma_node *c = n->first_child; c; c = c->next_sibling)
+        if (c->peer_text || any_peer(c))
+            return 1;
+    return 0;
+}
+
 char *ma_trace_document(const ma_runtime_state *rt, const char *status, const char *reason, int final)
 {
     out o = {0};
@@ -371,6 +402,14 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
     if (!o.failed) {
         ma_pmpi_profile_json(o.buf + o.len, o.cap - o.len);
         o.len += need;
+    }
+    if (any_peer(ma_rt_root(rt))) { /* optional: only when some assertion named its partner */
+        int rank, size;
+        double start;
+        ma_rt_identity(rt, &rank, &size, &start);
+        raw(&o, ",\"peers\":[");
+        peer_entries(&o, ma_rt_root(rt), rank, 0);
+        raw(&o, "]");
     }
     raw(&o, "}\n");
     if (o.failed) {
