@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, VENV_BIN, clean_env
+from test_machine_profile import sample_profile
 from trace_schema import check_trace_schema
 
 import ma_post
@@ -189,6 +190,29 @@ def test_replay_in_simgrid_computes_the_traced_flops(cg_run: tuple[Path, Path], 
     fast = replay(result, Machine(5e-6, 1e10, speed))
     assert slow.simulated_s > fast.simulated_s > ideal.simulated_s
     assert slow.communication_s > 0
+
+
+def test_replay_takes_the_machine_from_a_profile(cg_run: tuple[Path, Path], tmp_path: Path) -> None:
+    """--profile reads the probe's ping-pong and peak flop rate; the same numbers as options replay the same."""
+    trace_dir, _ = cg_run
+    machine = sample_profile()
+    assert machine.network is not None
+    profile_path = machine.save(tmp_path / "machine.json")
+    options = ["--latency", repr(machine.network.latency_s), "--bandwidth",
+               repr(machine.network.bandwidth_bytes_per_s), "--speed", repr(machine.peak_flops)]
+    printed = []
+    for i, machine_args in enumerate((["--profile", str(profile_path)], options)):
+        done = subprocess.run([str(VENV_BIN / "ma"), "synth", str(trace_dir), str(tmp_path / f"s{i}"),
+                               "--region", "conj_loop", "--replay", *machine_args],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        printed.append(next(line for line in done.stdout.splitlines() if "predicted time:" in line))
+    assert printed[0] == printed[1]
+    broken = tmp_path / "broken.json"
+    broken.write_text(profile_path.read_text().replace('"latency_s"', '"latency"'))
+    done = subprocess.run([str(VENV_BIN / "ma"), "synth", str(trace_dir), str(tmp_path / "s2"), "--replay",
+                           "--profile", str(broken)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 2 and "broken.json" in done.stderr and "network" in done.stderr
 
 
 @pytest.mark.slow

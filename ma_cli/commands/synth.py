@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--region", metavar="PATH", help="generate only this site's execution (e.g. conj_loop)")
     parser.add_argument("out", metavar="OUT", help="directory for rank-<r>.smpi and traces.txt")
     parser.add_argument("--replay", action="store_true", help="replay the traces with SimGrid's smpirun")
-    parser.add_argument("--profile", metavar="FILE", help="machine profile (JSON) with network.latency_s, "
-                        "network.bandwidth_Bps and compute.flops_per_s")
+    parser.add_argument("--profile", metavar="FILE", help="machine profile (ma machine probe): its ping-pong "
+                        "latency and bandwidth and its peak flop rate")
     parser.add_argument("--latency", type=float, metavar="S", help="MPI ping-pong latency in seconds")
     parser.add_argument("--bandwidth", type=float, metavar="B", help="MPI bandwidth in bytes per second")
     parser.add_argument("--speed", type=float, metavar="F", help="flop rate of one rank (flop/s)")
@@ -34,19 +34,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _machine(args: argparse.Namespace) -> object:
-    import json
-    from pathlib import Path
-
     from ma.errors import MAError
-    from ma_post.interop.simgrid import Machine, machine_from_profile
+    from ma_post.interop.simgrid import Machine
 
     fields: dict[str, float] = {}
     if args.profile:
-        try:
-            profile = json.loads(Path(args.profile).read_text())
-        except (OSError, ValueError) as exc:
-            raise MAError(f"--profile {args.profile}: {exc}") from exc
-        fields.update(machine_from_profile(profile, args.profile))
+        from backends.machine.profile import load
+
+        profile = load(args.profile)  # ProfileError names the file and the field
+        if profile.network is not None:
+            fields["latency_s"] = profile.network.latency_s
+            fields["bandwidth_Bps"] = profile.network.bandwidth_bytes_per_s
+        fields["flops_per_s"] = profile.peak_flops
     given = {"latency_s": args.latency, "bandwidth_Bps": args.bandwidth, "flops_per_s": args.speed}
     fields.update({k: v for k, v in given.items() if v is not None})
     missing = [option for option, name in (("--latency", "latency_s"), ("--bandwidth", "bandwidth_Bps"),

@@ -15,10 +15,8 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
@@ -47,22 +45,6 @@ class Machine:
             value = getattr(self, name)
             if not value > 0 and not (name == "latency_s" and value == 0):
                 raise MAError(f"machine {name} must be positive, got {value!r}")
-
-
-def machine_from_profile(profile: Mapping[str, Any], source: str = "the machine profile") -> dict[str, float]:
-    """The replay's fields from a machine profile (backends' ``ma machine`` output): the adapter to adjust
-    when the profile names them otherwise. Missing fields are left out (the command line supplies them)."""
-    fields = {"latency_s": ("network", "latency_s"), "bandwidth_Bps": ("network", "bandwidth_Bps"),
-              "flops_per_s": ("compute", "flops_per_s")}
-    out: dict[str, float] = {}
-    for name, (section, key) in fields.items():
-        value = (profile.get(section) or {}).get(key)
-        if value is None:
-            continue
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            raise MAError(f"{source}: {section}.{key} must be a number, got {value!r}")
-        out[name] = float(value)
-    return out
 
 
 def platform_xml(nprocs: int, machine: Machine, source: str = "") -> str:
