@@ -22,7 +22,7 @@ from ma.trace_format import COMPLETE, RUNNING, TERMINATED
 from . import COMPILED, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
-from .sites import NodeFactory
+from .sites import NodeFactory, caller
 from .threadstate import ThreadState
 from .tree import Node, Stats, values_differ
 
@@ -149,10 +149,19 @@ class Runtime:
                 if record is None:
                     kind = "input" if expr_text is None else "derived"
                     record = self.variables[(name, scope)] = VariableRecord(name, kind, expr_text, scope)
+                elif record.last != evaluated:  # the lock is re-entrant
+                    self._redeclared(node, record, evaluated)
                 record.stats.add(evaluated)
                 record.last = evaluated
         state.define(name, evaluated)
         return evaluated
+
+    def _redeclared(self, node: Node, record: VariableRecord, value: Number) -> None:
+        """Both values and both places (the site keeps the first declaration's file and line)."""
+        file, line = caller()
+        self.anomaly("redeclared", node, f"variable {record.name!r} declared again with value {value!r} at "
+                                         f"{file}:{line}; it was {record.last!r} (first declared at "
+                                         f"{node.file}:{node.line})")
 
     # --- nodes, anomalies --------------------------------------------------------------------
     def anomaly(self, kind: str, node: Node | None, message: str) -> None:

@@ -29,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -412,6 +414,25 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
 static void watch_hook(int group);
 static void flush_now(const char *status);
 
+/* Under `ma run`: a connection to its watch socket (MA_RUN_WATCH), never closed by us. The kernel closes it
+ * when the process ends, however it ends, before the launcher can notice and kill the other ranks; so ma run
+ * learns which rank ended first (ma_runtime/runwatch.py). */
+static void connect_run_watch(void)
+{
+    const char *path = getenv("MA_RUN_WATCH");
+    struct sockaddr_un address;
+    if (!path || !*path || strlen(path) >= sizeof address.sun_path)
+        return;
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    memset(&address, 0, sizeof address);
+    address.sun_family = AF_UNIX;
+    memcpy(address.sun_path, path, strlen(path) + 1);
+    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0)
+        close(fd);
+}
+
 static void create_runtime(void)
 {
     rt_disabled = env_true("MA_DISABLE");
@@ -436,6 +457,7 @@ static void create_runtime(void)
     state->flush_deadline = state->flush_interval_ns ? mono_ns() + state->flush_interval_ns : UINT64_MAX;
     rt = state;
     refresh_rank();
+    connect_run_watch();
     atexit(on_exit_handler);
 }
 
@@ -900,6 +922,23 @@ void ma_unset_tracing(void)
     rt->enabled = 0;
 }
 
+static int same_value(ma_num a, ma_num b)
+{
+    return a.is_int && b.is_int ? a.i == b.i : ma_num_as_double(a) == ma_num_as_double(b);
+}
+
+/* A variable declared again in the same scope with another value: both values, both places (the site keeps
+ * the first declaration's file and line). */
+static void redeclared(const ma_node *n, const ma_varrec *r, ma_num value, const char *file, int line)
+{
+    char now[64], before[64];
+    ma_num_format(value, now, sizeof now);
+    ma_num_format(r->last, before, sizeof before);
+    anomaly("redeclared", n, file, line, "variable '%s' declared again with value %s at %s:%d; it was %s "
+            "(first declared at %s:%d)", r->name, now, file ? file : "?", line, before,
+            n->file ? n->file : "?", n->line);
+}
+
 static void declare(const char *type, const char *name, const char *expr, int has_value, ma_num value,
                     const char *file, int line)
 {
@@ -947,6 +986,8 @@ static void declare(const char *type, const char *name, const char *expr, int ha
                     rt->variables = r;
                 rt->variables_tail = r;
             }
+            else if (r->stats.n && !same_value(r->last, evaluated))
+                redeclared(n, r, evaluated, file, line);
             ma_stats_add(&r->stats, evaluated);
             r->last = evaluated;
         }
