@@ -60,7 +60,6 @@ else:
 
     _bootstrap.install_excepthook()
     _bootstrap.prepare_mpi_profiling()
-    _bootstrap.connect_run_watch()
 
 
 def __getattr__(name: str) -> Any:

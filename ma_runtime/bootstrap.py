@@ -55,29 +55,6 @@ def abort_mpi_job() -> None:
         pass
 
 
-_run_watch: Any = None  # the connection to ma run's watch socket, held until the process ends
-
-
-def connect_run_watch() -> None:
-    """Under ``ma run``: hold a connection to its watch socket (MA_RUN_WATCH) for the life of the process.
-
-    The kernel closes it when the process ends, however it ends, before the launcher can notice and kill the
-    other ranks; so ma run learns which rank ended first (ma_runtime/runwatch.py)."""
-    global _run_watch
-    path = os.environ.get("MA_RUN_WATCH")
-    if not path or _run_watch is not None:
-        return
-    import socket
-
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(path)
-    except OSError:  # ma run gone or the socket not reachable from here (another host): nothing to tell
-        connection.close()
-        return
-    _run_watch = connection
-
-
 def prepare_mpi_profiling() -> None:
     global mpi_profiling_problem
     if os.environ.get("MA_PMPI_PRELOADED") or "mpi4py.MPI" in sys.modules:

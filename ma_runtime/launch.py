@@ -126,7 +126,6 @@ def run(launch: LaunchPlan) -> int:
     if launch.launcher != "direct" and runwatch.RankWatch.available():
         watch = runwatch.RankWatch(launch.env["MA_RUN_ID"], launch.nprocs,
                                    clean_up_in=launch.trace_dir if launch.clean_up else None)
-        environment["MA_RUN_WATCH"] = watch.address
         watch.start_watching()
     start = time.time()
     try:

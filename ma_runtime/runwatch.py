@@ -3,19 +3,17 @@
 When one rank is SIGKILLed, MPICH's Hydra kills the others, so every trace ends ``status: running`` and the
 traces cannot say who died. Two witnesses can:
 
-- ``ma run`` itself. Each rank's runtime connects to a socket ma run listens on (``MA_RUN_WATCH``) and
-  holds the connection; the kernel closes it while the process ends, before the launcher can see the death
-  and kill the others, so the order in which connections close is the order of cause and effect. ma run
-  also finds each rank's process (Linux: ``/proc/<pid>/environ`` holds this run's ``MA_RUN_ID`` and the
-  launcher's rank variable) and opens a pidfd on it, which says when the process is gone (for programs
-  that never load the runtime) and, when ma run catches the zombie, its wait status. The order in which
-  zombies appear is not causal: measured, a rank that called ``_exit(3)`` became a zombie 3 ms after the
-  ranks Hydra killed because of it.
+- ``ma run`` itself. It finds each rank's process (Linux: ``/proc/<pid>/environ`` holds this run's
+  ``MA_RUN_ID`` and the launcher's rank variable), opens a pidfd on it, which becomes readable when the
+  process is gone, and reads the wait status when it catches the zombie before the launcher reaps it.
 
-  Neither order is enough while Hydra cleans up: it kills the other ranks within a millisecond, and on a
-  busy machine ma run wakes once for all of them. So, when ma run can see every rank (Linux, all ranks on
-  this host), it starts Hydra with ``-disable-auto-cleanup`` and does the clean-up itself: at the first
-  rank that ends other than cleanly (a wait status other than 0, or a trace that does not say
+  The order in which the ranks end says nothing while Hydra cleans up: it kills the others within a
+  millisecond of the first death, and measured, the order of the zombies (even of the sockets each rank
+  held, closed by the kernel as the process ends) is not causal: a rank that called ``_exit(3)`` became a
+  zombie 3 ms after the ranks Hydra killed because of it, and a SIGKILLed rank was seen in the same
+  wake-up as the ranks killed for it in about half the runs. So, when ma run can see every rank (Linux,
+  all ranks on this host), it starts Hydra with ``-disable-auto-cleanup`` and does the clean-up itself: at
+  the first rank that ends other than cleanly (a wait status other than 0, or a trace that does not say
   ``complete``), it notes that rank and SIGKILLs the others, as Hydra would have;
 - the launcher: Hydra prints a banner naming one PID and an exit code, and with ``-print-all-exitcodes``
   every rank's wait status. Its banner names *a* process it found dead, which is often one it killed while
@@ -30,12 +28,8 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
-import socket
-import struct
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -132,15 +126,6 @@ class RankWatch:
         self._poller = select.poll()
         self._wake = os.pipe()  # stop() writes to it, so that the thread does not sleep through the end
         self._poller.register(self._wake[0], select.POLLIN)
-        self._directory = tempfile.mkdtemp(prefix="ma-run-")
-        self.address = os.path.join(self._directory, "watch")  # MA_RUN_WATCH of the ranks
-        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._listener.bind(self.address)
-        self._listener.listen(1024)
-        self._listener.setblocking(False)
-        self._poller.register(self._listener.fileno(), select.POLLIN)
-        self._connections: dict[int, tuple[socket.socket, int | None]] = {}  # fd -> (connection, rank)
-        self.closed: dict[int, float] = {}  # rank -> when its connection closed
 
     @staticmethod
     def available() -> bool:
@@ -156,18 +141,7 @@ class RankWatch:
         self._thread.join()
         for fd in (*self._pidfds, *self._wake):
             os.close(fd)
-        for connection, _ in self._connections.values():
-            connection.close()
-        self._listener.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
-        return self.ordered()
-
-    def ordered(self) -> list[RankEnd]:
-        """Every rank seen ending, in order: when its connection closed where it had one, else when it was gone."""
-        by_rank = {end.rank: end for end in self.ended}
-        for rank, moment in self.closed.items():
-            by_rank.setdefault(rank, RankEnd(rank, self.pids.get(rank), moment)).after_s = moment
-        return sorted(by_rank.values(), key=lambda end: end.after_s if end.after_s is not None else 1e300)
+        return self.ended
 
     def _scan(self) -> None:
         found: dict[int, list[int]] = {}
@@ -201,39 +175,8 @@ class RankWatch:
             for fd, _ in events:
                 if fd in self._pidfds:
                     self._ended(fd, seen)
-                elif fd in self._connections:
-                    self._connection_event(fd, seen)
-                elif fd == self._listener.fileno():
-                    self._accept()
             if stopping:
                 return
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            pid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
-                                                            struct.calcsize("3i")))[0]
-            connection.setblocking(False)
-            self._connections[connection.fileno()] = (connection, _environ_rank(pid, self.marker))
-            self._poller.register(connection.fileno(), select.POLLIN)
-
-    def _connection_event(self, fd: int, seen: float) -> None:
-        connection, rank = self._connections[fd]
-        try:
-            if connection.recv(64):
-                return  # the runtime sends nothing; ignore whatever arrives
-        except BlockingIOError:
-            return
-        except OSError:
-            pass
-        self._poller.unregister(fd)
-        del self._connections[fd]
-        connection.close()
-        if rank is not None:
-            self.closed.setdefault(rank, seen)
 
     def _ended(self, fd: int, seen: float) -> None:
         rank = self._pidfds.pop(fd)

@@ -29,8 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -414,25 +412,6 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
 static void watch_hook(int group);
 static void flush_now(const char *status);
 
-/* Under `ma run`: a connection to its watch socket (MA_RUN_WATCH), never closed by us. The kernel closes it
- * when the process ends, however it ends, before the launcher can notice and kill the other ranks; so ma run
- * learns which rank ended first (ma_runtime/runwatch.py). */
-static void connect_run_watch(void)
-{
-    const char *path = getenv("MA_RUN_WATCH");
-    struct sockaddr_un address;
-    if (!path || !*path || strlen(path) >= sizeof address.sun_path)
-        return;
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return;
-    memset(&address, 0, sizeof address);
-    address.sun_family = AF_UNIX;
-    memcpy(address.sun_path, path, strlen(path) + 1);
-    if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0)
-        close(fd);
-}
-
 static void create_runtime(void)
 {
     rt_disabled = env_true("MA_DISABLE");
@@ -457,7 +436,6 @@ static void create_runtime(void)
     state->flush_deadline = state->flush_interval_ns ? mono_ns() + state->flush_interval_ns : UINT64_MAX;
     rt = state;
     refresh_rank();
-    connect_run_watch();
     atexit(on_exit_handler);
 }
 
