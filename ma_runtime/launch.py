@@ -165,7 +165,7 @@ def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[
     """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically."""
     from ma.trace_format import RUN_FORMAT, RUN_VERSION
 
-    failure = runwatch.first_failure(ended, report, launch.nprocs)
+    failure = runwatch.first_failure(ended, report, launch.nprocs, launch.trace_dir) if status else None
     pids = {end.rank: end.pid for end in ended if end.pid is not None}
     record = {"format": RUN_FORMAT, "version": RUN_VERSION, "run_id": launch.env.get("MA_RUN_ID"),
               "command": launch.command, "argv": launch.argv, "launcher": launch.launcher, "ranks": launch.nprocs,

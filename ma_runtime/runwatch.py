@@ -107,6 +107,20 @@ def zombie_status(pid: int) -> int | None:
     return int(fields[49])  # field 52 counted from 1, minus pid and comm
 
 
+def failed(end: RankEnd, trace_dir: Path) -> bool:
+    """Whether a rank that ended failed: from its wait status, or where ma run missed it, from its trace."""
+    if end.how != tf.END_UNKNOWN:
+        return not end.clean
+    try:  # the process is gone, so its final write (if any) is complete
+        text = tf.rank_file(trace_dir, end.rank).read_bytes()
+    except OSError:
+        return False  # no trace and no status: nothing says it failed (and stopping the others loses theirs)
+    try:
+        return not tf.header_status(json.loads(text)["header"]).complete
+    except (ValueError, KeyError, TypeError):
+        return True
+
+
 class RankWatch:
     """A thread that finds the rank processes of this run and records the order in which they end."""
 
@@ -187,22 +201,8 @@ class RankWatch:
         if status is not None:
             end.set_wait_status(status)
         self.ended.append(end)
-        if self.clean_up_in is not None and not self.stopped and rank not in self.stopped and self._failed(end):
+        if self.clean_up_in is not None and not self.stopped and failed(end, self.clean_up_in):
             self._stop_the_others()
-
-    def _failed(self, end: RankEnd) -> bool:
-        """Whether a rank that ended was a failure: from its wait status, or (missed) from its trace."""
-        if end.how != tf.END_UNKNOWN:
-            return not end.clean
-        assert self.clean_up_in is not None
-        try:  # the process is gone, so its final write (if any) is complete
-            text = tf.rank_file(self.clean_up_in, end.rank).read_bytes()
-        except OSError:
-            return False  # no trace and no status: nothing says it failed, and stopping the others loses theirs
-        try:
-            return not tf.header_status(json.loads(text)["header"]).complete
-        except (ValueError, KeyError, TypeError):
-            return True
 
     def _stop_the_others(self) -> None:
         """What Hydra does at a failure, done after noting who failed: SIGKILL every other rank (and, for ranks
@@ -278,7 +278,7 @@ def forward(stream: BinaryIO, out: BinaryIO, report: LauncherReport) -> None:
         report.feed(line)
 
 
-def first_failure(ended: list[RankEnd], report: LauncherReport | None, nprocs: int
+def first_failure(ended: list[RankEnd], report: LauncherReport | None, nprocs: int, trace_dir: Path
                   ) -> tuple[RankEnd, list[int]] | None:
     """The first rank in end order that did not exit cleanly, and the ranks seen ending at the same moment
     (one wake-up of the watch: a busy machine may let the launcher's clean-up kills land first).
@@ -290,10 +290,10 @@ def first_failure(ended: list[RankEnd], report: LauncherReport | None, nprocs: i
     for end in ended:
         if end.how == tf.END_UNKNOWN and codes and codes[end.rank]:
             end.set_wait_status(codes[end.rank])
-    first = next((end for end in ended if not end.clean), None)
-    if first is None:
+    failures = [end for end in ended if failed(end, trace_dir)]
+    if not failures:
         return None
-    moment = [end for end in ended if end.after_s == first.after_s and not end.clean]
+    moment = [end for end in failures if end.after_s == failures[0].after_s]
 
     def likelihood(end: RankEnd) -> tuple[int, int]:
         if end.how == tf.END_EXIT:
