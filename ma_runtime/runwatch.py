@@ -272,9 +272,14 @@ class LauncherReport:
 
 def forward(stream: BinaryIO, out: BinaryIO, report: LauncherReport) -> None:
     """Copy the launcher's stdout to ours line by line, reading Hydra's own lines on the way."""
+    writing = True
     for line in iter(stream.readline, b""):
-        out.write(line)
-        out.flush()
+        if writing:
+            try:
+                out.write(line)
+                out.flush()
+            except OSError:  # our stdout went away (ma run ... | head): keep draining, or the job would block
+                writing = False
         report.feed(line)
 
 
