@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import LaunchError, ToolBuildError
-from ma.trace_format import RANK_FILE_GLOB, RUN_RECORD_FILE, TEMPORARY_GLOB, describe_end, header_status
+from ma.trace_format import (
+    RANK_FILE_GLOB,
+    RUN_FORMAT,
+    RUN_RECORD_FILE,
+    RUN_VERSION,
+    TEMPORARY_GLOB,
+    describe_end,
+    header_status,
+)
 
 from . import runwatch
 from .counters import parse_spec
@@ -150,21 +158,22 @@ def run(launch: LaunchPlan) -> int:
         raise
     finally:
         if forwarder is not None:
-            forwarder.join()
+            forwarder.join(timeout=10)  # a process the job left behind may hold its stdout open
         ended = watch.stop() if watch is not None else []
     if launch.launcher == "direct":
         direct = runwatch.RankEnd(0, job.pid, round(time.time() - start, 3))
         direct.set_wait_status(-status if status < 0 else status << 8)
         ended = [direct]
-    write_run_record(launch, status, start, ended, report, watch.stopped if watch is not None else [])
+    try:
+        write_run_record(launch, status, start, ended, report, watch.stopped if watch is not None else [])
+    except OSError as error:  # the job's own status matters more than the record
+        launch.notes.append(f"could not write the run record in {launch.trace_dir}: {error}")
     return status if status >= 0 else 128 - status
 
 
 def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[runwatch.RankEnd],
                      report: runwatch.LauncherReport | None, stopped: list[int]) -> Path:
     """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically."""
-    from ma.trace_format import RUN_FORMAT, RUN_VERSION
-
     failure = runwatch.first_failure(ended, report, launch.nprocs, launch.trace_dir) if status else None
     pids = {end.rank: end.pid for end in ended if end.pid is not None}
     record = {"format": RUN_FORMAT, "version": RUN_VERSION, "run_id": launch.env.get("MA_RUN_ID"),

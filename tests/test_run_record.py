@@ -91,6 +91,7 @@ def test_a_rank_killed_by_pid_is_named_and_the_run_fails(tmp_path: Path) -> None
     assert (first["rank"], first["pid"], first["how"], first["signal"]) == (1, victim, "signal", 9), record
     assert record["ended"][0]["rank"] == 1 and len(record["ended"]) == NPROCS
     assert record["stopped_by_ma_run"] == [0, 2]  # ma run, not Hydra, stopped them, after noting rank 1
+    assert {"-print-all-exitcodes", "-disable-auto-cleanup"} <= set(record["argv"])
     # Hydra's own words, as it said them (forwarded to the user as well)
     report = record["launcher_report"]
     assert report["exit_string"] == "Killed (signal 9)" and len(report["exit_codes"]) == NPROCS

@@ -31,7 +31,10 @@ def handle(args: argparse.Namespace) -> int:
     plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher)
     for note in plan.notes:
         print(f"ma run: {note}", file=sys.stderr)
+    before = len(plan.notes)
     status = launch.run(plan)
+    for note in plan.notes[before:]:
+        print(f"ma run: {note}", file=sys.stderr)
     written = launch.written_traces(plan.trace_dir, args.nprocs)
     print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)
