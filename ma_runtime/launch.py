@@ -207,18 +207,22 @@ def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
             f"{trace_dir} leaves none")
 
 
-def first_failure(trace_dir: Path) -> str | None:
-    """The run record's first failed rank, in words (None without a record or a failure)."""
+def first_failure(trace_dir: Path) -> list[str]:
+    """What the run record says about the first failed rank and the ranks stopped for it, in words (nothing
+    without a record or a failure)."""
     try:
         record = json.loads((trace_dir / RUN_RECORD_FILE).read_text(encoding="utf-8"))
-        first = record["first_failure"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+        first, stopped = record["first_failure"], record.get("stopped_by_ma_run") or []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
     if not isinstance(first, dict):
-        return None
+        return []
     tied = first.get("tied_with") or []
     also = f" (ranks {', '.join(map(str, tied))} ended at the same moment, the same way)" if tied else ""
-    return f"rank {first.get('rank')} ended first: it {describe_end(first)}{also} (run record {RUN_RECORD_FILE})"
+    out = [f"rank {first.get('rank')} ended first: it {describe_end(first)}{also} (run record {RUN_RECORD_FILE})"]
+    if stopped:
+        out.append(f"ma run stopped the other ranks after it: {', '.join(map(str, stopped))}")
+    return out
 
 
 def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:

@@ -84,6 +84,7 @@ def test_a_rank_killed_by_pid_is_named_and_the_run_fails(tmp_path: Path) -> None
     assert job.returncode != 0, err
     record = json.loads((traces / "ma-run.json").read_text())
     assert "rank 1 ended first: it was killed by signal 9 (SIGKILL)" in err, (err, record)
+    assert "ma run stopped the other ranks after it: 0, 2" in err and "ended with running" not in err
 
     assert record["format"] == "ma-run" and record["ranks"] == NPROCS and record["launcher"] == "hydra"
     assert record["command"] == [sys.executable, "prog.py"] and record["exit_status"] == job.returncode

@@ -25,6 +25,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ma.trace_format import RUNNING
     from ma_runtime import launch
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
@@ -39,11 +40,12 @@ def handle(args: argparse.Namespace) -> int:
     print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)
     if status != 0:
-        first = launch.first_failure(plan.trace_dir)
-        if first:
-            print(f"ma run: {first}", file=sys.stderr)
+        named = launch.first_failure(plan.trace_dir)
+        for line in named:
+            print(f"ma run: {line}", file=sys.stderr)
         for rank, how in sorted(launch.unclean_exits(plan.trace_dir, args.nprocs).items()):
-            print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
+            if not (named and how == RUNNING):  # a last flush, which the lines above explain
+                print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
     missing = launch.missing_traces(plan.trace_dir, args.nprocs)
     if missing:
         print(f"ma run: error: {missing}", file=sys.stderr)
