@@ -224,6 +224,7 @@ _BANNER_PID = re.compile(rb"^=\s+PID (\d+) RUNNING AT (\S+)")
 _BANNER_CODE = re.compile(rb"^=\s+EXIT CODE: (-?\d+)")
 _EXIT_CODES = re.compile(rb"^\[mpiexec@[^\]]*\] Exit codes: (.*)$")
 _EXIT_STRING = re.compile(rb"EXIT STRING: (.*?)\s*$")
+_HYDRA_PREFIX = b"[mpiexec@"
 
 
 @dataclass
@@ -237,7 +238,8 @@ class LauncherReport:
     exit_codes: list[int] = field(default_factory=list)  # raw wait status per rank, in rank order
     lines: list[str] = field(default_factory=list)
 
-    def feed(self, line: bytes) -> None:
+    def feed(self, line: bytes) -> bool:
+        """Read one line of the launcher's stdout; True for the exit-code list, which only ma run asked for."""
         text = line.rstrip(b"\r\n")
         for pattern, action in ((_BANNER_PID, self._pid), (_BANNER_CODE, self._code), (_EXIT_CODES, self._codes),
                                 (_EXIT_STRING, self._string)):
@@ -245,6 +247,8 @@ class LauncherReport:
             if match:
                 action(match)
                 self.lines.append(text.decode(errors="replace"))
+                return pattern is _EXIT_CODES
+        return False
 
     def _pid(self, match: re.Match[bytes]) -> None:
         self.pid, self.host = int(match.group(1)), match.group(2).decode(errors="replace")
@@ -271,16 +275,31 @@ class LauncherReport:
 
 
 def forward(stream: BinaryIO, out: BinaryIO, report: LauncherReport) -> None:
-    """Copy the launcher's stdout to ours line by line, reading Hydra's own lines on the way."""
-    writing = True
-    for line in iter(stream.readline, b""):
-        if writing:
+    """Copy the launcher's stdout to ours as it comes, reading Hydra's own lines on the way (the exit-code
+    list, which ``-print-all-exitcodes`` adds on every run, goes to the run record only). A partial line is
+    passed on at once, unless it may be the start of that list."""
+    writing, buffer, shown = True, b"", 0  # shown: bytes of the partial line in buffer already passed on
+
+    def write(data: bytes) -> None:
+        nonlocal writing
+        if writing and data:
             try:
-                out.write(line)
+                out.write(data)
                 out.flush()
             except OSError:  # our stdout went away (ma run ... | head): keep draining, or the job would block
                 writing = False
-        report.feed(line)
+
+    while chunk := stream.read1(1 << 16):  # type: ignore[attr-defined]
+        buffer += chunk
+        while (end := buffer.find(b"\n")) >= 0:
+            line, buffer = buffer[:end + 1], buffer[end + 1:]
+            if not (report.feed(line) and shown == 0):
+                write(line[shown:])
+            shown = 0
+        if buffer and not (_HYDRA_PREFIX.startswith(buffer) or buffer.startswith(_HYDRA_PREFIX)):
+            write(buffer[shown:])
+            shown = len(buffer)
+    write(buffer[shown:])
 
 
 def first_failure(ended: list[RankEnd], report: LauncherReport | None, nprocs: int, trace_dir: Path

@@ -96,7 +96,7 @@ def test_a_rank_killed_by_pid_is_named_and_the_run_fails(tmp_path: Path) -> None
     # Hydra's own words, as it said them (forwarded to the user as well)
     report = record["launcher_report"]
     assert report["exit_string"] == "Killed (signal 9)" and len(report["exit_codes"]) == NPROCS
-    assert "EXIT STRING: Killed (signal 9)" in out
+    assert "EXIT STRING: Killed (signal 9)" in out and "Exit codes" not in out  # that list only in the record
 
     # The survivors' last flushes are read: their inner-loop calls are in the report.
     calls = [inner_calls(tmp_path, rank) for rank in range(NPROCS)]
@@ -162,3 +162,28 @@ def test_a_run_record_of_another_run_is_left_out(tmp_path: Path) -> None:
 
     with pytest.raises(TraceError, match=r"ma-run.json: ended\[0\]\.how is None"):
         load(run)
+
+
+class Chunks:
+    """A pipe that delivers the launcher's output in the pieces given."""
+
+    def __init__(self, *pieces: bytes) -> None:
+        self.pieces = list(pieces)
+
+    def read1(self, size: int) -> bytes:
+        return self.pieces.pop(0) if self.pieces else b""
+
+
+def test_hydras_lines_are_read_on_the_way_and_its_exit_code_list_kept_out_of_the_output() -> None:
+    import io
+
+    from ma_runtime.runwatch import LauncherReport, forward
+
+    out, report = io.BytesIO(), LauncherReport()
+    forward(Chunks(b"progress 10%", b" 20%\n[mpi", b"exec@vm] Exit codes: [vm] 0,9,768\n",  # type: ignore[arg-type]
+                   b"=   PID 12 RUNNING AT vm\n=   EXIT CODE: 9\n", b"YOUR APPLICATION TERMINATED WITH THE EXIT "
+                   b"STRING: Killed (signal 9)\n", b"no newline at the end"), out, report)
+    assert out.getvalue() == (b"progress 10% 20%\n=   PID 12 RUNNING AT vm\n=   EXIT CODE: 9\nYOUR APPLICATION "
+                              b"TERMINATED WITH THE EXIT STRING: Killed (signal 9)\nno newline at the end")
+    assert (report.exit_codes, report.pid, report.exit_code, report.exit_string) == ([0, 9, 768], 12, 9,
+                                                                                       "Killed (signal 9)")
