@@ -30,7 +30,7 @@ from ma.trace_format import (
     header_status,
 )
 
-from . import runwatch
+from . import hydra, runwatch
 from .counters import parse_spec
 from .toolchain import env_bin_dir, find_program
 from .trace import trace_path
@@ -129,7 +129,7 @@ def run(launch: LaunchPlan) -> int:
     (never raises for the job's own failure)."""
     clear_traces(launch.trace_dir)
     environment = {**os.environ, **launch.env}
-    hydra = launch.launcher == "hydra"
+    from_hydra = launch.launcher == "hydra"
     watch = None
     if launch.launcher != "direct" and runwatch.RankWatch.available():
         watch = runwatch.RankWatch(launch.env["MA_RUN_ID"], launch.nprocs,
@@ -137,7 +137,7 @@ def run(launch: LaunchPlan) -> int:
         watch.start_watching()
     start = time.time()
     try:
-        job = subprocess.Popen(launch.argv, env=environment, stdout=subprocess.PIPE if hydra else None)
+        job = subprocess.Popen(launch.argv, env=environment, stdout=subprocess.PIPE if from_hydra else None)
     except (FileNotFoundError, PermissionError) as error:
         if watch is not None:
             watch.stop()
@@ -145,10 +145,10 @@ def run(launch: LaunchPlan) -> int:
         raise LaunchError(f"cannot start {launch.argv[0]!r}: {why}") from None
     if watch is not None:
         watch.launcher_pid = job.pid
-    report = runwatch.LauncherReport() if hydra else None
+    report = hydra.LauncherReport() if from_hydra else None
     forwarder = None
     if job.stdout is not None and report is not None:
-        forwarder = threading.Thread(target=runwatch.forward, args=(job.stdout, sys.stdout.buffer, report),
+        forwarder = threading.Thread(target=hydra.forward, args=(job.stdout, sys.stdout.buffer, report),
                                      name="ma-run-stdout", daemon=True)
         forwarder.start()
     try:
@@ -172,7 +172,7 @@ def run(launch: LaunchPlan) -> int:
 
 
 def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[runwatch.RankEnd],
-                     report: runwatch.LauncherReport | None, stopped: list[int]) -> Path:
+                     report: hydra.LauncherReport | None, stopped: list[int]) -> Path:
     """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically."""
     failure = runwatch.first_failure(ended, report, launch.nprocs, launch.trace_dir) if status else None
     pids = {end.rank: end.pid for end in ended if end.pid is not None}
