@@ -356,15 +356,16 @@ def _where(file: str | None, line: int | None) -> str:
 
 
 def format_notes(report: Report) -> str:
-    """The notes below the table (incomplete run, anomalies, unmeasured sites ...), one per line."""
-    return "".join(line + "\n" for line in _notes(report)[1:])
+    """The problems of the run, one per line (the notes below the table, less the unmeasured sites, which
+    the summary counts: a host without a counter would otherwise repeat its reason for every site)."""
+    return "".join(line + "\n" for line in _notes(report, unmeasured=False)[1:])
 
 
-def _notes(report: Report) -> list[str]:
+def _notes(report: Report, *, unmeasured: bool = True) -> list[str]:
     ts = report.traceset
     out = [f"incomplete run: {sentence}" for sentence in report.incomplete]
     for r in report.results:
-        if r.status in (UNMEASURED, INTERRUPTED):
+        if r.status == INTERRUPTED or (unmeasured and r.status == UNMEASURED):
             out.append(f"{_where(r.site.file, r.site.line)}{r.status.lower()}: {r.site.path} ({r.type}): "
                        f"{r.unmeasured_reason or 'no measurement'}")
         if r.mismatch:
