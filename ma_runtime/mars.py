@@ -149,7 +149,7 @@ class Runtime:
                 if record is None:
                     kind = "input" if expr_text is None else "derived"
                     record = self.variables[(name, scope)] = VariableRecord(name, kind, expr_text, scope)
-                elif record.last != evaluated:  # the lock is re-entrant
+                elif _changed(record.last, evaluated):
                     self._redeclared(node, record, evaluated)
                 record.stats.add(evaluated)
                 record.last = evaluated
@@ -157,7 +157,8 @@ class Runtime:
         return evaluated
 
     def _redeclared(self, node: Node, record: VariableRecord, value: Number) -> None:
-        """Both values and both places (the site keeps the first declaration's file and line)."""
+        """Both values and both places (the site keeps the first declaration's file and line). Called under
+        the lock, which is re-entrant."""
         file, line = caller()
         self.anomaly("redeclared", node, f"variable {record.name!r} declared again with value {value!r} at "
                                          f"{file}:{line}; it was {record.last!r} (first declared at "
@@ -248,6 +249,11 @@ class Runtime:
                 "anomalies": [a.to_json() for a in self.anomalies.values()],
                 "mpi_profile": self.pmpi.profile() if self.pmpi is not None else None,
             }
+
+
+def _changed(before: Number, now: Number) -> bool:
+    """A declaration's value differs from the last one (NaN again is no change)."""
+    return not (before == now or (before != before and now != now))
 
 
 def _is_number(value: object) -> bool:

@@ -902,7 +902,8 @@ void ma_unset_tracing(void)
 
 static int same_value(ma_num a, ma_num b)
 {
-    return a.is_int && b.is_int ? a.i == b.i : ma_num_as_double(a) == ma_num_as_double(b);
+    double x = ma_num_as_double(a), y = ma_num_as_double(b);
+    return a.is_int && b.is_int ? a.i == b.i : x == y || (isnan(x) && isnan(y));
 }
 
 /* A variable declared again in the same scope with another value: both values, both places (the site keeps
