@@ -160,6 +160,8 @@ def run(launch: LaunchPlan) -> int:
         if forwarder is not None:
             forwarder.join(timeout=10)  # a process the job left behind may hold its stdout open
         ended = watch.stop() if watch is not None else []
+    if watch is not None and watch.problem:
+        launch.notes.append(f"watching the ranks failed ({watch.problem}); the run record may be incomplete")
     if launch.launcher == "direct":
         direct = runwatch.RankEnd(0, job.pid, round(time.time() - start, 3))
         direct.set_wait_status(-status if status < 0 else status << 8)

@@ -131,6 +131,7 @@ class RankWatch:
         self.clean_up_in = clean_up_in  # the trace directory, when ma run stops the job at a failure
         self.stopped: list[int] = []  # ranks ma run killed because another failed
         self.launcher_pid: int | None = None
+        self.problem: str | None = None  # the first unexpected error of the watch thread
         self.tick_s = tick_s
         self.start = time.monotonic()
         self.pids: dict[int, int] = {}  # rank -> pid
@@ -180,16 +181,20 @@ class RankWatch:
         last_scan = 0.0
         while True:
             stopping = self._stop.is_set()
-            now = time.monotonic()
-            searching = len(self.pids) < self.nprocs and not stopping
-            if searching and (now - self.start < _SCAN_FAST_SECONDS or now - last_scan >= 1.0):
-                self._scan()
-                last_scan = now
-            events = self._poller.poll(0 if stopping else (self.tick_s if searching else 3600) * 1000)
-            seen = round(time.monotonic() - self.start, 3)
-            for fd, _ in events:
-                if fd in self._pidfds:
-                    self._ended(fd, seen)
+            try:
+                now = time.monotonic()
+                searching = len(self.pids) < self.nprocs and not stopping
+                if searching and (now - self.start < _SCAN_FAST_SECONDS or now - last_scan >= 1.0):
+                    self._scan()
+                    last_scan = now
+                events = self._poller.poll(0 if stopping else (self.tick_s if searching else 3600) * 1000)
+                seen = round(time.monotonic() - self.start, 3)
+                for fd, _ in events:
+                    if fd in self._pidfds:
+                        self._ended(fd, seen)
+            except Exception as error:  # the job's clean-up depends on this thread: note it, keep watching
+                self.problem = self.problem or f"{type(error).__name__}: {error}"
+                time.sleep(self.tick_s)
             if stopping:
                 return
 
