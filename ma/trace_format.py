@@ -48,6 +48,17 @@ NODE_KEYS = ("id", "type", "path", "expr", "file", "line", "calls", "predicted",
 NODE_MPI_KEYS = ("count_expr", "count")
 STATS_KEYS = ("n", "min", "max", "sum")
 
+# The run record `ma run` writes beside the rank files: how the job and each rank ended (docs/trace-format.md).
+RUN_RECORD_FILE = "ma-run.json"
+RUN_FORMAT = "ma-run"
+RUN_VERSION = 1
+RUN_KEYS = ("format", "version", "run_id", "command", "argv", "launcher", "ranks", "exit_status", "start_time",
+            "end_time", "ended", "first_failure", "stopped_by_ma_run", "launcher_report")
+# One entry of "ended" (and "first_failure", which adds "tied_with"): how one rank's process ended, as ma run saw it.
+END_KEYS = ("rank", "pid", "after_s", "how", "signal", "signal_name", "exit_code")
+END_SIGNAL, END_EXIT, END_UNKNOWN = "signal", "exit", "unknown"
+LAUNCHER_KINDS = ("hydra", "direct", "other")  # MPICH's mpiexec, no launcher (one process), anything else
+
 
 def is_mpi(site_type: str) -> bool:
     return site_type.startswith("mpi_")
@@ -94,3 +105,14 @@ def header_status(header: Any) -> HeaderStatus:
         raise ValueError(f"header has no {missing} field") from None
     reason = header.get("exit_reason")
     return HeaderStatus(int(rank), int(size), str(status), None if reason is None else str(reason))
+
+
+def describe_end(end: dict[str, Any]) -> str:
+    """How a rank ended, in words, from an entry of a run record's ``ended`` list."""
+    how = end.get("how")
+    if how == END_SIGNAL:
+        name = end.get("signal_name")
+        return f"was killed by signal {end.get('signal')}" + (f" ({name})" if name else "")
+    if how == END_EXIT:
+        return f"exited with status {end.get('exit_code')}"
+    return "ended (how, the launcher did not say)"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import itertools
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ma.errors import MAError
@@ -65,6 +66,19 @@ def parse_sets(items: Sequence[str]) -> dict[str, list[float]]:
                 raise MAError(f"--set {item!r}: {part.strip()!r} is not a number") from None
         out[name] = values
     return out
+
+
+def check_parameters(ts: TraceSet, names: Iterable[str], option: str = "--set") -> None:
+    """Every name given to ``--set``/``--at`` must be a variable the run declared: a misspelt one would
+    otherwise be ignored and the traced value used in silence. The error lists the known ones and suggests
+    the closest."""
+    known = ts.variable_names()
+    for name in names:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            listed = ", ".join(known) if known else "none (the trace declares no variables)"
+            raise MAError(f"{option} {name}=...: the run has no parameter {name!r}; {hint}known parameters: {listed}")
 
 
 def parse_rank(text: str | None) -> int | str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ma.errors import SiteNotFoundError, TraceError
 from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
 from .reader import FIELDS, FlatTrace, TraceWarning, flatten_document, read_trace_dir
+from .runrecord import RunRecord, record_for
 
 SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
 
@@ -224,6 +225,7 @@ class TraceSet:
     missing_ranks: list[int]
     skipped: dict[str, str]  # file -> why it was left out (allow_missing)
     data: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(FIELDS), 0, 0)))
+    run_record: RunRecord | None = None  # how the job and its ranks ended, when ma run wrote it
 
     # --- navigation -------------------------------------------------------------------------
     @property
@@ -328,7 +330,8 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     """
     directory = Path(trace_dir)
     flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
-    return _build(flats, directory, skipped=skipped, missing=missing)
+    traces = _build(flats, directory, skipped=skipped, missing=missing)
+    return replace(traces, run_record=record_for(directory, traces.run_id))
 
 
 def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None, *,

@@ -12,6 +12,10 @@ Numbers per site (MA paper Figure 8, ``id:type:predicted:measured:error_rate:PAS
 
 ``--tolerance T`` re-judges every site from the trace with relative tolerance T: a site fails when some
 rank's per-call error bound exceeds T.
+
+A run that did not end cleanly (a rank failed, was stopped or left no trace) is *incomplete*: the report says
+why (ma_post.completeness), and a site no call of which ended before the run did is INTERRUPTED, not
+UNMEASURED. The trace's anomalies are part of the report, each with the file and line of its site.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from .traceset import Site, Stats, TraceSet, is_mpi, rank_ranges
+from .completeness import incomplete_run
+from .traceset import Anomaly, Site, Stats, TraceSet, is_mpi, rank_ranges
 
-PASS, FAIL, UNMEASURED = "PASS", "FAIL", "UNMEASURED"
+PASS, FAIL, UNMEASURED, INTERRUPTED = "PASS", "FAIL", "UNMEASURED", "INTERRUPTED"
 
 
 @dataclass
@@ -95,10 +100,29 @@ class Report:
     results: list[SiteResult]
     tolerance: float | None  # the --tolerance used for judging, None: the runtime's verdicts
     attribution: list[Attribution] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)  # why the run is incomplete; empty when it is not
 
     @property
     def failed(self) -> list[SiteResult]:
         return [r for r in self.results if r.status == FAIL]
+
+    @property
+    def interrupted(self) -> list[SiteResult]:
+        return [r for r in self.results if r.status == INTERRUPTED]
+
+    @property
+    def anomalies(self) -> list[Anomaly]:
+        return self.traceset.anomalies
+
+    def problems(self, *, anomalies: bool = True) -> list[str]:
+        """What makes the report fail (``ma validate`` exits 1): failed assertions, an incomplete run and,
+        unless ``anomalies`` is False, the trace's anomalies."""
+        out = [f"{len(self.failed)} FAIL"] if self.failed else []
+        if self.incomplete:
+            out.append("the run is incomplete")
+        if anomalies and self.anomalies:
+            out.append(f"{len(self.anomalies)} kind{'s' if len(self.anomalies) > 1 else ''} of anomaly")
+        return out
 
     @property
     def unmeasured(self) -> list[SiteResult]:
@@ -115,8 +139,9 @@ def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool 
         from ma.errors import MAError
 
         raise MAError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
-    results = [_site_result(ts, site, tolerance) for site in ts.walk() if site.is_assertion]
-    report = Report(ts, results, tolerance)
+    incomplete = incomplete_run(ts)
+    results = [_site_result(ts, site, tolerance, bool(incomplete)) for site in ts.walk() if site.is_assertion]
+    report = Report(ts, results, tolerance, incomplete=incomplete)
     if attribution:
         report.attribution = attribute_errors(ts)
     return report
@@ -154,7 +179,7 @@ def _bound(pred: Stats, meas: Stats) -> np.ndarray:
     return np.where(m.n > 0, bound, np.nan)
 
 
-def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResult:
+def _site_result(ts: TraceSet, site: Site, tolerance: float | None, cut_off: bool) -> SiteResult:
     pred, meas = site.predicted, site.measured
     bound = _bound(pred, meas)
     count_pred = count_meas = None
@@ -172,7 +197,9 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResul
     fail_per_rank = site.fails.sum(axis=1)
     failing = ts.ranks[fail_per_rank > 0] if tolerance is None else ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
     if meas.n.sum() == 0 and not (count_meas and count_meas[0] == count_meas[0]):
-        status = UNMEASURED
+        # A site is in the tree from its first entry and counts a call when the call ends: in a run that
+        # ended early, a site without calls was entered and cut off.
+        status = INTERRUPTED if cut_off and not site.calls.sum() else UNMEASURED
     else:
         status = FAIL if failing.size else PASS
     first_fail = None
@@ -184,8 +211,12 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None) -> SiteResul
         error_rate=_rate(p_triple[0], m_triple[0]), passes=passes, fails=fails, unmeasured=unmeasured,
         mismatch=int(site.mismatches.sum()), worst_rank=worst_rank, worst_error=worst_error,
         failing_ranks=failing.tolist(), status=status,
-        unmeasured_reason=_unmeasured_reason(ts, site) if status == UNMEASURED or unmeasured else None,
+        unmeasured_reason=(_INTERRUPTED_REASON if status == INTERRUPTED else
+                           _unmeasured_reason(ts, site) if status == UNMEASURED or unmeasured else None),
         count_predicted=count_pred, count_measured=count_meas, first_fail=first_fail)
+
+
+_INTERRUPTED_REASON = "no call had ended when the run did (cut off by the end of an incomplete run)"
 
 
 def _unmeasured_reason(ts: TraceSet, site: Site) -> str:
@@ -308,16 +339,35 @@ def summary_line(report: Report) -> str:
     n_pass = sum(1 for r in report.results if r.status == PASS)
     judged = (f"tolerance {report.tolerance:g} (re-judged from the trace)" if report.tolerance is not None
               else "the runtime's tolerance")
-    return (f"{len(report.results)} assertions: {n_pass} PASS, {len(report.failed)} FAIL, "
-            f"{len(report.unmeasured)} UNMEASURED ({judged})")
+    line = (f"{len(report.results)} assertions: {n_pass} PASS, {len(report.failed)} FAIL, "
+            f"{len(report.unmeasured)} UNMEASURED")
+    if report.interrupted:
+        line += f", {len(report.interrupted)} INTERRUPTED"
+    line += f" ({judged})"
+    if report.anomalies:
+        line += f"; {sum(a.count for a in report.anomalies)} anomalies"
+    if report.incomplete:
+        line += "; INCOMPLETE RUN"
+    return line
 
 
-def _notes(report: Report) -> list[str]:
+def _where(file: str | None, line: int | None) -> str:
+    return f"{file}:{line}: " if file else ""
+
+
+def format_notes(report: Report) -> str:
+    """The problems of the run, one per line (the notes below the table, less the unmeasured sites, which
+    the summary counts: a host without a counter would otherwise repeat its reason for every site)."""
+    return "".join(line + "\n" for line in _notes(report, unmeasured=False)[1:])
+
+
+def _notes(report: Report, *, unmeasured: bool = True) -> list[str]:
     ts = report.traceset
-    out: list[str] = []
+    out = [f"incomplete run: {sentence}" for sentence in report.incomplete]
     for r in report.results:
-        if r.status == UNMEASURED:
-            out.append(f"unmeasured: {r.site.path} ({r.type}): {r.unmeasured_reason or 'no measurement'}")
+        if r.status == INTERRUPTED or (unmeasured and r.status == UNMEASURED):
+            out.append(f"{_where(r.site.file, r.site.line)}{r.status.lower()}: {r.site.path} ({r.type}): "
+                       f"{r.unmeasured_reason or 'no measurement'}")
         if r.mismatch:
             first = r.site.first_mismatch.get(min(r.site.first_mismatch)) if r.site.first_mismatch else None
             detail = f" (first: given {first.get('given')}, evaluated {first.get('evaluated')})" if first else ""
@@ -330,12 +380,8 @@ def _notes(report: Report) -> list[str]:
             out.append(f"mismatch: derived variable {site.id} = {site.expr}: the program's value differed in "
                        f"{int(site.mismatches.sum())} declarations")
     for anomaly in ts.anomalies:
-        out.append(f"anomaly: {anomaly.kind} at {anomaly.path or '(top)'}: {anomaly.message} "
-                   f"(x{anomaly.count}, ranks {rank_ranges(anomaly.ranks)})")
-    for rank, status in ts.incomplete_ranks().items():
-        out.append(f"incomplete: rank {rank}: {status}")
-    if ts.missing_ranks:
-        out.append(f"missing ranks: {rank_ranges(ts.missing_ranks)}")
+        out.append(f"{_where(anomaly.file, anomaly.line)}anomaly: {anomaly.kind} at {anomaly.path or '(top)'}: "
+                   f"{anomaly.message} (x{anomaly.count}, ranks {rank_ranges(anomaly.ranks)})")
     return ["", *out] if out else []
 
 
@@ -386,10 +432,15 @@ def to_json(report: Report) -> dict[str, Any]:
     return {
         "trace": {"directory": str(ts.directory) if ts.directory else None, "ranks": ts.ranks.tolist(),
                   "size": ts.size, "run_id": ts.run_id, "language": ts.language,
-                  "missing_ranks": ts.missing_ranks, "incomplete_ranks": ts.incomplete_ranks()},
+                  "missing_ranks": ts.missing_ranks, "incomplete_ranks": ts.incomplete_ranks(),
+                  "incomplete": report.incomplete,
+                  "first_failure": None if ts.run_record is None or ts.run_record.first_failure is None
+                  else dict(ts.run_record.first_failure.entry)},
         "tolerance": report.tolerance,
         "summary": {"assertions": len(report.results), "pass": sum(r.status == PASS for r in report.results),
-                    "fail": len(report.failed), "unmeasured": len(report.unmeasured), "ok": report.ok},
+                    "fail": len(report.failed), "unmeasured": len(report.unmeasured),
+                    "interrupted": len(report.interrupted), "anomalies": len(report.anomalies),
+                    "complete": not report.incomplete, "ok": report.ok, "problems": report.problems()},
         "sites": sites,
         "attribution": [{"container": a.container.path, "container_type": a.container.type, "type": a.type,
                          "predicted": _json_number(a.predicted), "measured": _json_number(a.measured),
@@ -397,6 +448,6 @@ def to_json(report: Report) -> dict[str, Any]:
                          "contributions": [{"path": c.site.path, "error": _json_number(c.error), "share": share}
                                            for c, share in a.shares()]}
                         for a in report.attribution],
-        "anomalies": [{"kind": a.kind, "path": a.path, "message": a.message, "count": a.count, "ranks": a.ranks}
-                      for a in ts.anomalies],
+        "anomalies": [{"kind": a.kind, "path": a.path, "message": a.message, "count": a.count, "ranks": a.ranks,
+                       "file": a.file, "line": a.line} for a in ts.anomalies],
     }

@@ -105,6 +105,7 @@ def child_of(state: ThreadState, id: str) -> Node | None:
 _PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI = 0, 1, 2, 3, 4
 # loop.n before the loop reports: not reported, or counted from the range iterator handed out.
 _NOT_REPORTED, _FROM_RANGE = -1, -2
+_MAX_TRIPS = 2**63 - 1  # the largest trip count end() takes
 # What the node's previous call folded and its verdict (tree.py), for the repeat tests below.
 _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED = (
     _tree._LAST_PREDICTED, _tree._LAST_COUNTED, _tree._LAST_MPI, _tree._LAST_MPI_MEASURED)
@@ -425,6 +426,11 @@ class loop(Region):
             n = int(n)
         if n < 0:
             raise AnnotationError(f"loop {self.id!r}: end() takes the number of iterations, not {n}")
+        if n > _MAX_TRIPS:  # the compiled runtime counts in 64 bits: both modes refuse the same counts
+            node = self.node
+            where = f" ({node.path} at {node.file}:{node.line})" if node is not None and node.file else ""
+            raise AnnotationError(f"loop {self.id!r}{where}: end() got an integer of {n.bit_length()} bits; a trip "
+                                  f"count is at most 2^63 - 1 ({_MAX_TRIPS})")
         self.n = n
 
 

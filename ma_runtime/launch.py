@@ -11,14 +11,26 @@ import json
 import os
 import shlex
 import subprocess
+import sys
+import threading
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import LaunchError, ToolBuildError
-from ma.trace_format import RANK_FILE_GLOB, TEMPORARY_GLOB, header_status
+from ma.trace_format import (
+    RANK_FILE_GLOB,
+    RUN_FORMAT,
+    RUN_RECORD_FILE,
+    RUN_VERSION,
+    TEMPORARY_GLOB,
+    describe_end,
+    header_status,
+)
 
+from . import hydra, runwatch
 from .counters import parse_spec
 from .toolchain import env_bin_dir, find_program
 from .trace import trace_path
@@ -30,6 +42,10 @@ class LaunchPlan:
     env: dict[str, str] = field(default_factory=dict)  # additions to the parent's environment
     trace_dir: Path = Path("ma-traces")
     notes: list[str] = field(default_factory=list)  # what the user should know (e.g. MPI not measured)
+    command: list[str] = field(default_factory=list)  # the program and its arguments, without the launcher
+    nprocs: int = 1
+    launcher: str = "direct"  # one of trace_format.LAUNCHER_KINDS
+    clean_up: bool = False  # ma run stops the job at a rank's failure, not the launcher (runwatch.py)
 
 
 def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[str] = "ma-traces",
@@ -54,17 +70,33 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
             env.update(valgrind_env)
     notes = _preload_pmpi(env)
     launcher = launcher or os.environ.get("MA_LAUNCHER")
+    kind = "other"
     if launcher:
         launch = [*shlex.split(launcher), "-n", str(nprocs)]
     elif nprocs == 1:
-        launch = []
+        launch, kind = [], "direct"
     else:
         mpiexec = find_program("mpiexec")
         if mpiexec is None:
             raise LaunchError("no mpiexec beside this Python or on PATH: pip install mpich, or name a launcher "
                               "with --launcher / MA_LAUNCHER")
         launch = [str(mpiexec), "-n", str(nprocs)]
-    return LaunchPlan([*launch, *prefix, *command], env, trace_dir, notes)
+        if _is_hydra(mpiexec):  # every rank's exit status in its report, for the run record
+            launch.append("-print-all-exitcodes")
+            kind = "hydra"
+    # ma run can see every rank of a local Hydra job: it notes the first to fail before stopping the others
+    clean_up = kind == "hydra" and runwatch.RankWatch.available() and "HYDRA_HOST_FILE" not in os.environ
+    if clean_up:
+        launch.append("-disable-auto-cleanup")
+    return LaunchPlan([*launch, *prefix, *command], env, trace_dir, notes, list(command), nprocs, kind, clean_up)
+
+
+def _is_hydra(mpiexec: Path) -> bool:
+    try:
+        version = subprocess.run([str(mpiexec), "--version"], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "HYDRA" in version.stdout
 
 
 def _preload_pmpi(env: dict[str, str]) -> list[str]:
@@ -89,19 +121,76 @@ def clear_traces(trace_dir: Path) -> None:
         stale.unlink()
     for stale in trace_dir.glob(TEMPORARY_GLOB):
         stale.unlink()
+    (trace_dir / RUN_RECORD_FILE).unlink(missing_ok=True)
 
 
 def run(launch: LaunchPlan) -> int:
-    """Start the job, wait for it, return its exit status (never raises for the job's own failure)."""
+    """Start the job, wait for it, write the run record beside the traces, return the job's exit status
+    (never raises for the job's own failure)."""
     clear_traces(launch.trace_dir)
     environment = {**os.environ, **launch.env}
+    from_hydra = launch.launcher == "hydra"
+    watch = None
+    if launch.launcher != "direct" and runwatch.RankWatch.available():
+        watch = runwatch.RankWatch(launch.env["MA_RUN_ID"], launch.nprocs,
+                                   clean_up_in=launch.trace_dir if launch.clean_up else None)
+        watch.start_watching()
+    start = time.time()
     try:
-        completed = subprocess.run(launch.argv, env=environment, check=False)
-    except FileNotFoundError:
-        raise LaunchError(f"cannot start {launch.argv[0]!r}: no such program") from None
-    except PermissionError:
-        raise LaunchError(f"cannot start {launch.argv[0]!r}: not executable") from None
-    return completed.returncode
+        job = subprocess.Popen(launch.argv, env=environment, stdout=subprocess.PIPE if from_hydra else None)
+    except (FileNotFoundError, PermissionError) as error:
+        if watch is not None:
+            watch.stop()
+        why = "no such program" if isinstance(error, FileNotFoundError) else "not executable"
+        raise LaunchError(f"cannot start {launch.argv[0]!r}: {why}") from None
+    if watch is not None:
+        watch.launcher_pid = job.pid
+    report = hydra.LauncherReport() if from_hydra else None
+    forwarder = None
+    if job.stdout is not None and report is not None:
+        forwarder = threading.Thread(target=hydra.forward, args=(job.stdout, sys.stdout.buffer, report),
+                                     name="ma-run-stdout", daemon=True)
+        forwarder.start()
+    try:
+        status = job.wait()
+    except KeyboardInterrupt:
+        job.wait()
+        raise
+    finally:
+        if forwarder is not None:
+            forwarder.join(timeout=10)  # a process the job left behind may hold its stdout open
+        ended = watch.stop() if watch is not None else []
+    if watch is not None and watch.problem:
+        launch.notes.append(f"watching the ranks failed ({watch.problem}); the run record may be incomplete")
+    if launch.launcher == "direct":
+        direct = runwatch.RankEnd(0, job.pid, round(time.time() - start, 3))
+        direct.set_wait_status(-status if status < 0 else status << 8)
+        ended = [direct]
+    try:
+        write_run_record(launch, status, start, ended, report, watch.stopped if watch is not None else [])
+    except OSError as error:  # the job's own status matters more than the record
+        launch.notes.append(f"could not write the run record in {launch.trace_dir}: {error}")
+    return status if status >= 0 else 128 - status
+
+
+def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[runwatch.RankEnd],
+                     report: hydra.LauncherReport | None, stopped: list[int]) -> Path:
+    """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically."""
+    failure = runwatch.first_failure(ended, report, launch.nprocs, launch.trace_dir) if status else None
+    pids = {end.rank: end.pid for end in ended if end.pid is not None}
+    record = {"format": RUN_FORMAT, "version": RUN_VERSION, "run_id": launch.env.get("MA_RUN_ID"),
+              "command": launch.command, "argv": launch.argv, "launcher": launch.launcher, "ranks": launch.nprocs,
+              "exit_status": status, "start_time": start, "end_time": time.time(),
+              "ended": [end.to_json() for end in ended],
+              "first_failure": None if failure is None else {**failure[0].to_json(), "tied_with": failure[1]},
+              "stopped_by_ma_run": sorted(stopped),
+              "launcher_report": None if report is None or not report.said_anything else report.to_json(pids)}
+    launch.trace_dir.mkdir(parents=True, exist_ok=True)
+    path = launch.trace_dir / RUN_RECORD_FILE
+    temporary = path.with_name(f".{RUN_RECORD_FILE}.{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    temporary.replace(path)
+    return path
 
 
 def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
@@ -118,6 +207,24 @@ def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
     return (f"no trace from rank{'s' if len(missing) > 1 else ''} {shown} ({len(missing)} of {nprocs}): a rank "
             "that ran no annotation, was killed before its first flush, or could not write to "
             f"{trace_dir} leaves none")
+
+
+def first_failure(trace_dir: Path) -> list[str]:
+    """What the run record says about the first failed rank and the ranks stopped for it, in words (nothing
+    without a record or a failure)."""
+    try:
+        record = json.loads((trace_dir / RUN_RECORD_FILE).read_text(encoding="utf-8"))
+        first, stopped = record["first_failure"], record.get("stopped_by_ma_run") or []
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    if not isinstance(first, dict):
+        return []
+    tied = first.get("tied_with") or []
+    also = f" (ranks {', '.join(map(str, tied))} ended at the same moment, the same way)" if tied else ""
+    out = [f"rank {first.get('rank')} ended first: it {describe_end(first)}{also} (run record {RUN_RECORD_FILE})"]
+    if stopped:
+        out.append(f"ma run stopped the other ranks after it: {', '.join(map(str, stopped))}")
+    return out
 
 
 def unclean_exits(trace_dir: Path, nprocs: int) -> dict[int, str]:

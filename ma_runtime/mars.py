@@ -22,7 +22,7 @@ from ma.trace_format import COMPLETE, PEERS_KEY, RUNNING, TERMINATED
 from . import COMPILED, peers, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
-from .sites import NodeFactory
+from .sites import NodeFactory, caller
 from .threadstate import ThreadState
 from .tree import Node, Stats, values_differ
 
@@ -149,10 +149,20 @@ class Runtime:
                 if record is None:
                     kind = "input" if expr_text is None else "derived"
                     record = self.variables[(name, scope)] = VariableRecord(name, kind, expr_text, scope)
+                elif _changed(record.last, evaluated):
+                    self._redeclared(node, record, evaluated)
                 record.stats.add(evaluated)
                 record.last = evaluated
         state.define(name, evaluated)
         return evaluated
+
+    def _redeclared(self, node: Node, record: VariableRecord, value: Number) -> None:
+        """Both values and both places (the site keeps the first declaration's file and line). Called under
+        the lock, which is re-entrant."""
+        file, line = caller()
+        self.anomaly("redeclared", node, f"variable {record.name!r} declared again with value {value!r} at "
+                                         f"{file}:{line}; it was {record.last!r} (first declared at "
+                                         f"{node.file}:{node.line})")
 
     # --- nodes, anomalies --------------------------------------------------------------------
     def anomaly(self, kind: str, node: Node | None, message: str) -> None:
@@ -246,6 +256,11 @@ def _peer_checks() -> dict[str, Any]:
     """The trace's ``peers`` list, present only when some assertion named its partner (``peer=``)."""
     checks = peers.records()
     return {PEERS_KEY: [c.to_json() for c in checks]} if checks else {}
+
+
+def _changed(before: Number, now: Number) -> bool:
+    """A declaration's value differs from the last one (NaN again is no change)."""
+    return not (before == now or (before != before and now != now))
 
 
 def _is_number(value: object) -> bool:

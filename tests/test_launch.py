@@ -63,7 +63,7 @@ def test_ma_run_writes_one_trace_per_rank(tmp_path: Path, nprocs: int) -> None:
 def test_stale_traces_of_a_larger_run_are_removed(tmp_path: Path) -> None:
     assert ma_run(tmp_path, "-n", "2", "--trace-dir", "out", "--", sys.executable, "prog.py", "8").returncode == 0
     assert ma_run(tmp_path, "-n", "1", "--trace-dir", "out", "--", sys.executable, "prog.py", "8").returncode == 0
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["rank-0.ma.json"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["ma-run.json", "rank-0.ma.json"]
 
 
 @pytest.mark.mpi

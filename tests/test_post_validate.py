@@ -139,7 +139,8 @@ def test_json_and_table_formats(tmp_path: Path) -> None:
     assert site["status"] == "FAIL" and site["worst_rank"] == 3 and site["failing_ranks"] == [2, 3]
     assert site["measured"] == {"mean": 1150, "min": 1000, "max": 1300}
     assert site["line_text"].startswith("f:ma_flop:1000:1150:-0.13:PASS=8:FAIL=8")
-    assert doc["summary"] == {"assertions": 2, "pass": 1, "fail": 1, "unmeasured": 0, "ok": False}
+    assert doc["summary"] == {"assertions": 2, "pass": 1, "fail": 1, "unmeasured": 0, "interrupted": 0,
+                              "anomalies": 0, "complete": True, "ok": False, "problems": ["1 FAIL"]}
 
 
 def test_error_attribution() -> None:
@@ -185,9 +186,10 @@ def test_cli_validate_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtur
     (tmp_path / "run" / "rank-1.ma.json").unlink()
     assert main(["validate", str(tmp_path / "run")]) == 2
     assert "rank-1.ma.json" in capsys.readouterr().err
-    assert main(["validate", str(tmp_path / "run"), "--allow-missing"]) == 0
+    assert main(["validate", str(tmp_path / "run"), "--allow-missing"]) == 1  # a run without all ranks is incomplete
     err = capsys.readouterr().err
     assert "warning" in err and "keeping the 1 ranks present" in err
+    assert "INCOMPLETE RUN" in err and "incomplete run: no trace from rank 1" in err
 
 
 def test_mismatch_and_anomalies_are_reported() -> None:

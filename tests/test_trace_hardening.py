@@ -90,8 +90,10 @@ def test_a_power_past_the_limits_loses_no_trace(tmp_path: Path) -> None:
     traces = load(tmp_path / "ma-traces")
     assert traces is not None
     validate = ma_command(tmp_path, "validate", "ma-traces")
-    assert validate.returncode == 0 and "Traceback" not in validate.stderr, validate.stderr
+    assert validate.returncode == 1 and "Traceback" not in validate.stderr, validate.stderr  # the anomalies
     assert "counted:ma_loop:10000:10000" in validate.stdout
+    assert "prog.py:12: anomaly: evaluation at main/power: expression '3^k' at column 3" in validate.stderr
+    assert ma_command(tmp_path, "validate", "ma-traces", "--anomalies", "warn").returncode == 0
 
 
 @pytest.mark.mpi

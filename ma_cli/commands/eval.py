@@ -27,13 +27,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ma_cli.support import grid, load_traces, number, parse_rank, parse_sets, table
+    from ma_cli.support import check_parameters, grid, load_traces, number, parse_rank, parse_sets, table
     from ma_post.evaluation import evaluate
     from ma_post.models import ModelBuilder
 
     sets = parse_sets(args.sets)
     rank = parse_rank(args.rank)
     ts = load_traces(args)
+    check_parameters(ts, sets)
     builder = ModelBuilder(ts, conditional=args.conditional)
     models = [builder.model(q, inline=args.inline) for q in args.quantity]
     names, points = grid(sets)

@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
-    from ma_cli.support import load_traces, parse_rank, parse_sets
+    from ma_cli.support import check_parameters, load_traces, parse_rank, parse_sets
     from ma_post.models import ModelBuilder
     from ma_post.msgdist import format_distribution, format_measured, measured_distribution, message_distribution
 
@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
         raise MAError(f"msgdist takes one value per parameter (--set {several[0]}=... has several)")
     values = {k: v[0] for k, v in sets.items()}
     ts = load_traces(args)
+    check_parameters(ts, values)
     builder = ModelBuilder(ts, conditional=args.conditional)
     classes = message_distribution(ts, values, rank=parse_rank(args.rank), builder=builder)
     measured = measured_distribution(ts) if args.measured else []

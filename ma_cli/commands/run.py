@@ -18,24 +18,34 @@ def register(subparsers: Any) -> None:
                         help="counter providers: auto (default), papi, valgrind, tracemalloc, none; comma-separated")
     parser.add_argument("--launcher", default=None,
                         help="launcher command instead of the environment's mpiexec, e.g. 'srun' (or MA_LAUNCHER)")
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the program and its arguments")
+    # Not dest "command": that is the top-level parser's name of the subcommand, which error messages show.
+    parser.add_argument("program", nargs=argparse.REMAINDER, metavar="command",
+                        help="-- then the program and its arguments")
     parser.set_defaults(handler=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
+    from ma.trace_format import RUNNING
     from ma_runtime import launch
 
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    command = args.program[1:] if args.program[:1] == ["--"] else args.program
     plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher)
     for note in plan.notes:
         print(f"ma run: {note}", file=sys.stderr)
+    before = len(plan.notes)
     status = launch.run(plan)
+    for note in plan.notes[before:]:
+        print(f"ma run: {note}", file=sys.stderr)
     written = launch.written_traces(plan.trace_dir, args.nprocs)
     print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)
     if status != 0:
+        named = launch.first_failure(plan.trace_dir)
+        for line in named:
+            print(f"ma run: {line}", file=sys.stderr)
         for rank, how in sorted(launch.unclean_exits(plan.trace_dir, args.nprocs).items()):
-            print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
+            if not (named and how == RUNNING):  # a last flush, which the lines above explain
+                print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
     missing = launch.missing_traces(plan.trace_dir, args.nprocs)
     if missing:
         print(f"ma run: error: {missing}", file=sys.stderr)

@@ -58,7 +58,7 @@ def nprocs_values(spec: str) -> list[float]:
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
     from ma_cli.studies_support import build_models, note, write_columns
-    from ma_cli.support import number, parse_rank, table
+    from ma_cli.support import check_parameters, number, parse_rank, table
     from ma_post.studies.ranges import parse_assignments
     from ma_post.studies.scaling import parse_rule, scaling
 
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         raise MAError(f"--set {several[0]}=...: one base value per parameter (the process count is --nprocs)")
     rules = dict(parse_rule(text) for text in args.weak)
     nprocs = nprocs_values(args.nprocs)
-    _, models = build_models(args, args.quantity, default=("flops", "mpi_bytes", "mpi_count", "memory"))
+    builder, models = build_models(args, args.quantity, default=("flops", "mpi_bytes", "mpi_count", "memory"))
+    check_parameters(builder.ts, sets)
     result = scaling(models, nprocs, given={k: float(v[0]) for k, v in sets.items()}, procs_name=args.procs_name,
                      rules=rules, rank=parse_rank(args.rank), shares=not args.no_shares)
     unused = [name for name in rules if not any(name in m.inputs for m in models)]

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ma.errors import MAError
     from ma_cli.studies_support import build_models, note
-    from ma_cli.support import number, parse_rank, table
+    from ma_cli.support import check_parameters, number, parse_rank, table
     from ma_post.studies.ranges import parse_assignments, parse_values
     from ma_post.studies.sensitivity import elasticities, point_value, scale_factors
     from ma_post.sympy_expr import to_text
@@ -46,7 +46,8 @@ def run(args: argparse.Namespace) -> int:
     at = {k: float(v[0]) for k, v in points.items()}
     scales = [float(s) for s in parse_values(args.scales)]
     rank = parse_rank(args.rank)
-    _, models = build_models(args, args.quantity)
+    builder, models = build_models(args, args.quantity)
+    check_parameters(builder.ts, at, "--at")
     results: list[dict[str, Any]] = []
     for model in models:
         params = [p for p in args.param if p in model.inputs] if args.param else None

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ma.errors import MAError
     from ma_cli.studies_support import build_models, note, report_trace_values, write_columns
-    from ma_cli.support import parse_rank
+    from ma_cli.support import check_parameters, parse_rank
     from ma_post.studies.ranges import parse_assignments
     from ma_post.studies.sweep import sweep
 
@@ -41,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
     points = int(np.prod([len(v) for v in sets.values()], dtype=np.int64)) if sets else 1
     if points > args.max_points:
         raise MAError(f"the grid has {points:,} points, more than --max-points {args.max_points:,.0f}")
-    _, models = build_models(args, args.quantity)
+    builder, models = build_models(args, args.quantity)
+    check_parameters(builder.ts, sets)
     result = sweep(models, sets, rank=parse_rank(args.rank))
     report_trace_values(args.command, result.from_trace)
     for quantity, unused in result.unused.items():

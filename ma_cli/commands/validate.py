@@ -15,12 +15,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Validate every modeling assertion of a run against its measurement. Prints one line per "
                     "site (id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are "
                     "per-call means over all ranks), a table or JSON. Exit status: 0 when nothing fails, 1 when "
-                    "an assertion fails, 2 on errors.")
+                    "an assertion fails, the run is incomplete (a rank failed or left no trace) or the trace "
+                    "has anomalies (unless --anomalies warn), 2 on errors.")
     add_trace_arguments(parser)
     parser.add_argument("--format", choices=("lines", "table", "json"), default="lines")
     parser.add_argument("--tolerance", type=float, default=None, metavar="T",
                         help="re-judge with relative tolerance T: a site fails when some rank's per-call error "
                              "exceeds T (default: the runtime's PASS/FAIL under the tolerance in the trace)")
+    parser.add_argument("--anomalies", choices=("error", "warn"), default="error",
+                        help="whether the trace's anomalies (unbalanced or mismatched annotations, exceptions, "
+                             "evaluation errors, unrepresentable values, redeclared variables) make the exit "
+                             "status 1 (error, the default) or are only shown (warn)")
     parser.add_argument("--no-attribution", action="store_true",
                         help="leave out the error attribution (table and JSON)")
     parser.set_defaults(handler=run)
@@ -29,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ma_cli.support import load_traces
     from ma_post.peers import peer_results
-    from ma_post.validation import format_lines, format_table, summary_line, to_json, validate
+    from ma_post.validation import format_lines, format_notes, format_table, summary_line, to_json, validate
 
     ts = load_traces(args)
     report = validate(ts, tolerance=args.tolerance, attribution=not args.no_attribution)
@@ -42,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_lines(report))
         print(summary_line(report), file=sys.stderr)
+        sys.stderr.write(format_notes(report))
     if args.format != "json":  # partner assertions (peer=), after the sites' lines
         sys.stdout.write("".join(result.line() + "\n" for result in peers))
-    return 0 if report.ok and all(result.ok for result in peers) else 1
+    failed = report.problems(anomalies=args.anomalies == "error") or not all(result.ok for result in peers)
+    return 1 if failed else 0

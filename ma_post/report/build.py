@@ -25,7 +25,7 @@ from ma.errors import MAError
 
 from ..models import Model, ModelBuilder, available_quantities
 from ..traceset import Site, TraceSet
-from ..validation import FAIL, PASS, UNMEASURED, Report, format_number, format_rate, validate
+from ..validation import FAIL, INTERRUPTED, PASS, UNMEASURED, Report, format_number, format_rate, validate
 
 TEMPLATES = Path(__file__).resolve().parent
 SCALING_QUANTITIES = ("flops", "mpi_bytes", "mpi_count", "memory")
@@ -63,7 +63,7 @@ def _num(x: Any) -> str:
 
 
 def _status_class(status: str) -> str:
-    return {PASS: "pass", FAIL: "fail", UNMEASURED: "unmeasured"}.get(status, "")
+    return {PASS: "pass", FAIL: "fail", UNMEASURED: "unmeasured", INTERRUPTED: "unmeasured"}.get(status, "")
 
 
 def _validation(report: Report) -> Section:

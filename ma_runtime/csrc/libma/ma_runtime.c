@@ -931,6 +931,24 @@ void ma_unset_tracing(void)
     rt->enabled = 0;
 }
 
+static int same_value(ma_num a, ma_num b)
+{
+    double x = ma_num_as_double(a), y = ma_num_as_double(b);
+    return a.is_int && b.is_int ? a.i == b.i : x == y || (isnan(x) && isnan(y));
+}
+
+/* A variable declared again in the same scope with another value: both values, both places (the site keeps
+ * the first declaration's file and line). */
+static void redeclared(const ma_node *n, const ma_varrec *r, ma_num value, const char *file, int line)
+{
+    char now[64], before[64];
+    ma_num_format(value, now, sizeof now);
+    ma_num_format(r->last, before, sizeof before);
+    anomaly("redeclared", n, file, line, "variable '%s' declared again with value %s at %s:%d; it was %s "
+            "(first declared at %s:%d)", r->name, now, file ? file : "?", line, before,
+            n->file ? n->file : "?", n->line);
+}
+
 static void declare(const char *type, const char *name, const char *expr, int has_value, ma_num value,
                     const char *file, int line)
 {
@@ -978,6 +996,8 @@ static void declare(const char *type, const char *name, const char *expr, int ha
                     rt->variables = r;
                 rt->variables_tail = r;
             }
+            else if (r->stats.n && !same_value(r->last, evaluated))
+                redeclared(n, r, evaluated, file, line);
             ma_stats_add(&r->stats, evaluated);
             r->last = evaluated;
         }

@@ -1,0 +1,174 @@
+"""Reports that show every problem, and CLI errors users can act on (issue 14)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import VENV_BIN, clean_env
+from post_fixtures import Loop, Var, cg_program, make_trace, write_run
+from test_c_runtime import compile_c, environment
+
+from ma.trace_format import rank_file
+from ma_cli.main import main
+
+ANOMALIES = [
+    {"kind": "unbalanced", "path": "l", "message": "loop 'l' was still open at exit", "count": 1,
+     "file": "prog.py", "line": 3},
+    {"kind": "mismatched_end", "path": "l", "message": "end of loop 'x', which is not open", "count": 2,
+     "file": "prog.py", "line": 4},
+    {"kind": "exception", "path": "l", "message": "ValueError raised inside loop 'l'", "count": 1,
+     "file": "prog.py", "line": 5},
+    {"kind": "evaluation", "path": "l", "message": "expression 'n/0' at column 2: division by zero", "count": 3,
+     "file": "prog.py", "line": 6},
+    {"kind": "unrepresentable", "path": "", "message": "variables[0].value: a non-finite number", "count": 1,
+     "file": None, "line": None},
+]
+
+
+@pytest.fixture
+def run_with_anomalies(tmp_path: Path) -> Path:
+    directory = tmp_path / "run"
+    directory.mkdir()
+    rank_file(directory, 0).write_text(json.dumps(make_trace([Var("n", 3), Loop("l", "n")], anomalies=ANOMALIES)))
+    return directory
+
+
+def test_anomalies_are_in_every_format_with_file_and_line_and_fail_the_run(
+        run_with_anomalies: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(run_with_anomalies)]) == 1
+    lines = capsys.readouterr()
+    assert lines.out == "l:ma_loop:3:3:0.0:PASS=1:FAIL=0\n"  # stdout keeps the paper's format
+    assert "1 PASS, 0 FAIL, 0 UNMEASURED (the runtime's tolerance); 8 anomalies" in lines.err
+    for kind, line in (("unbalanced", 3), ("mismatched_end", 4), ("exception", 5), ("evaluation", 6)):
+        assert f"prog.py:{line}: anomaly: {kind} at l: " in lines.err
+    assert "anomaly: unrepresentable at (top): variables[0].value" in lines.err
+
+    assert main(["validate", str(run_with_anomalies), "--format", "table"]) == 1
+    table = capsys.readouterr().out
+    assert "prog.py:6: anomaly: evaluation at l: expression 'n/0' at column 2: division by zero (x3, ranks 0)" in table
+
+    assert main(["validate", str(run_with_anomalies), "--format", "json"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert [(a["kind"], a["file"], a["line"], a["count"]) for a in document["anomalies"]] == [
+        (a["kind"], a["file"], a["line"], a["count"]) for a in ANOMALIES]
+    assert document["summary"]["problems"] == ["5 kinds of anomaly"] and document["summary"]["ok"]
+
+    assert main(["validate", str(run_with_anomalies), "--anomalies", "warn"]) == 0  # shown, not failing
+    assert "prog.py:3: anomaly: unbalanced" in capsys.readouterr().err
+
+
+REDECLARED_PY = """
+import ma
+ma.variable("n", 5)
+ma.variable("n", 5)      # the same value again: fine
+ma.variable("n", 7)      # line 5
+ma.variable("n", 9)
+"""
+
+REDECLARED_C = r"""
+#include "ma.h"
+
+int main(void)
+{
+    ma_def_variable_int("n", 5);
+    ma_def_variable_int("n", 5);
+    ma_def_variable_int("n", 7);   /* line 8 */
+    ma_def_variable_int("n", 9);
+    return 0;
+}
+"""
+
+
+def redeclared_anomaly(trace_dir: Path) -> dict[str, object]:
+    trace = json.loads(rank_file(trace_dir, 0).read_text())
+    found = [a for a in trace["anomalies"] if a["kind"] == "redeclared"]
+    assert len(found) == 1, trace["anomalies"]
+    return found[0]
+
+
+def test_a_variable_declared_again_with_another_value_names_both_values_and_places_python(tmp_path: Path) -> None:
+    (tmp_path / "prog.py").write_text(textwrap.dedent(REDECLARED_PY))
+    done = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, env=clean_env(MA_TRACE_DIR="traces"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    anomaly = redeclared_anomaly(tmp_path / "traces")
+    program = str(tmp_path / "prog.py")
+    assert anomaly["message"] == (f"variable 'n' declared again with value 7 at {program}:5; it was 5 "
+                                  f"(first declared at {program}:3)")
+    assert (anomaly["count"], anomaly["file"], anomaly["line"]) == (2, program, 3)
+    validate = subprocess.run([str(VENV_BIN / "ma"), "validate", "traces"], cwd=tmp_path, env=clean_env(),
+                              capture_output=True, text=True, timeout=120)
+    assert validate.returncode == 1
+    assert f"{program}:3: anomaly: redeclared at n: variable 'n' declared again with value 7" in validate.stderr
+
+
+def test_a_variable_declared_again_with_another_value_names_both_values_and_places_c(tmp_path: Path) -> None:
+    source = tmp_path / "redeclared.c"
+    source.write_text(REDECLARED_C.lstrip("\n"))
+    program = compile_c(source, tmp_path / "redeclared")
+    done = subprocess.run([str(program)], cwd=tmp_path, env=environment(tmp_path / "traces"), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    anomaly = redeclared_anomaly(tmp_path / "traces")
+    assert anomaly["message"] == (f"variable 'n' declared again with value 7 at {source}:7; it was 5 "
+                                  f"(first declared at {source}:5)")
+    assert (anomaly["count"], anomaly["line"]) == (2, 5)
+
+
+# --- CLI errors ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cg_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_run(tmp_path_factory.mktemp("cg") / "run", cg_program(), size=2)
+
+
+@pytest.mark.parametrize("command", [
+    ["eval", "-q", "flops", "--set", "nproc=1024"],
+    ["msgdist", "--set", "nproc=1024"],
+    ["sweep", "-q", "flops", "--set", "nproc=2^(0:4)"],
+    ["scaling", "-q", "flops", "--nprocs", "1:4", "--set", "nproc=4"],
+    ["sensitivity", "-q", "flops", "--at", "nproc=4"],
+])
+def test_an_unknown_parameter_is_an_error_that_suggests_the_closest(
+        cg_run: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    option = "--at" if "--at" in command else "--set"
+    assert main([command[0], str(cg_run), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"ma {command[0]}: error: {option} nproc=...: the run has no parameter 'nproc'; "
+                          "did you mean 'nprocs'? known parameters: ")
+    assert "na, nonzer, niter, nprocs" in err
+
+
+def test_a_known_parameter_still_evaluates(cg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["eval", str(cg_run), "-q", "flops", "--set", "nprocs=4"]) == 0
+    assert "nprocs" in capsys.readouterr().out
+
+
+def test_ma_run_without_a_command_names_itself(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "-n", "2"]) == 2
+    assert capsys.readouterr().err.startswith("ma run: error: no command to run")
+
+
+def test_a_trip_count_past_64_bits_is_an_annotation_error(tmp_path: Path) -> None:
+    program = textwrap.dedent("""
+        import ma
+        with ma.subroutine("s"):
+            with ma.loop("l", "3") as lp:
+                try:
+                    lp.end(3**10000)
+                except ma.AnnotationError as error:
+                    print(error)
+                lp.end(2**63 - 1)  # the largest count taken
+    """)
+    (tmp_path / "prog.py").write_text(program)
+    done = subprocess.run([sys.executable, "prog.py"], cwd=tmp_path, env=clean_env(MA_TRACE_DIR="traces"),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (f"loop 'l' (s/l at {tmp_path / 'prog.py'}:4): end() got an integer of 15850 bits; "
+                           "a trip count is at most 2^63 - 1 (9223372036854775807)\n")
