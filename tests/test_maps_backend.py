@@ -4,6 +4,7 @@ symbolic prediction exported to Octave and evaluated there."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -12,16 +13,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 import sympy
-from post_fixtures import Loop, Mpi, Op, Sub, Var, make_trace
+from post_fixtures import Loop, Mpi, Op, Sub, Var, make_trace, write_run
 
 from backends import registry
 from backends.base import Prediction
 from backends.machine.gafit import Eq1Params
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
-from backends.maps import MapsBackend
+from backends.maps import MapsBackend, whatif
 from backends.maps.eq1 import bandwidth_expr
 from backends.maps.signature import load_signatures
 from ma.errors import BackendError
+from ma_cli.main import main
 from ma_post import ModelBuilder
 from ma_post.export.octave import export_octave
 from ma_post.traceset import from_traces
@@ -151,3 +153,47 @@ def test_prediction_exported_to_octave_evaluates_to_the_same_number(tmp_path: Pa
     assert math.isfinite(expected) and expected > 0
     assert float(done.stdout.strip()) == pytest.approx(expected, rel=1e-12)
     assert np.isclose(float(model.evaluate(args)), expected, rtol=1e-12)
+
+
+def test_what_if_scales_profile_fields() -> None:
+    base = profile()
+    faster = whatif.apply(base, whatif.parse("network.bandwidth=*2"))
+    assert faster.network is not None and faster.network.bandwidth_bytes_per_s == 2 * BANDWIDTH
+    slower = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs[1]=/5"))
+    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.plateaus_gbs == [B1, B2 / 5]
+    assert whatif.apply(base, whatif.parse("cpu.peak=4e9")).peak_flops == 4e9
+    with pytest.raises(BackendError, match=r"has no field 'network\.speed'"):
+        whatif.apply(base, whatif.parse("network.speed=*2"))
+    with pytest.raises(BackendError, match="expected FIELD="):
+        whatif.parse("network.bandwidth=*fast")
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    before = MapsBackend().predict(builder(), base).part("communication").subs(values)
+    after = MapsBackend().predict(builder(), faster).part("communication").subs(values)
+    latency_part = 2 * 10 * LATENCY + 20 * LATENCY + 2 * LATENCY
+    assert float(after) - latency_part == pytest.approx((float(before) - latency_part) / 2)
+
+
+def test_ma_predict_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", program(), 4)
+    machine_file = profile().save(tmp_path / "hand.json")
+    assert main(["predict", str(run), "--machine", str(machine_file), "--set", "m=2000",
+                 "--what-if", "network.latency=/2", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "solve/it/ls" in captured.err and "assumed" in captured.err  # the missing-signature warning
+    report = json.loads(captured.out)
+    assert report["assumed_hit_rates"] == ["solve/it/ls"]
+    expected = MapsBackend().predict(builder(), profile()).evaluate({"n": 10, "m": 2000, "nprocs": 4})
+    assert report["total_s"] == pytest.approx(expected, rel=1e-9)
+    solve = next(r for r in report["subroutines"] if r["name"] == "solve")
+    assert solve["memory"] == pytest.approx(10 * 6000 * 8 / hand_f(0.875))
+    measured = {m["subroutine"]: m for m in report["measured"]}
+    assert measured["solve"]["measured_s"] > 0 and measured["solve"]["predicted_s"] == pytest.approx(solve["seconds"])
+    study = report["what_if"][0]
+    assert study["field"] == "network.latency_s" and study["speedup"] > 1
+    halo = next(r for r in study["sites"] if r["site"] == "solve/it/halo")
+    assert halo["before_s"] - halo["after_s"] == pytest.approx(20 * LATENCY / 2)
+    assert main(["predict", str(run), "--machine", str(machine_file)]) == 0
+    text = capsys.readouterr().out
+    assert "predicted vs measured" in text and "subroutine" in text
+    assert main(["predict", str(run), "--machine", str(machine_file), "--set", "mm=3"]) == 2
+    assert "mm is not a variable of this run" in capsys.readouterr().err
