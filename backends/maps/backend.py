@@ -60,6 +60,13 @@ class MapsPrediction(Prediction):
                 name, old.compute + site.compute, old.memory + site.memory, old.communication + site.communication)
         return {name: SitePrediction(name, s.compute, s.memory, s.communication) for name, s in out.items()}
 
+    def within(self, path: str) -> sympy.Expr:
+        """Seconds per rank of the sites at or below site path ``path`` (any region: a loop, a subroutine)."""
+        inside = [s.total for s in self.sites if s.path == path or s.path.startswith(path + "/")]
+        if not inside:
+            raise BackendError(f"no predicted site lies at or below {path!r}")
+        return sympy.Add(*inside)
+
     def subroutine_total(self, name: str) -> sympy.Expr:
         """Seconds per rank of every site inside subroutine path ``name`` (its nested subroutines included)."""
         def within(path: str) -> bool:
