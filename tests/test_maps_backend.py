@@ -19,7 +19,7 @@ from backends import registry
 from backends.base import Prediction
 from backends.machine.gafit import Eq1Params
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
-from backends.maps import MapsBackend, whatif
+from backends.maps import MapsBackend, overhead, whatif
 from backends.maps.eq1 import bandwidth_expr
 from backends.maps.signature import load_signatures
 from ma.errors import BackendError
@@ -197,3 +197,16 @@ def test_ma_predict_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert "predicted vs measured" in text and "subroutine" in text
     assert main(["predict", str(run), "--machine", str(machine_file), "--set", "mm=3"]) == 2
     assert "mm is not a variable of this run" in capsys.readouterr().err
+
+
+def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert 0 < overhead.measure(repeats=200, rounds=1) < 1e-3
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    plain = MapsBackend().predict(builder(), profile()).evaluate(values)
+    charged = MapsBackend(call_overhead_s=1e-6).predict(builder(), profile()).evaluate(values)
+    assert charged - plain == pytest.approx(2 * 10 * 1e-6)  # the flop and the loadstore site, 10 calls each
+    run = write_run(tmp_path / "run", program(), 2)
+    machine_file = profile().save(tmp_path / "hand.json")
+    assert main(["predict", str(run), "--machine", str(machine_file), "--backend", "peak", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["backend"] == "peak" and "subroutines" not in report and report["total_s"] > 0
