@@ -49,8 +49,10 @@ class LaunchPlan:
 
 
 def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[str] = "ma-traces",
-         counters: str | None = None, launcher: str | None = None) -> LaunchPlan:
-    """Work out the argv and environment of a run without starting it."""
+         counters: str | None = None, launcher: str | None = None, cache: str | None = None) -> LaunchPlan:
+    """Work out the argv and environment of a run without starting it.
+
+    ``cache`` ("SIZE:WAYS:LINE,...", innermost first) makes the Valgrind tool simulate that hierarchy."""
     if not command:
         raise LaunchError("no command to run: write it after `--`, e.g. ma run -n 2 -- python app.py")
     if nprocs < 1:
@@ -66,8 +68,10 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
         if "valgrind" in names:
             from .counters.valgrind import valgrind_launch_prefix
 
-            prefix, valgrind_env = valgrind_launch_prefix()
+            prefix, valgrind_env = valgrind_launch_prefix(cache)
             env.update(valgrind_env)
+        elif cache is not None:
+            raise LaunchError("a simulated cache (--cache) needs the valgrind counter: --counters valgrind")
     notes = _preload_pmpi(env)
     launcher = launcher or os.environ.get("MA_LAUNCHER")
     kind = "other"

@@ -18,6 +18,8 @@ def register(subparsers: Any) -> None:
                         help="counter providers: auto (default), papi, valgrind, tracemalloc, none; comma-separated")
     parser.add_argument("--launcher", default=None,
                         help="launcher command instead of the environment's mpiexec, e.g. 'srun' (or MA_LAUNCHER)")
+    parser.add_argument("--cache", default=None, metavar="PROFILE",
+                        help="with --counters valgrind: simulate this machine profile's caches (LRU) in the tool")
     # Not dest "command": that is the top-level parser's name of the subcommand, which error messages show.
     parser.add_argument("program", nargs=argparse.REMAINDER, metavar="command",
                         help="-- then the program and its arguments")
@@ -29,7 +31,8 @@ def handle(args: argparse.Namespace) -> int:
     from ma_runtime import launch
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
-    plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher)
+    plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher,
+                       cache=cache_option(args.cache) if args.cache else None)
     for note in plan.notes:
         print(f"ma run: {note}", file=sys.stderr)
     before = len(plan.notes)
@@ -51,3 +54,15 @@ def handle(args: argparse.Namespace) -> int:
         print(f"ma run: error: {missing}", file=sys.stderr)
         return status or 1
     return status
+
+
+def cache_option(name: str) -> str:
+    """The tool's --ma-cache value for a machine profile (a file or a shipped profile's name)."""
+    from ma_cli.commands.machine import _load as load_profile
+
+    machine = load_profile(name)
+    for level in machine.caches:
+        if level.replacement != "LRU":
+            print(f"ma run: note: the tool simulates L{level.level} as LRU (profile {machine.name!r}: "
+                  f"{level.replacement})", file=sys.stderr)
+    return ",".join(f"{c.size_bytes}:{c.ways}:{c.line_bytes}" for c in machine.caches)

@@ -33,6 +33,7 @@ _CSRC = Path(__file__).resolve().parent.parent / "csrc"
 _SHARED_HEADER = _CSRC / "ma_vgcount.h"
 _SHIM_SOURCE = _CSRC / "ma_vgclient.c"
 _COUNTER_NAMES = ("dp_flops", "sp_flops", "loads", "stores", "load_bytes", "store_bytes")
+_CACHE_VALUES = 6  # MA_VG_CACHE_VALUES of ma_vgcount.h: levels, line accesses, hits of up to 4 levels
 
 # Valgrind names its platforms <arch>-<os>; tools are linked at the core's fixed load address.
 _PLATFORMS = {"x86_64": ("amd64", "0x58000000")}
@@ -82,6 +83,29 @@ class VgCounts:
     @property
     def flops(self) -> int:
         return self.dp_flops + self.sp_flops
+
+
+@dataclass(frozen=True)
+class CacheCounts:
+    """One reading of the tool's cache simulation (``--ma-cache``): line accesses (loads and stores, each
+    line an access touches) and the accesses each level served, innermost first."""
+
+    accesses: int
+    hits: tuple[int, ...]
+
+    def __sub__(self, other: CacheCounts) -> CacheCounts:
+        return CacheCounts(self.accesses - other.accesses,
+                           tuple(a - b for a, b in zip(self.hits, other.hits, strict=True)))
+
+    def hit_rates(self) -> list[float]:
+        """Cumulative h_1..h_n, then 1 for main memory (the machine profile's convention); NaN without accesses."""
+        if self.accesses <= 0:
+            return [float("nan")] * len(self.hits) + [1.0]
+        total, out = 0, []
+        for served in self.hits:
+            total += served
+            out.append(total / self.accesses)
+        return [*out, 1.0]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -287,8 +311,11 @@ def build_valgrind_tool(force: bool = False) -> Path:
     return out
 
 
-def valgrind_launch_prefix() -> tuple[list[str], dict[str, str]]:
+def valgrind_launch_prefix(cache: str | None = None) -> tuple[list[str], dict[str, str]]:
     """The argv prefix and environment additions that start one rank under the tool.
+
+    ``cache`` ("SIZE:WAYS:LINE,...", bytes, innermost level first) turns on the tool's LRU cache simulation
+    (``--ma-cache``); :meth:`ValgrindProvider.cache_read` then reads its counts.
 
     ``ma run --counters valgrind -n N -- python app.py`` runs ``mpiexec -n N <prefix> python app.py``
     with the environment updated by the returned dict. Builds the tool first if needed.
@@ -298,7 +325,11 @@ def valgrind_launch_prefix() -> tuple[list[str], dict[str, str]]:
     argv = [stamp.get("valgrind_launcher", "valgrind"), f"--tool={TOOL_NAME}",
             "-q",            # no banner or totals on stderr: the trace has the numbers
             "--vgdb=no"]     # no gdbserver FIFOs in /tmp for every rank
+    if cache:
+        argv.append(f"--ma-cache={cache}")
     env = {"VALGRIND_LIB": str(out / "lib"), "MA_VALGRIND_TOOL_DIR": str(out)}
+    if cache:
+        env["MA_VG_CACHE"] = cache
     # Valgrind runs one thread at a time, so BLAS worker threads cannot help; their spin-waiting only
     # adds loads and time to every count. One BLAS thread, unless the user chose otherwise.
     if "OPENBLAS_NUM_THREADS" not in os.environ:
@@ -331,11 +362,21 @@ class _Shim:
             getattr(lib, name).restype = ctypes.c_int
         for name in ("ma_vgc_tool_version", "ma_vgc_core_version"):
             getattr(lib, name).restype = ctypes.c_long
+        lib.ma_vgc_cache_read.restype = ctypes.c_int
+        lib.ma_vgc_cache_read.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+        self._cache_values = (ctypes.c_ulonglong * _CACHE_VALUES)()
         self.lib = lib
         self.path = path
         self.running = bool(lib.ma_vgc_running())
         self._counts = CCounts()
         self._counts_ref = ctypes.byref(self._counts)
+
+    def cache_read(self) -> CacheCounts | None:
+        if self.lib.ma_vgc_cache_read(self._cache_values) == 0:
+            return None
+        values = list(self._cache_values)
+        levels = int(values[0])
+        return CacheCounts(int(values[1]), tuple(int(v) for v in values[2:2 + levels]))
 
     def read(self) -> VgCounts | None:
         if self.lib.ma_vgc_read(self._counts_ref) != 1:
@@ -418,3 +459,8 @@ class ValgrindProvider(CounterProvider):
         """All six totals at once (None when not under the tool)."""
         shim = self._load()
         return shim.read() if shim is not None else None
+
+    def cache_read(self) -> CacheCounts | None:
+        """The cache simulation's totals (None when not under the tool or it simulates no cache)."""
+        shim = self._load()
+        return shim.cache_read() if shim is not None else None

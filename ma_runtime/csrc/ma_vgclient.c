@@ -35,3 +35,6 @@ MA_VGC_API long ma_vgc_core_version(void)
 {
     return (long)MA_VG_REQUEST(0, MA_VG_REQ_CORE_VERSION, 0, 0);
 }
+
+/* The cache simulation's totals (ma_vg_cache_read): values written, 0 without a simulated cache. */
+MA_VGC_API int ma_vgc_cache_read(unsigned long long *out) { return ma_vg_cache_read(out); }

@@ -53,8 +53,14 @@ enum ma_vg_request {
     MA_VG_REQ_VERSION = MA_VG_REQ_BASE + 1, /* -> tool version major*10000 + minor*100 + patch */
     MA_VG_REQ_READ = MA_VG_REQ_BASE + 2,    /* (ma_vg_counts *out, size_t size) -> counters written */
     MA_VG_REQ_SUM = MA_VG_REQ_BASE + 3,     /* (unsigned long mask) -> sum of the masked totals */
-    MA_VG_REQ_CORE_VERSION = MA_VG_REQ_BASE + 4 /* -> Valgrind core major*100 + minor it was built for */
+    MA_VG_REQ_CORE_VERSION = MA_VG_REQ_BASE + 4, /* -> Valgrind core major*100 + minor it was built for */
+    MA_VG_REQ_CACHE_READ = MA_VG_REQ_BASE + 5 /* (unsigned long long *out, size_t size) -> values written */
 };
+
+/* Cache simulation (tool option --ma-cache=SIZE:WAYS:LINE[,...], innermost level first): MA_VG_REQ_CACHE_READ
+   writes levels, line accesses, then the accesses each level served (not cumulative), up to `size` bytes. */
+#define MA_VG_CACHE_MAX_LEVELS 4
+#define MA_VG_CACHE_VALUES (2 + MA_VG_CACHE_MAX_LEVELS)
 
 #ifndef MA_VG_TOOL_SIDE /* the client API; the tool itself only needs the codes above */
 #include <string.h>
@@ -98,6 +104,14 @@ static inline unsigned long long ma_vg_sum(unsigned long mask)
 
 static inline unsigned long long ma_vg_flops(void) { return ma_vg_sum(MA_VG_MASK_FLOPS); }
 static inline unsigned long long ma_vg_loadstores(void) { return ma_vg_sum(MA_VG_MASK_LOADSTORE); }
+
+/* The cache simulation's totals into out[MA_VG_CACHE_VALUES] (levels, accesses, hits per level); returns the
+   number of values written, 0 when not under the tool or when it simulates no cache. */
+static inline int ma_vg_cache_read(unsigned long long *out)
+{
+    memset(out, 0, MA_VG_CACHE_VALUES * sizeof *out);
+    return (int)MA_VG_REQUEST(0, MA_VG_REQ_CACHE_READ, out, MA_VG_CACHE_VALUES * sizeof *out);
+}
 
 #endif /* MA_VG_TOOL_SIDE */
 #endif /* MA_VGCOUNT_H */

@@ -53,6 +53,8 @@
 #include "pub_tool_aspacemgr.h"
 #include "pub_tool_vki.h"
 #include "pub_tool_clreq.h"
+#include "pub_tool_mallocfree.h"
+#include "pub_tool_machine.h"
 
 #define MA_VG_TOOL_SIDE 1
 #include "ma_vgcount.h"
@@ -323,6 +325,194 @@ static void note_stmt(SBState* s, IRTypeEnv* tyenv, IRStmt* st)
    }
 }
 
+
+/*------------------------------------------------------------*/
+/*--- Cache simulation (--ma-cache)                        ---*/
+/*------------------------------------------------------------*/
+
+/* With --ma-cache=SIZE:WAYS:LINE[,SIZE:WAYS:LINE...] (bytes, innermost
+   level first) every load and store goes through a simulated hierarchy
+   of set-associative LRU caches: each line of the first level's line
+   size that an access touches is looked up level by level; a miss fills
+   the line into that level and the lookup goes on outwards, a hit stops
+   it (the fill-on-miss, no-back-invalidation hierarchy pycachesim
+   simulates for the machine profile).  Stores allocate like loads.  The
+   tool counts line accesses and the accesses each level served;
+   MA_VG_REQ_CACHE_READ reads them, so a region's cumulative hit rates
+   are differences of two reads. */
+
+typedef struct {
+   ULong sets;
+   UInt  ways;
+   UInt  line_shift;
+   ULong* tags;   /* sets x ways line numbers, most recently used first; ~0 = empty */
+} MfCacheLevel;
+
+static MfCacheLevel mf_cache[MA_VG_CACHE_MAX_LEVELS];
+static Int mf_cache_levels = 0;
+static const HChar* mf_cache_option = NULL;
+/* [0] line accesses, [1 + i] accesses served by level i */
+static ULong mf_cache_counts[1 + MA_VG_CACHE_MAX_LEVELS];
+
+/* Look `addr` up in level `lv`: True on a hit (made most recent), else
+   the line is filled in as most recent and the least recent one leaves. */
+static Bool cache_touch(MfCacheLevel* lv, Addr addr)
+{
+   ULong line = (ULong)addr >> lv->line_shift;
+   ULong* row = lv->tags + (line % lv->sets) * lv->ways;
+   UInt j;
+   for (j = 0; j < lv->ways; j++) {
+      if (row[j] == line) {
+         for (; j > 0; j--)
+            row[j] = row[j - 1];
+         row[0] = line;
+         return True;
+      }
+   }
+   for (j = lv->ways - 1; j > 0; j--)
+      row[j] = row[j - 1];
+   row[0] = line;
+   return False;
+}
+
+static VG_REGPARM(2) void mf_cache_access(Addr addr, HWord size)
+{
+   UInt shift = mf_cache[0].line_shift;
+   Addr line, last;
+   if (size == 0)
+      return;
+   last = (addr + size - 1) >> shift;
+   for (line = addr >> shift; line <= last; line++) {
+      Int i;
+      mf_cache_counts[0]++;
+      for (i = 0; i < mf_cache_levels; i++) {
+         if (cache_touch(&mf_cache[i], line << shift)) {
+            mf_cache_counts[1 + i]++;
+            break;
+         }
+      }
+   }
+}
+
+/* A call of mf_cache_access(addr, size) before the statement, under `guard`. */
+static void cache_instrument_access(IRSB* out, IRExpr* addr, UInt size, IRExpr* guard)
+{
+   IRDirty* di = unsafeIRDirty_0_N(2, "mf_cache_access", VG_(fnptr_to_fnentry)(&mf_cache_access),
+                                   mkIRExprVec_2(addr, mkIRExpr_HWord(size)));
+   if (!guard_always_true(guard))
+      di->guard = guard;
+   addStmtToIRSB(out, IRStmt_Dirty(di));
+}
+
+static void cache_instrument_stmt(IRSB* out, IRTypeEnv* tyenv, IRStmt* st)
+{
+   switch (st->tag) {
+      case Ist_WrTmp:
+         if (st->Ist.WrTmp.data->tag == Iex_Load)
+            cache_instrument_access(out, st->Ist.WrTmp.data->Iex.Load.addr,
+                                    sizeofIRType(st->Ist.WrTmp.data->Iex.Load.ty), NULL);
+         break;
+      case Ist_Store:
+         cache_instrument_access(out, st->Ist.Store.addr,
+                                 sizeofIRType(typeOfIRExpr(tyenv, st->Ist.Store.data)), NULL);
+         break;
+      case Ist_LoadG:
+         cache_instrument_access(out, st->Ist.LoadG.details->addr, loadg_size(st->Ist.LoadG.details->cvt),
+                                 st->Ist.LoadG.details->guard);
+         break;
+      case Ist_StoreG:
+         cache_instrument_access(out, st->Ist.StoreG.details->addr,
+                                 sizeofIRType(typeOfIRExpr(tyenv, st->Ist.StoreG.details->data)),
+                                 st->Ist.StoreG.details->guard);
+         break;
+      case Ist_CAS: {
+         IRCAS* cas = st->Ist.CAS.details;
+         cache_instrument_access(out, cas->addr,
+                                 sizeofIRType(typeOfIRExpr(tyenv, cas->dataLo)) * (cas->dataHi ? 2 : 1), NULL);
+         break;
+      }
+      case Ist_Dirty: {
+         IRDirty* d = st->Ist.Dirty.details;
+         if (d->mFx != Ifx_None && d->mAddr != NULL && d->mSize > 0)
+            cache_instrument_access(out, d->mAddr, d->mSize, d->guard);
+         break;
+      }
+      default:
+         break;
+   }
+}
+
+/* "SIZE:WAYS:LINE,..." -> mf_cache; a bad value ends the run with a message naming it. */
+static void cache_configure(const HChar* text)
+{
+   const HChar* p = text;
+   while (*p != '\0') {
+      HChar* end;
+      Long size, ways, line;
+      MfCacheLevel* lv;
+      UInt shift = 0;
+      if (mf_cache_levels == MA_VG_CACHE_MAX_LEVELS)
+         VG_(fmsg_bad_option)("--ma-cache", "at most %d levels\n", MA_VG_CACHE_MAX_LEVELS);
+      size = VG_(strtoll10)(p, &end);
+      if (*end != ':') VG_(fmsg_bad_option)("--ma-cache", "expected SIZE:WAYS:LINE in '%s'\n", text);
+      ways = VG_(strtoll10)(end + 1, &end);
+      if (*end != ':') VG_(fmsg_bad_option)("--ma-cache", "expected SIZE:WAYS:LINE in '%s'\n", text);
+      line = VG_(strtoll10)(end + 1, &end);
+      if ((*end != ',' && *end != '\0') || size <= 0 || ways <= 0 || line <= 0 || (line & (line - 1)) != 0
+          || size % (ways * line) != 0)
+         VG_(fmsg_bad_option)("--ma-cache", "level %d of '%s': sizes must be positive, the line a power of 2 "
+                              "and the size a whole number of sets (ways x line)\n", mf_cache_levels + 1, text);
+      if (mf_cache_levels > 0 && line < (1L << mf_cache[0].line_shift))
+         VG_(fmsg_bad_option)("--ma-cache", "outer levels cannot have shorter lines than the first\n");
+      while ((1L << shift) < line)
+         shift++;
+      lv = &mf_cache[mf_cache_levels++];
+      lv->ways = (UInt)ways;
+      lv->sets = (ULong)(size / (ways * line));
+      lv->line_shift = shift;
+      lv->tags = VG_(malloc)("maflops.cache", lv->sets * lv->ways * sizeof(ULong));
+      VG_(memset)(lv->tags, 0xff, lv->sets * lv->ways * sizeof(ULong));
+      p = *end == ',' ? end + 1 : end;
+   }
+}
+
+static Bool mf_process_cmd_line_option(const HChar* arg)
+{
+   if VG_STR_CLO(arg, "--ma-cache", mf_cache_option) {}
+   else
+      return False;
+   return True;
+}
+
+static void mf_print_usage(void)
+{
+   VG_(printf)("    --ma-cache=SIZE:WAYS:LINE[,...]  simulate these LRU caches (bytes, innermost first)\n");
+}
+
+static void mf_print_debug_usage(void)
+{
+}
+
+static Bool cache_read_request(UWord* arg, UWord* ret)
+{
+   ULong values[MA_VG_CACHE_VALUES];
+   Addr out = (Addr)arg[1];
+   SizeT n = (arg[2] < sizeof values ? arg[2] : sizeof values) / sizeof(ULong);
+   Int i;
+   if (mf_cache_levels == 0 || out == 0
+       || !VG_(am_is_valid_for_client)(out, n * sizeof(ULong), VKI_PROT_WRITE)) {
+      *ret = 0;
+      return True;
+   }
+   VG_(memset)(values, 0, sizeof values);
+   values[0] = (ULong)mf_cache_levels;
+   for (i = 0; i <= mf_cache_levels; i++)
+      values[1 + i] = mf_cache_counts[i];
+   VG_(memcpy)((void*)out, values, n * sizeof(ULong));
+   *ret = n;
+   return True;
+}
+
 static
 IRSB* mf_instrument(VgCallbackClosure* closure,
                     IRSB* sbIn,
@@ -342,6 +532,8 @@ IRSB* mf_instrument(VgCallbackClosure* closure,
       if (st == NULL || st->tag == Ist_NoOp)
          continue;
       note_stmt(&s, sbIn->tyenv, st);
+      if (mf_cache_levels > 0)
+         cache_instrument_stmt(s.out, sbIn->tyenv, st);
       if (st->tag == Ist_Exit)
          flush_pending(&s); /* what ran before a taken exit is counted */
       addStmtToIRSB(s.out, st);
@@ -390,6 +582,8 @@ static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
          *ret = n;
          return True;
       }
+      case MA_VG_REQ_CACHE_READ:
+         return cache_read_request(arg, ret);
       default:
          VG_(message)(Vg_UserMsg, "maflops: unknown client request 0x%lx\n", arg[0]);
          *ret = 0;
@@ -403,6 +597,8 @@ static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
 
 static void mf_post_clo_init(void)
 {
+   if (mf_cache_option != NULL)
+      cache_configure(mf_cache_option);
 }
 
 /* Totals of the whole run, unless -q. */
@@ -430,6 +626,7 @@ static void mf_pre_clo_init(void)
 
    VG_(basic_tool_funcs)(mf_post_clo_init, mf_instrument, mf_fini);
    VG_(needs_client_requests)(mf_handle_client_request);
+   VG_(needs_command_line_options)(mf_process_cmd_line_option, mf_print_usage, mf_print_debug_usage);
 }
 
 VG_DETERMINE_INTERFACE_VERSION(mf_pre_clo_init)

@@ -1,0 +1,55 @@
+"""Communication time per MPI site: Hockney's model (latency L, bandwidth B; perc_framework.txt Section 2.3)
+for point-to-point messages, and the usual algorithm of each collective (Thakur, Rabenseifner and Gropp,
+"Optimization of collective communication operations in MPICH", IJHPCA 2005) on p ranks.
+
+Every cost has the form ``a(p) * n * L + b(p) * bytes / B`` with ``n`` the site's messages (calls x count)
+and ``bytes`` their volume (n x bytes per message m), so per site::
+
+    point-to-point send, isend, sendrecv     n L + bytes/B          (a = b = 1)
+    recv, irecv                              0                      (the message is charged at its sender)
+    bcast, reduce   (binomial tree)          ceil(log2 p) (n L + bytes/B)
+    allreduce       (recursive doubling)     ceil(log2 p) (n L + bytes/B)
+    gather, scatter (binomial tree)          ceil(log2 p) n L + (p-1) bytes/B
+    allgather       (recursive doubling)     ceil(log2 p) n L + (p-1) bytes/B
+    alltoall        (pairwise exchange)      (p-1) (n L + bytes/B)
+    barrier         (dissemination)          ceil(log2 p) n L
+
+Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
+"""
+
+from __future__ import annotations
+
+import sympy
+from sympy.codegen.cfunctions import log2
+
+ALGORITHMS: dict[str, str] = {
+    "mpi_send": "Hockney n L + bytes/B", "mpi_isend": "Hockney n L + bytes/B",
+    "mpi_sendrecv": "Hockney n L + bytes/B", "mpi_recv": "charged at the sender", "mpi_irecv": "charged at the sender",
+    "mpi_bcast": "binomial tree", "mpi_reduce": "binomial tree", "mpi_allreduce": "recursive doubling",
+    "mpi_gather": "binomial tree", "mpi_scatter": "binomial tree", "mpi_allgather": "recursive doubling",
+    "mpi_alltoall": "pairwise exchange", "mpi_barrier": "dissemination",
+}
+
+
+def factors(site_type: str, procs: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
+    """(a, b): how many latencies per message and how many times its bytes a collective on ``procs`` ranks costs."""
+    rounds = sympy.ceiling(log2(procs))
+    others = procs - 1
+    one, zero = sympy.Integer(1), sympy.Integer(0)
+    table: dict[str, tuple[sympy.Expr, sympy.Expr]] = {
+        "mpi_send": (one, one), "mpi_isend": (one, one), "mpi_sendrecv": (one, one),
+        "mpi_recv": (zero, zero), "mpi_irecv": (zero, zero),
+        "mpi_bcast": (rounds, rounds), "mpi_reduce": (rounds, rounds), "mpi_allreduce": (rounds, rounds),
+        "mpi_gather": (rounds, others), "mpi_scatter": (rounds, others), "mpi_allgather": (rounds, others),
+        "mpi_alltoall": (others, others), "mpi_barrier": (rounds, zero),
+    }
+    if site_type not in table:
+        raise ValueError(f"no communication model for site type {site_type!r}")
+    return table[site_type]
+
+
+def site_seconds(site_type: str, messages: sympy.Expr, volume: sympy.Expr, procs: sympy.Expr,
+                 latency_s: sympy.Expr | float, bandwidth_bytes_per_s: sympy.Expr | float) -> sympy.Expr:
+    """Seconds per rank of one MPI site with ``messages`` messages of ``volume`` bytes in all."""
+    a, b = factors(site_type, procs)
+    return a * messages * sympy.sympify(latency_s) + b * volume / sympy.sympify(bandwidth_bytes_per_s)

@@ -1,0 +1,168 @@
+"""``ma predict DIR --backend maps --machine PROFILE``: predicted time per subroutine and per site, what-if
+studies on the machine profile, and predicted against measured time where the traces timed the sites."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from ma.errors import MAError
+
+from ..support import add_trace_arguments, load_traces, number, parse_sets, table
+
+if TYPE_CHECKING:
+    import sympy
+
+    from backends.base import Prediction
+    from ma_post import ModelBuilder
+
+PARTS = ("compute", "memory", "communication")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("predict", help="predict run time from the model and a machine profile")
+    add_trace_arguments(parser)
+    parser.add_argument("--backend", default="maps", help="an installed backend (`ma backends`; default maps)")
+    parser.add_argument("--machine", required=True, metavar="PROFILE",
+                        help="machine profile: a file or the name of a shipped profile")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V",
+                        help="input parameter value (inputs not set keep their traced values, per rank)")
+    parser.add_argument("--what-if", dest="what_ifs", action="append", default=[], metavar="FIELD=*F",
+                        help="scale (*F, /F) or set (=V) a profile field, e.g. network.bandwidth=*2; repeatable")
+    parser.add_argument("--overlap", choices=("sum", "max"), default="sum",
+                        help="maps: compute and memory of a block added (sum) or overlapped (max)")
+    parser.add_argument("--signatures", metavar="FILE", help="maps: hit rates per loadstore site (ma-signature JSON)")
+    parser.add_argument("--assumed-hits", metavar="H1,..,HN",
+                        help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
+    parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
+                        help="maps: seconds per annotated call (default: the profile's cpu.call_overhead_s, else 0)")
+    parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.set_defaults(handler=handle)
+
+
+def make_backend(args: argparse.Namespace, machine: Any) -> Any:
+    from backends import registry
+    from backends.maps import MapsBackend
+    from backends.maps.signature import load_signatures
+
+    cls = registry.load(args.backend)
+    if not issubclass(cls, MapsBackend):
+        return cls()
+    assumed = None
+    if args.assumed_hits:
+        try:
+            assumed = [float(h) for h in args.assumed_hits.split(",")]
+        except ValueError:
+            raise MAError(f"--assumed-hits {args.assumed_hits!r}: expected comma-separated numbers") from None
+    overhead = args.call_overhead if args.call_overhead is not None else float(machine.cpu.get("call_overhead_s", 0.0))
+    signatures = load_signatures(args.signatures, machine.levels) if args.signatures else None
+    return cls(overlap=args.overlap, procs=args.procs, signatures=signatures, assumed_hits=assumed,
+               call_overhead_s=overhead)
+
+
+def check_sets(builder: ModelBuilder, sets: dict[str, float]) -> None:
+    known = set(builder.ts.variable_names())
+    unknown = sorted(set(sets) - known)
+    if unknown:
+        raise MAError(f"--set: {', '.join(unknown)} is not a variable of this run (known: {', '.join(sorted(known))})")
+
+
+def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> float:
+    from backends.maps.measured import per_rank
+
+    return float(per_rank(builder, expr, values).mean())
+
+
+def site_rows(builder: ModelBuilder, items: list[tuple[str, Any]], values: dict[str, float]) -> list[dict[str, Any]]:
+    rows = []
+    for name, site in items:
+        parts = {part: mean_value(builder, getattr(site, part), values) for part in PARTS}
+        rows.append({"name": name, "seconds": sum(parts.values()), **parts})
+    return rows
+
+
+def handle(args: argparse.Namespace) -> int:
+    from backends.maps import MapsPrediction
+    from backends.maps import whatif as whatifs
+    from backends.maps.measured import compare
+    from ma_cli.commands.machine import _load as load_profile
+    from ma_post import ModelBuilder
+
+    sets = {name: values[0] for name, values in parse_sets(args.sets).items()}
+    for name, values in parse_sets(args.sets).items():
+        if len(values) != 1:
+            raise MAError(f"--set {name}: ma predict takes one value per input")
+    changes = [whatifs.parse(text) for text in args.what_ifs]
+    machine = load_profile(args.machine)
+    builder = ModelBuilder(load_traces(args))
+    check_sets(builder, sets)
+    backend = make_backend(args, machine)
+    prediction: Prediction = backend.predict(builder, machine, sets)
+    report: dict[str, Any] = {"backend": prediction.backend, "machine": prediction.machine, "inputs": sets,
+                              "notes": list(prediction.notes)}
+    report["sites"] = site_rows(builder, [(s.path, s) for s in prediction.sites], sets)
+    report["total_s"] = mean_value(builder, prediction.total, sets)
+    if isinstance(prediction, MapsPrediction):
+        report["subroutines"] = site_rows(builder, list(prediction.by_subroutine().items()), sets)
+        report["assumed_hit_rates"] = list(prediction.assumed)
+        report["measured"] = [{"subroutine": c.subroutine, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
+                               "error": c.error} for c in compare(builder, prediction, sets)]
+    report["what_if"] = []
+    for change in changes:
+        other = backend.predict(builder, whatifs.apply(machine, change), sets)
+        after = {s.path: s.total for s in other.sites}
+        rows = []
+        for site in prediction.sites:
+            before_s = mean_value(builder, site.total, sets)
+            after_s = mean_value(builder, after[site.path], sets)
+            rows.append({"site": site.path, "before_s": before_s, "after_s": after_s,
+                         "speedup": before_s / after_s if after_s else float("inf")})
+        total_after = mean_value(builder, other.total, sets)
+        report["what_if"].append({"change": change.text, "field": change.field, "total_after_s": total_after,
+                                  "speedup": report["total_s"] / total_after if total_after else float("inf"),
+                                  "sites": rows})
+    for note in prediction.notes:
+        if "assumed" in note:
+            print(f"ma predict: warning: {note}", file=sys.stderr)
+    if args.format == "json":
+        json.dump(report, sys.stdout, indent=1)
+        print()
+        return 0
+    print_report(report)
+    return 0
+
+
+def _shares(rows: list[dict[str, Any]], label: str) -> str:
+    out = [[label, "seconds", "compute", "memory", "comm"]]
+    for row in rows:
+        total = row["seconds"] or 1.0
+        out.append([row["name"] or "(outside subroutines)", number(row["seconds"]),
+                    *(f"{100 * row[p] / total:.1f}%" for p in PARTS)])
+    return table(out)
+
+
+def print_report(report: dict[str, Any]) -> None:
+    inputs = ", ".join(f"{k}={number(v)}" for k, v in report["inputs"].items()) or "traced values"
+    print(f"backend {report['backend']}, machine {report['machine']}, inputs: {inputs}")
+    print(f"predicted time per rank: {number(report['total_s'])} s\n")
+    if "subroutines" in report:
+        print(_shares(report["subroutines"], "subroutine"))
+    print(_shares(report["sites"], "site"))
+    if report.get("measured"):
+        rows = [["subroutine", "predicted s", "measured s", "error"]]
+        rows += [[m["subroutine"], number(m["predicted_s"]), number(m["measured_s"]), f"{100 * m['error']:+.1f}%"]
+                 for m in report["measured"]]
+        print("predicted vs measured (mean per rank):")
+        print(table(rows))
+    for study in report["what_if"]:
+        print(f"what-if {study['change']} ({study['field']}): total {number(study['total_after_s'])} s, "
+              f"speed-up {study['speedup']:.3g}")
+        rows = [["site", "before s", "after s", "speed-up"]]
+        rows += [[r["site"], number(r["before_s"]), number(r["after_s"]), f"{r['speedup']:.3g}"]
+                 for r in study["sites"]]
+        print(table(rows))
+    for note in report["notes"]:
+        print(f"note: {note}")

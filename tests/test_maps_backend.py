@@ -1,0 +1,212 @@
+"""The maps backend: Equation 1 in SymPy against its NumPy twin, the convolution and the network costs on
+hand-computed cases, the overlap option, assumed hit rates named in the notes, what-if scaling, and the
+symbolic prediction exported to Octave and evaluated there."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+from post_fixtures import Loop, Mpi, Op, Sub, Var, make_trace, write_run
+
+from backends import registry
+from backends.base import Prediction
+from backends.machine.gafit import Eq1Params
+from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
+from backends.maps import MapsBackend, overhead, whatif
+from backends.maps.eq1 import bandwidth_expr
+from backends.maps.signature import load_signatures
+from ma.errors import BackendError
+from ma_cli.main import main
+from ma_post import ModelBuilder
+from ma_post.export.octave import export_octave
+from ma_post.traceset import from_traces
+
+# Two levels (L1, memory): with no penalties F(h) = (h1 c1 b1 + (1-h1) c2 b2) / (h1 c1 + (1-h1) c2).
+C2, B1, B2 = 10.0, 40.0, 5.0
+LATENCY, BANDWIDTH, PEAK = 1e-6, 1e9, 2e9
+
+
+def profile(penalties: bool = False) -> MachineProfile:
+    fit = BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[3.0] if penalties else [],
+                       penalty_x=[0.05] if penalties else [])
+    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 1, "measured_at": ""},
+                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0},
+                          network=NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
+                          bandwidth_fit=fit)
+
+
+def program() -> list[object]:
+    return [Var("n", 10), Var("m", 1000), Var("nprocs", lambda e: e["__size"]),
+            Sub("solve", [Loop("it", "n", [
+                Op("flop", "fl", "2*m"), Op("loadstore", "ls", "3*m"),
+                Mpi("mpi_allreduce", "sum", "8"), Mpi("mpi_send", "halo", "8*m", count="2"),
+                Mpi("mpi_irecv", "halo_in", "8*m", count="2")])]),
+            Mpi("mpi_bcast", "params", "16")]
+
+
+def builder(size: int = 4) -> ModelBuilder:
+    return ModelBuilder(from_traces([make_trace(program(), r, size) for r in range(size)]))
+
+
+def hand_f(h1: float) -> float:
+    return (h1 * B1 + (1 - h1) * C2 * B2) / (h1 + (1 - h1) * C2) * 1e9
+
+
+def test_eq1_in_sympy_matches_the_numeric_fit() -> None:
+    params = Eq1Params((1.0, 6.0, 40.0), (50.0, 20.0, 4.0), (2.0, -1.5), (0.03, 0.4))
+    rows = [(1.0, 1.0, 1.0), (0.875, 0.875, 1.0), (0.5, 0.9, 1.0), (0.0, 0.0, 1.0), (0.2, 1.0, 1.0)]
+    numeric = params.bandwidth(rows)
+    for row, expected in zip(rows, numeric, strict=True):
+        assert float(bandwidth_expr(params, row)) == pytest.approx(expected, rel=1e-12)
+    h = sympy.symbols("h1 h2 h3")
+    symbolic = bandwidth_expr(params, h)
+    assert float(symbolic.subs(dict(zip(h, rows[2], strict=True)))) == pytest.approx(numeric[2], rel=1e-12)
+
+
+def test_hand_computed_convolution_and_network() -> None:
+    backend = registry.create("maps")
+    assert isinstance(backend, MapsBackend)
+    b = builder()
+    prediction = backend.predict(b, profile(), {"nprocs": 4})
+    sites = {s.path: s for s in prediction.sites}
+    values = {"n": 10, "m": 1000}
+    assert float(sites["solve/it/fl"].compute.subs(values)) == pytest.approx(10 * 2000 / PEAK)
+    # no signature: the assumed stride-1 stream, h1 = 1 - 8/64
+    assert prediction.assumed == ("solve/it/ls",)
+    assert any("solve/it/ls" in note and "assumed" in note for note in prediction.notes)
+    assert float(sites["solve/it/ls"].memory.subs(values)) == pytest.approx(10 * 3000 * 8 / hand_f(0.875))
+    rounds = 2  # ceil(log2 4): recursive doubling and the binomial tree
+    assert float(sites["solve/it/sum"].communication.subs(values)) == pytest.approx(
+        rounds * (10 * LATENCY + 10 * 8 / BANDWIDTH))
+    assert float(sites["solve/it/halo"].communication.subs(values)) == pytest.approx(
+        20 * LATENCY + 20 * 8000 / BANDWIDTH)
+    assert float(sites["solve/it/halo_in"].communication.subs(values)) == 0.0  # charged at the sender
+    assert float(sites["params"].communication) == pytest.approx(rounds * (LATENCY + 16 / BANDWIDTH))
+    total = (10 * 2000 / PEAK + 10 * 3000 * 8 / hand_f(0.875) + rounds * (10 * LATENCY + 80 / BANDWIDTH)
+             + 20 * LATENCY + 20 * 8000 / BANDWIDTH + rounds * (LATENCY + 16 / BANDWIDTH))
+    assert prediction.evaluate(values) == pytest.approx(total, rel=1e-12)
+    solve = prediction.by_subroutine()["solve"]
+    assert float(solve.total.subs(values)) == pytest.approx(total - rounds * (LATENCY + 16 / BANDWIDTH), rel=1e-12)
+    # one rank: every collective is free
+    assert float(backend.predict(b, profile(), {"nprocs": 1}).part("communication").subs(values)) == pytest.approx(
+        20 * LATENCY + 20 * 8000 / BANDWIDTH)
+
+
+def test_signatures_replace_the_assumed_rates_and_are_checked(tmp_path: Path) -> None:
+    path = tmp_path / "sig.json"
+    path.write_text('{"format": "ma-signature", "sites": {"solve/it/ls": [0.5, 1.0]}}')
+    prediction = MapsBackend(signatures=load_signatures(path, 2)).predict(builder(), profile(), {"nprocs": 4})
+    assert prediction.assumed == ()
+    memory = float(prediction.part("memory").subs({"n": 10, "m": 1000}))
+    assert memory == pytest.approx(10 * 3000 * 8 / hand_f(0.5))
+    path.write_text('{"format": "ma-signature", "sites": {"solve/it/ls": [0.9, 0.8]}}')
+    with pytest.raises(BackendError, match=r"sig.json: field 'sites.solve/it/ls': .*cumulative"):
+        load_signatures(path, 2)
+    with pytest.raises(BackendError, match="expected 2 cumulative hit rates"):
+        MapsBackend(signatures={"solve/it/ls": [1.0]}).predict(builder(), profile())
+
+
+def test_max_overlap_costs_the_larger_of_compute_and_memory() -> None:
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    summed = MapsBackend().predict(builder(), profile(), {})
+    overlapped = MapsBackend(overlap="max").predict(builder(), profile(), {})
+    block = "solve/it/"
+    compute, memory = 10 * 2000 / PEAK, 10 * 3000 * 8 / hand_f(0.875)
+
+    def block_time(p: Prediction) -> float:
+        return sum(float((s.compute + s.memory).subs(values)) for s in p.sites if s.path.startswith(block))
+
+    assert block_time(summed) == pytest.approx(compute + memory)
+    assert block_time(overlapped) == pytest.approx(max(compute, memory))
+    with pytest.raises(BackendError, match="overlap must be one of sum, max"):
+        MapsBackend(overlap="min")
+
+
+def test_penalties_and_symbolic_inputs_stay_symbolic() -> None:
+    prediction = MapsBackend().predict(builder(), profile(penalties=True))
+    assert prediction.free_inputs == ["m", "n", "nprocs"]
+    bw = Eq1Params((1.0, C2), (B1, B2), (3.0,), (0.05,)).bandwidth([(0.875, 1.0)])[0] * 1e9
+    assert float(prediction.part("memory").subs({"n": 2, "m": 5})) == pytest.approx(2 * 15 * 8 / bw)
+
+
+@pytest.mark.octave
+def test_prediction_exported_to_octave_evaluates_to_the_same_number(tmp_path: Path) -> None:
+    b = builder()
+    prediction = MapsBackend().predict(b, profile(penalties=True))
+    model = b.submodel("maps_time", prediction.total)
+    export_octave([model], tmp_path)
+    args = {"n": 10, "m": 1000, "nprocs": 8}
+    octave = shutil.which("octave-cli")
+    assert octave
+    call = f"printf('%.17g\\n', maps_time({', '.join(str(args[a]) for a in model.inputs)}))"
+    done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
+                           f"addpath('{tmp_path}'); {call}"], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    expected = prediction.evaluate(args)
+    assert math.isfinite(expected) and expected > 0
+    assert float(done.stdout.strip()) == pytest.approx(expected, rel=1e-12)
+    assert np.isclose(float(model.evaluate(args)), expected, rtol=1e-12)
+
+
+def test_what_if_scales_profile_fields() -> None:
+    base = profile()
+    faster = whatif.apply(base, whatif.parse("network.bandwidth=*2"))
+    assert faster.network is not None and faster.network.bandwidth_bytes_per_s == 2 * BANDWIDTH
+    slower = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs[1]=/5"))
+    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.plateaus_gbs == [B1, B2 / 5]
+    assert whatif.apply(base, whatif.parse("cpu.peak=4e9")).peak_flops == 4e9
+    with pytest.raises(BackendError, match=r"has no field 'network\.speed'"):
+        whatif.apply(base, whatif.parse("network.speed=*2"))
+    with pytest.raises(BackendError, match="expected FIELD="):
+        whatif.parse("network.bandwidth=*fast")
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    before = MapsBackend().predict(builder(), base).part("communication").subs(values)
+    after = MapsBackend().predict(builder(), faster).part("communication").subs(values)
+    latency_part = 2 * 10 * LATENCY + 20 * LATENCY + 2 * LATENCY
+    assert float(after) - latency_part == pytest.approx((float(before) - latency_part) / 2)
+
+
+def test_ma_predict_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path / "run", program(), 4)
+    machine_file = profile().save(tmp_path / "hand.json")
+    assert main(["predict", str(run), "--machine", str(machine_file), "--set", "m=2000",
+                 "--what-if", "network.latency=/2", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert "solve/it/ls" in captured.err and "assumed" in captured.err  # the missing-signature warning
+    report = json.loads(captured.out)
+    assert report["assumed_hit_rates"] == ["solve/it/ls"]
+    expected = MapsBackend().predict(builder(), profile()).evaluate({"n": 10, "m": 2000, "nprocs": 4})
+    assert report["total_s"] == pytest.approx(expected, rel=1e-9)
+    solve = next(r for r in report["subroutines"] if r["name"] == "solve")
+    assert solve["memory"] == pytest.approx(10 * 6000 * 8 / hand_f(0.875))
+    measured = {m["subroutine"]: m for m in report["measured"]}
+    assert measured["solve"]["measured_s"] > 0 and measured["solve"]["predicted_s"] == pytest.approx(solve["seconds"])
+    study = report["what_if"][0]
+    assert study["field"] == "network.latency_s" and study["speedup"] > 1
+    halo = next(r for r in study["sites"] if r["site"] == "solve/it/halo")
+    assert halo["before_s"] - halo["after_s"] == pytest.approx(20 * LATENCY / 2)
+    assert main(["predict", str(run), "--machine", str(machine_file)]) == 0
+    text = capsys.readouterr().out
+    assert "predicted vs measured" in text and "subroutine" in text
+    assert main(["predict", str(run), "--machine", str(machine_file), "--set", "mm=3"]) == 2
+    assert "mm is not a variable of this run" in capsys.readouterr().err
+
+
+def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert 0 < overhead.measure(repeats=200, rounds=1) < 1e-3
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    plain = MapsBackend().predict(builder(), profile()).evaluate(values)
+    charged = MapsBackend(call_overhead_s=1e-6).predict(builder(), profile()).evaluate(values)
+    assert charged - plain == pytest.approx(2 * 10 * 1e-6)  # the flop and the loadstore site, 10 calls each
+    run = write_run(tmp_path / "run", program(), 2)
+    machine_file = profile().save(tmp_path / "hand.json")
+    assert main(["predict", str(run), "--machine", str(machine_file), "--backend", "peak", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["backend"] == "peak" and "subroutines" not in report and report["total_s"] > 0
