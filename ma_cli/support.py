@@ -8,6 +8,7 @@ import itertools
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ma.errors import MAError
@@ -107,3 +108,16 @@ def number(x: Any) -> str:
 def table(rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)).rstrip() + "\n" for r in rows)
+
+
+def load_profile(name: str) -> Any:
+    """A machine profile given as a path, or by the name of one shipped in ``backends/profiles``."""
+    from backends.machine import profile
+    from ma.errors import ProfileError
+
+    shipped = profile.shipped_profiles()
+    if Path(name).exists():
+        return profile.load(name)
+    if name in shipped:
+        return profile.load(shipped[name])
+    raise ProfileError(name, f"no such file, nor the name of a shipped profile ({', '.join(shipped) or 'none'})")

@@ -196,7 +196,7 @@ def test_ma_predict_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     text = capsys.readouterr().out
     assert "predicted vs measured" in text and "subroutine" in text
     assert main(["predict", str(run), "--machine", str(machine_file), "--set", "mm=3"]) == 2
-    assert "mm is not a variable of this run" in capsys.readouterr().err
+    assert "the run has no parameter 'mm'" in capsys.readouterr().err
 
 
 def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

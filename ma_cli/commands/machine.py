@@ -6,6 +6,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..support import load_profile
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("machine", help="machine profiles: probe this host, show, fit, plot")
@@ -63,20 +65,6 @@ def _ga_settings(args: argparse.Namespace, base: Any) -> Any:
     return replace(base, **changes)
 
 
-def _load(name: str) -> Any:
-    from pathlib import Path
-
-    from backends.machine import profile
-    from ma.errors import ProfileError
-
-    shipped = profile.shipped_profiles()
-    if Path(name).exists():
-        return profile.load(name)
-    if name in shipped:
-        return profile.load(shipped[name])
-    raise ProfileError(name, f"no such file, nor the name of a shipped profile ({', '.join(shipped) or 'none'})")
-
-
 def handle_probe(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
@@ -107,7 +95,7 @@ def handle_probe(args: argparse.Namespace) -> int:
 def handle_fit(args: argparse.Namespace) -> int:
     from backends.machine import gafit, probe
 
-    machine = _load(args.profile)
+    machine = load_profile(args.profile)
     fit = probe.fit_profile(machine, _ga_settings(args, gafit.GASettings()), args.penalties)
     path = machine.save(args.output or args.profile)
     print(f"{path}: fitted in {fit.ga['seconds']:.1f} s")
@@ -127,7 +115,7 @@ def handle_schema(args: argparse.Namespace) -> int:
 def handle_plot(args: argparse.Namespace) -> int:
     from backends.machine import figures
 
-    machine = _load(args.profile)
+    machine = load_profile(args.profile)
     print(figures.plot_multimaps(machine, f"{args.output}-curves.png"))
     if machine.bandwidth_fit is not None:
         print(figures.plot_errors(machine, f"{args.output}-errors-stride{args.stride}.png", f"stride {args.stride}"))
@@ -148,7 +136,7 @@ def _print_fit(machine: Any) -> None:
 
 
 def handle_show(args: argparse.Namespace) -> int:
-    machine = _load(args.profile)
+    machine = load_profile(args.profile)
     host = machine.host
     print(f"profile {machine.name}: {host.get('cpu_model')} ({host.get('cpus')} cpus), host {host.get('hostname')}, "
           f"measured {host.get('measured_at')}{' with --quick' if host.get('quick') else ''}")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ma.errors import MAError
 
-from ..support import add_trace_arguments, load_traces, number, parse_sets, table
+from ..support import add_trace_arguments, check_parameters, load_profile, load_traces, number, parse_sets, table
 
 if TYPE_CHECKING:
     import sympy
@@ -63,13 +63,6 @@ def make_backend(args: argparse.Namespace, machine: Any) -> Any:
                call_overhead_s=overhead)
 
 
-def check_sets(builder: ModelBuilder, sets: dict[str, float]) -> None:
-    known = set(builder.ts.variable_names())
-    unknown = sorted(set(sets) - known)
-    if unknown:
-        raise MAError(f"--set: {', '.join(unknown)} is not a variable of this run (known: {', '.join(sorted(known))})")
-
-
 def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> float:
     from backends.maps.measured import per_rank
 
@@ -88,7 +81,6 @@ def handle(args: argparse.Namespace) -> int:
     from backends.maps import MapsPrediction
     from backends.maps import whatif as whatifs
     from backends.maps.measured import compare
-    from ma_cli.commands.machine import _load as load_profile
     from ma_post import ModelBuilder
 
     sets = {name: values[0] for name, values in parse_sets(args.sets).items()}
@@ -98,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
     changes = [whatifs.parse(text) for text in args.what_ifs]
     machine = load_profile(args.machine)
     builder = ModelBuilder(load_traces(args))
-    check_sets(builder, sets)
+    check_parameters(builder.ts, sets)
     backend = make_backend(args, machine)
     prediction: Prediction = backend.predict(builder, machine, sets)
     report: dict[str, Any] = {"backend": prediction.backend, "machine": prediction.machine, "inputs": sets,

@@ -58,7 +58,7 @@ def handle(args: argparse.Namespace) -> int:
 
 def cache_option(name: str) -> str:
     """The tool's --ma-cache value for a machine profile (a file or a shipped profile's name)."""
-    from ma_cli.commands.machine import _load as load_profile
+    from ma_cli.support import load_profile
 
     machine = load_profile(name)
     for level in machine.caches:
