@@ -20,7 +20,8 @@ from ma import trace_format
 from ma.errors import SiteNotFoundError, TraceError
 from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
-from .reader import FIELDS, FlatTrace, TraceWarning, flatten_document, read_trace_dir
+from .merged import MergedTrace, RankHeaders, RankProfiles, decoded, read_merged
+from .reader import FIELDS, FlatTrace, TraceWarning, default_workers, flatten_document, read_many, read_trace_dir
 
 SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
 
@@ -214,13 +215,13 @@ class TraceSet:
     ranks: np.ndarray
     size: int
     run_id: str | None
-    headers: list[dict[str, Any]]
+    headers: Sequence[dict[str, Any]]  # one per rank (built on access for a merged trace)
     thread_ids: list[int]
     thread_names: dict[int, str]
     sites: dict[SiteKey, Site]
     variables: dict[tuple[str, str], Variable]
     anomalies: list[Anomaly]
-    mpi_profiles: list[dict[str, Any] | None]
+    mpi_profiles: Sequence[dict[str, Any] | None]
     missing_ranks: list[int]
     skipped: dict[str, str]  # file -> why it was left out (allow_missing)
     data: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(FIELDS), 0, 0)))
@@ -318,7 +319,8 @@ def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
 
 
 def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | None = None) -> TraceSet:
-    """Read every ``rank-<r>.ma.json`` of a run.
+    """Read the traces of a run: the merged file ``job.ma.npz`` (with the rank files of ranks it lacks), or
+    every ``rank-<r>.ma.json``. ``trace_dir`` may also name a merged file itself.
 
     Raises TraceError naming the file for: no trace files, a missing rank, a truncated or corrupt file,
     a newer schema version, a file that is not an ma-trace, a rank or size that does not match, or a
@@ -326,9 +328,126 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     ``warnings.warn`` (TraceWarning) and the ranks present are kept. ``workers`` processes parse the
     files (default: automatic, see ma_post.reader.default_workers; 0: this process only).
     """
-    directory = Path(trace_dir)
+    path = Path(trace_dir)
+    directory = path.parent if path.is_file() and path.name.endswith(".npz") else path
+    merged_path = path if directory is not path else trace_format.merged_file(directory)
+    if merged_path.exists():
+        merged = read_merged(merged_path)
+        extra = _rank_files_beside(merged, directory, allow_missing, workers)
+        return _build_merged(merged, extra, directory, allow_missing)
     flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
     return _build(flats, directory, skipped=skipped, missing=missing)
+
+
+def _rank_files_beside(merged: MergedTrace, directory: Path, allow_missing: bool, workers: int | None
+                       ) -> list[FlatTrace]:
+    """The rank files of ranks the merged file lacks (a rank that failed wrote its own), in rank order."""
+    have = set(merged.ranks.tolist())
+    jobs = []
+    for candidate in directory.iterdir():
+        match = trace_format.RANK_FILE.match(candidate.name)
+        if match and int(match.group(1)) not in have:
+            jobs.append((candidate, int(match.group(1))))
+    flats = []
+    for (candidate, _), result in zip(sorted(jobs, key=lambda j: j[1]), read_many(sorted(jobs, key=lambda j: j[1]),
+                                      default_workers(len(jobs)) if workers is None else workers), strict=True):
+        if isinstance(result, TraceError):
+            if not allow_missing:
+                raise result
+            warnings.warn(f"skipping unreadable trace: {result}", TraceWarning, stacklevel=4)
+            continue
+        if result.header["size"] != merged.size or result.header.get("run_id") != merged.run_id:
+            raise TraceError(str(candidate), f"size {result.header['size']} / run_id {result.header.get('run_id')!r} "
+                                             f"differ from {merged.path.name}'s {merged.size} / {merged.run_id!r} "
+                                             "(files from different runs in one directory?)")
+        flats.append(result)
+    return flats
+
+
+def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, allow_missing: bool) -> TraceSet:
+    """Arrays of the merged file straight into the rank dimension; sites once per distinct tree structure."""
+    ranks = np.union1d(merged.ranks, np.asarray([int(f.header["rank"]) for f in extra], dtype=np.int64))
+    missing = sorted(set(range(merged.size)) - set(ranks.tolist()))
+    if missing:
+        message = (f"{len(missing)} of {merged.size} ranks are neither in {merged.path.name} nor in a rank file "
+                   f"(ranks {rank_ranges(missing)})")
+        if not allow_missing:
+            raise TraceError(str(merged.path), message + " (load with allow_missing=True / --allow-missing to use "
+                                                         "the ranks present)")
+        warnings.warn(f"{directory}: {message}; keeping the {len(ranks)} ranks present", TraceWarning, stacklevel=3)
+    builder = _Builder(len(ranks))
+    builder._site((), ("root", "", "", None, None, None, None), None)
+    placements = []  # (rank positions, site index per row, thread index per row, values (ranks, rows, fields))
+    for group in merged.groups:
+        sites, threads = [], []
+        for thread_id, thread_name, nodes in group.threads:
+            if thread_id not in builder.thread_index:
+                builder.thread_index[thread_id] = len(builder.thread_index)
+                builder.thread_names[thread_id] = thread_name
+            keys: list[SiteKey] = []
+            for parent_row, type_, id_, path, expr, count_expr, file, line in nodes:
+                parent = keys[parent_row] if parent_row >= 0 else ()
+                keys.append((*parent, (type_, id_)))
+                sites.append(builder._site(keys[-1], (type_, id_, path, expr, count_expr, file, line), parent).index)
+                threads.append(builder.thread_index[thread_id])
+        placements.append((np.searchsorted(ranks, group.ranks), np.asarray(sites, dtype=np.intp),
+                           np.asarray(threads, dtype=np.intp), group.values))
+    group_sites = [p[1] for p in placements]
+    for kind, rank, g, row, value in merged.firsts:
+        site = builder.sites_by_index[int(group_sites[g][row])]
+        getattr(site, kind).setdefault(int(rank), decoded(value))
+    for a in (decoded(x) for x in merged.anomalies):
+        anomaly = Anomaly(str(a.get("kind")), str(a.get("path", "")), str(a.get("message", "")),
+                          int(a.get("count", 1) or 1), [int(r) for r in a.get("ranks") or ()], a.get("file"),
+                          a.get("line"))
+        builder.anomalies.setdefault((anomaly.kind, anomaly.path), anomaly)
+    extra_positions = np.searchsorted(ranks, [int(f.header["rank"]) for f in extra])
+    for position, flat in zip(extra_positions.tolist(), extra, strict=True):
+        builder.add(position, flat)  # its sites, variables and anomalies; its values are laid out below
+    data = np.zeros((len(builder.sites), len(FIELDS), len(ranks), max(1, len(builder.thread_index))))
+    data[:, _MINMAX] = np.nan
+    for rank_positions, sites_of_rows, threads_of_rows, values in placements:
+        data[sites_of_rows[None, :], :, rank_positions[:, None], threads_of_rows[None, :]] = values
+    builder.place_blocks(data)
+    variables = _merged_variables(merged, ranks, builder)
+    headers: Sequence[dict[str, Any]] = RankHeaders(merged)
+    profiles: Sequence[dict[str, Any] | None] = RankProfiles(merged)
+    files = [str(merged.path)]
+    if extra:  # a few ranks from their own files: plain lists in rank order
+        order = np.argsort(np.concatenate([merged.ranks, [int(f.header["rank"]) for f in extra]]), kind="stable")
+        headers = [[*headers, *(f.header for f in extra)][i] for i in order]
+        profiles = [[*profiles, *(f.mpi_profile for f in extra)][i] for i in order]
+        files += [f.name for f in extra]
+    return builder.finish_arrays(data, ranks, directory, files, merged.size, merged.run_id, headers, profiles,
+                                 variables, missing)
+
+
+def _merged_variables(merged: MergedTrace, ranks: np.ndarray, builder: _Builder) -> dict[tuple[str, str], Variable]:
+    variables: dict[tuple[str, str], Variable] = {}
+    for group in merged.groups:
+        positions = np.searchsorted(ranks, group.ranks)
+        for j, (name, scope, kind, expr) in enumerate(group.variables):
+            key = (str(name), str(scope or ""))
+            var = variables.get(key)
+            if var is None:
+                arrays = np.full((4, len(ranks)), np.nan)
+                arrays[3] = 0
+                var = variables[key] = Variable(key[0], key[1], str(kind or "input"), expr, arrays[0], arrays[1],
+                                                arrays[2], arrays[3])
+            elif expr is not None and expr != var.expr:
+                var.other_exprs.add(str(expr))
+            for field_index, target in enumerate((var.values, var.mins, var.maxs, var.defs)):
+                target[positions] = group.variable_values[:, j, field_index]
+    for key, (kind, expr, others, rows) in builder.var_rows.items():
+        var = variables.get(key)
+        if var is None:
+            arrays = np.full((4, len(ranks)), np.nan)
+            arrays[3] = 0
+            var = variables[key] = Variable(key[0], key[1], kind, expr, arrays[0], arrays[1], arrays[2], arrays[3],
+                                            set(others))
+        for rank_idx, value, lo, hi, defs in rows:
+            var.values[rank_idx], var.mins[rank_idx], var.maxs[rank_idx], var.defs[rank_idx] = value, lo, hi, defs
+    return variables
 
 
 def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None, *,
@@ -360,6 +479,7 @@ class _Builder:
         self.var_rows: dict[tuple[str, str], list[Any]] = {}
         self.anomalies: dict[tuple[str, str], Anomaly] = {}
         self.ranks: list[int] = []
+        self.sites_by_index: list[Site] = []
 
     def add(self, index: int, flat: FlatTrace) -> None:
         rank = int(flat.header["rank"])
@@ -397,6 +517,7 @@ class _Builder:
             site = Site(key=key, index=len(self.sites), id=id_, type=type_, path=path, expr=expr,
                         count_expr=count_expr, file=file, line=line, parent=parent)
             self.sites[key] = site
+            self.sites_by_index.append(site)
             if parent is not None:
                 self.sites[parent].children.append(key)
         elif node[3] is not None and node[3] != site.expr:
@@ -428,19 +549,20 @@ class _Builder:
             found.count += int(anomaly.get("count", 1) or 1)
             found.ranks.append(rank)
 
-    def finish(self, flats: Sequence[FlatTrace], directory: Path | None, skipped: dict[str, str],
-               missing: list[int]) -> TraceSet:
-        n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
-        data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
-        data[:, _MINMAX] = np.nan
+    def place_blocks(self, data: np.ndarray) -> None:
+        """The values of the ranks added one by one into ``data`` (sites, fields, ranks, threads)."""
         if self.blocks:
             s = np.concatenate([np.asarray(b[0], dtype=np.intp) for b in self.blocks])
             r = np.concatenate([np.full(len(b[0]), b[1], dtype=np.intp) for b in self.blocks])
             t = np.concatenate([np.full(len(b[0]), b[2], dtype=np.intp) for b in self.blocks])
             data[s, :, r, t] = np.concatenate([b[3] for b in self.blocks])
-        sites = self.sites
-        for site in sites.values():
-            site._data = data[site.index]
+
+    def finish(self, flats: Sequence[FlatTrace], directory: Path | None, skipped: dict[str, str],
+               missing: list[int]) -> TraceSet:
+        n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
+        data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
+        data[:, _MINMAX] = np.nan
+        self.place_blocks(data)
         order = np.argsort(self.ranks)
         if not np.all(order == np.arange(len(order))):
             raise TraceError(str(directory), "traces must be given in rank order")
@@ -451,13 +573,23 @@ class _Builder:
             for rank_idx, value, lo, hi, defs in rows:
                 arrays[:, rank_idx] = (value, lo, hi, defs)
             variables[key] = Variable(key[0], key[1], kind, expr, arrays[0], arrays[1], arrays[2], arrays[3], others)
+        return self.finish_arrays(data, np.asarray(self.ranks, dtype=np.int64), directory, [f.name for f in flats],
+                                  int(flats[0].header["size"]), flats[0].header.get("run_id"),
+                                  [f.header for f in flats], [f.mpi_profile for f in flats], variables, missing,
+                                  skipped)
+
+    def finish_arrays(self, data: np.ndarray, ranks: np.ndarray, directory: Path | None, files: list[str], size: int,
+                      run_id: str | None, headers: Sequence[dict[str, Any]],
+                      profiles: Sequence[dict[str, Any] | None], variables: dict[tuple[str, str], Variable],
+                      missing: list[int], skipped: dict[str, str] | None = None) -> TraceSet:
+        for site in self.sites.values():
+            site._data = data[site.index]
         tids = sorted(self.thread_index, key=self.thread_index.__getitem__)
         return TraceSet(
-            directory=directory, files=[f.name for f in flats], ranks=np.asarray(self.ranks, dtype=np.int64),
-            size=int(flats[0].header["size"]), run_id=flats[0].header.get("run_id"),
-            headers=[f.header for f in flats], thread_ids=tids, thread_names=self.thread_names,
-            sites=sites, variables=variables, anomalies=list(self.anomalies.values()),
-            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=missing, skipped=skipped, data=data)
+            directory=directory, files=files, ranks=ranks, size=size, run_id=run_id, headers=headers,
+            thread_ids=tids, thread_names=self.thread_names, sites=self.sites, variables=variables,
+            anomalies=list(self.anomalies.values()), mpi_profiles=profiles, missing_ranks=missing,
+            skipped=skipped or {}, data=data)
 
 
 def _num(value: Any) -> float:

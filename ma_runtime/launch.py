@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import LaunchError, ToolBuildError
-from ma.trace_format import RANK_FILE_GLOB, TEMPORARY_GLOB, header_status
+from ma.trace_format import MERGED_FILE, RANK_FILE_GLOB, TEMPORARY_GLOB, header_status, merged_file
 
 from .counters import parse_spec
+from .merge import merged_ranks
 from .toolchain import env_bin_dir, find_program
 from .trace import trace_path
 
@@ -89,6 +90,8 @@ def clear_traces(trace_dir: Path) -> None:
         stale.unlink()
     for stale in trace_dir.glob(TEMPORARY_GLOB):
         stale.unlink()
+    for stale in (merged_file(trace_dir), *trace_dir.glob(f".{MERGED_FILE}.*.tmp")):
+        stale.unlink(missing_ok=True)
 
 
 def run(launch: LaunchPlan) -> int:
@@ -105,13 +108,18 @@ def run(launch: LaunchPlan) -> int:
 
 
 def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
-    return [p for p in (trace_path(trace_dir, r) for r in range(nprocs)) if p.exists()]
+    """The file holding each rank's trace: the merged file (merge.py) or the rank's own."""
+    merged = merged_ranks(trace_dir)
+    return [merged_file(trace_dir) if r in merged else p for r, p in enumerate(trace_path(trace_dir, r)
+                                                                              for r in range(nprocs))
+            if r in merged or p.exists()]
 
 
 def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
     """What to tell the user when some rank wrote no trace (None when every rank did): a run whose numbers
     are not all there must not look like a success."""
-    missing = [r for r in range(nprocs) if not trace_path(trace_dir, r).exists()]
+    merged = merged_ranks(trace_dir)
+    missing = [r for r in range(nprocs) if r not in merged and not trace_path(trace_dir, r).exists()]
     if not missing:
         return None
     shown = ", ".join(str(r) for r in missing[:16]) + (", ..." if len(missing) > 16 else "")

@@ -232,7 +232,7 @@ def test_missing_header_fields_and_bad_nodes(cg_dir: Path) -> None:
     write_run(cg_dir, cg_program(), size=4)
     _rewrite(cg_dir / "rank-2.ma.json",
              lambda d: d["threads"][0]["root"]["children"][0].pop("calls"))
-    with pytest.raises(TraceError, match=r"rank-2.ma.json: site 'na': bad or missing field"):
+    with pytest.raises(TraceError, match=r"rank-2.ma.json: site 'na': missing field 'calls'"):
         load(cg_dir)
 
 
