@@ -39,6 +39,7 @@ class MergedTrace:
     run_id: str | None
     groups: list[Group]
     ranks: np.ndarray  # every rank in the file, ascending
+    rank_group: np.ndarray
     rank_header: np.ndarray
     headers: list[dict[str, Any]]
     hosts: list[str]
@@ -48,7 +49,7 @@ class MergedTrace:
     rank_pid: np.ndarray
     rank_time: np.ndarray  # (ranks, 2): start, end
     anomalies: list[dict[str, Any]]
-    firsts: list[list[Any]]  # [kind, rank, group, row, object]
+    firsts: list[list[Any]]  # [kind, rank, row in the rank's group, object]
     mpi_routines: list[str]
     rank_mpi: np.ndarray
     mpi_totals: np.ndarray  # (ranks, routines, 3): calls, bytes, time_ns
@@ -143,6 +144,7 @@ def read_merged(path: Path) -> MergedTrace:
                     for name in ("rank_group", "rank_header", "rank_host", "rank_status", "rank_pid", "rank_mpi")}
         merged = MergedTrace(
             path=path, size=index["size"], run_id=index.get("run_id"), groups=groups, ranks=ranks,
+            rank_group=per_rank["rank_group"],
             rank_header=per_rank["rank_header"], headers=index["headers"], hosts=index["hosts"],
             rank_host=per_rank["rank_host"], statuses=index["statuses"], rank_status=per_rank["rank_status"],
             rank_pid=per_rank["rank_pid"], rank_time=_array(archive, "rank_time", path, (n, 2)),
@@ -166,6 +168,9 @@ def _check(merged: MergedTrace) -> None:
     grouped = np.sort(np.concatenate([g.ranks for g in merged.groups])) if merged.groups else np.zeros(0, np.int64)
     if not np.array_equal(grouped, merged.ranks):
         raise TraceError(name, "group-*-ranks.npy: the groups do not hold exactly the ranks of rank.npy")
+    for g, group in enumerate(merged.groups):
+        if np.any(merged.rank_group[np.searchsorted(merged.ranks, group.ranks)] != g):
+            raise TraceError(name, f"rank_group.npy disagrees with group-{g}-ranks.npy")
     for field, table, what in (("rank_header", merged.headers, "headers"), ("rank_host", merged.hosts, "hosts"),
                                ("rank_status", merged.statuses, "statuses")):
         array = getattr(merged, field)

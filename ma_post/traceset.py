@@ -21,7 +21,16 @@ from ma.errors import SiteNotFoundError, TraceError
 from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
 from .merged import MergedTrace, RankHeaders, RankProfiles, decoded, read_merged
-from .reader import FIELDS, FlatTrace, TraceWarning, default_workers, flatten_document, read_many, read_trace_dir
+from .reader import (
+    FIELDS,
+    FlatTrace,
+    TraceWarning,
+    default_workers,
+    flatten_document,
+    read_many,
+    read_trace_dir,
+    to_float,
+)
 
 SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
 
@@ -392,15 +401,27 @@ def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, 
                 threads.append(builder.thread_index[thread_id])
         placements.append((np.searchsorted(ranks, group.ranks), np.asarray(sites, dtype=np.intp),
                            np.asarray(threads, dtype=np.intp), group.values))
-    group_sites = [p[1] for p in placements]
-    for kind, rank, g, row, value in merged.firsts:
-        site = builder.sites_by_index[int(group_sites[g][row])]
+    group_of = dict(zip(merged.ranks.tolist(), merged.rank_group.tolist(), strict=True)) if merged.firsts else {}
+    for entry in merged.firsts:
+        try:
+            kind, rank, row, value = entry
+            sites_of_rows = placements[group_of[rank]][1]
+            site = builder.sites_by_index[int(sites_of_rows[row])]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise TraceError(str(merged.path), f"trace.json: firsts entry {str(entry)[:80]} is not [kind, rank, row "
+                                               "of the rank's group, object] of a rank and row in the file") from None
+        if kind not in ("first_fail", "first_mismatch"):
+            raise TraceError(str(merged.path), f"trace.json: firsts entry of kind {kind!r}, expected first_fail "
+                                               "or first_mismatch")
         getattr(site, kind).setdefault(int(rank), decoded(value))
     for a in (decoded(x) for x in merged.anomalies):
         anomaly = Anomaly(str(a.get("kind")), str(a.get("path", "")), str(a.get("message", "")),
                           int(a.get("count", 1) or 1), [int(r) for r in a.get("ranks") or ()], a.get("file"),
                           a.get("line"))
-        builder.anomalies.setdefault((anomaly.kind, anomaly.path), anomaly)
+        found = builder.anomalies.setdefault((anomaly.kind, anomaly.path), anomaly)
+        if found is not anomaly:  # folded per rank by a writer that does not fold across ranks
+            found.count += anomaly.count
+            found.ranks.extend(anomaly.ranks)
     extra_positions = np.searchsorted(ranks, [int(f.header["rank"]) for f in extra])
     for position, flat in zip(extra_positions.tolist(), extra, strict=True):
         builder.add(position, flat)  # its sites, variables and anomalies; its values are laid out below
@@ -507,7 +528,7 @@ class _Builder:
         for var in flat.variables:
             self._add_variable(var, index, flat.name)
         for anomaly in flat.anomalies:
-            self._add_anomaly(anomaly, rank)
+            self._add_anomaly(anomaly, rank, flat.name)
 
     def _site(self, key: SiteKey, node: tuple[Any, ...], parent: SiteKey | None) -> Site:
         """``node`` is (type, id, path, expr, count_expr, file, line) of the first rank that has it."""
@@ -525,11 +546,20 @@ class _Builder:
         return site
 
     def _add_variable(self, var: Mapping[str, Any], rank_idx: int, name: str) -> None:
-        try:
-            key = (str(var["name"]), str(var.get("scope") or ""))
-            values = (_num(var.get("value")), _num(var.get("min")), _num(var.get("max")), _num(var.get("defs", 1)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceError(name, f"variable entry {var!r}: bad or missing field ({exc!s})") from None
+        if not isinstance(var, Mapping) or not isinstance(var.get("name"), str):
+            raise TraceError(name, f"variables: entry {str(var)[:80]} has no 'name' string "
+                                   "(docs/trace-format.md, variables)")
+        for field_name, required in (("value", False), ("min", False), ("max", False), ("defs", True)):
+            value = var.get(field_name, 1 if field_name == "defs" else None)
+            if type(value) not in ((int,) if required else (int, float, type(None))):
+                shown = repr(value) if len(repr(value)) < 60 else repr(value)[:57] + "..."
+                raise TraceError(name, f"variable {var['name']!r} (scope {var.get('scope') or ''!r}): field "
+                                       f"{field_name!r} is {type(value).__name__} {shown}, expected "
+                                       f"{'an integer' if required else 'a number or null'}")
+        if not isinstance(var.get("scope") or "", str) or not isinstance(var.get("expr"), (str, type(None))):
+            raise TraceError(name, f"variable {var['name']!r}: 'scope' and 'expr' must be strings (expr may be null)")
+        key = (var["name"], var.get("scope") or "")
+        values = (_num(var.get("value")), _num(var.get("min")), _num(var.get("max")), _num(var.get("defs", 1)))
         entry = self.var_rows.get(key)
         if entry is None:
             entry = [str(var.get("kind") or "input"), var.get("expr"), set(), []]
@@ -538,7 +568,9 @@ class _Builder:
             entry[2].add(str(var["expr"]))
         entry[3].append((rank_idx, *values))
 
-    def _add_anomaly(self, anomaly: Mapping[str, Any], rank: int) -> None:
+    def _add_anomaly(self, anomaly: Mapping[str, Any], rank: int, name: str = "<trace>") -> None:
+        if not isinstance(anomaly, Mapping) or type(anomaly.get("count", 1)) is not int:
+            raise TraceError(name, f"anomalies: entry {str(anomaly)[:80]} is not an object with an integer 'count'")
         key = (str(anomaly.get("kind")), str(anomaly.get("path", "")))
         found = self.anomalies.get(key)
         if found is None:
@@ -593,7 +625,7 @@ class _Builder:
 
 
 def _num(value: Any) -> float:
-    return float("nan") if value is None else float(value)
+    return float("nan") if value is None else to_float(value)
 
 
 __all__ = ["FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "Anomaly", "Site", "SiteKey", "Stats", "TraceSet", "TraceWarning",

@@ -269,7 +269,7 @@ def build_archive(bundle: Bundle, size: int, extra: Mapping[str, Any] | None = N
     totals: dict[tuple[int, int], tuple[float, float, float]] = {}
     hist, peers = array("d"), array("d")
     has_profile = []
-    for position, (rank, g, _values, _variables, _header, per_rank, rank_anomalies, rank_firsts, profile
+    for position, (rank, _group, _values, _variables, _header, per_rank, rank_anomalies, rank_firsts, profile
                    ) in enumerate(parts):
         pid, host, start, end, status, reason = per_rank
         pids.append(int(pid) if isinstance(pid, int) else -1)
@@ -283,7 +283,7 @@ def build_archive(bundle: Bundle, size: int, extra: Mapping[str, Any] | None = N
                 anomalies[key]["ranks"].append(rank)
             else:
                 anomalies[key] = {**anomaly, "count": int(anomaly.get("count", 1) or 1), "ranks": [rank]}
-        firsts.extend([kind, rank, g, row, value] for kind, row, value in rank_firsts)
+        firsts.extend([kind, rank, row, value] for kind, row, value in rank_firsts)
         has_profile.append(1 if profile is not None else 0)
         for name, entry in ((profile or {}).get("calls") or {}).items():
             r = routines.setdefault(name, len(routines))
