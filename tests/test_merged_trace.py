@@ -288,7 +288,7 @@ def test_merge_waits_are_bounded(tmp_path: Path) -> None:
             open("stopped.pid", "w").write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGSTOP)
     """))
-    environment = {**clean_env(), "MA_MERGE_TIMEOUT": "2", "MA_TRACE_DIR": str(tmp_path / "t"),
+    environment = {**clean_env(), "MA_TRACE_LAYOUT": "merged", "MA_MERGE_TIMEOUT": "2", "MA_TRACE_DIR": str(tmp_path / "t"),
                    "MA_FLUSH_SECONDS": "0.000001"}
     job = subprocess.Popen([str(VENV_BIN / "mpiexec"), "-n", "2", str(VENV_BIN / "python"), "prog.py"],
                            cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
