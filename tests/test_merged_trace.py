@@ -136,6 +136,32 @@ def test_a_job_that_died_before_finalize_is_read_from_its_flushes(tmp_path: Path
     assert ts.find("main/per_rank").measured.per_rank().sum.tolist()[1] == 2  # rank 1's final numbers
 
 
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_the_c_ring_example_writes_the_same_merged_format(tmp_path: Path, ranks: int) -> None:
+    from test_c_runtime import RING, compile_c, environment, mpiexec, run
+
+    ring = compile_c(RING, tmp_path / "ring")
+    for layout in ("merged", "per-rank"):
+        env = environment(tmp_path / layout, MA_TRACE_LAYOUT=layout, MA_FLUSH_SECONDS="0.000001",
+                          MA_TOLERANCE="heap_memory=0.01")
+        run(mpiexec(ranks, str(ring), "1000", "3", "--wrong"), env, tmp_path)
+    assert sorted(p.name for p in (tmp_path / "merged").iterdir()) == [MERGED_FILE]
+    index = json.loads(zipfile.ZipFile(tmp_path / "merged" / MERGED_FILE).read(MERGED_INDEX))
+    assert index["writer"]["producer"].startswith("libma") and index["size"] == ranks and index["absent"] == []
+    assert report_of(tmp_path / "merged") == report_of(tmp_path / "per-rank")
+    merged, per_rank = load(tmp_path / "merged"), load(tmp_path / "per-rank")
+    assert np.array_equal(merged.data[:, :5], per_rank.data[:, :5])  # counts, pass, fail, unmeasured, mismatch
+    assert list(merged.sites) == list(per_rank.sites)
+    assert [h["language"] for h in merged.headers] == ["c"] * ranks
+    assert {k: (s.first_fail, s.first_mismatch) for k, s in merged.sites.items()} == {
+        k: (s.first_fail, s.first_mismatch) for k, s in per_rank.sites.items()}
+    assert [a.ranks for a in merged.anomalies] == [a.ranks for a in per_rank.anomalies]
+    totals = [{name: e["calls"] for name, e in (p or {"calls": {}})["calls"].items()} for p in merged.mpi_profiles]
+    assert totals == [{name: e["calls"] for name, e in (p or {"calls": {}})["calls"].items()}
+                      for p in per_rank.mpi_profiles]
+
+
 # --- merged files built from documents in memory (quick lane) ------------------------------------------
 def merged_from(documents: list[dict[str, Any]], directory: Path, size: int | None = None) -> Path:
     bundle = Bundle()
@@ -288,8 +314,8 @@ def test_merge_waits_are_bounded(tmp_path: Path) -> None:
             open("stopped.pid", "w").write(str(os.getpid()))
             os.kill(os.getpid(), signal.SIGSTOP)
     """))
-    environment = {**clean_env(), "MA_TRACE_LAYOUT": "merged", "MA_MERGE_TIMEOUT": "2", "MA_TRACE_DIR": str(tmp_path / "t"),
-                   "MA_FLUSH_SECONDS": "0.000001"}
+    environment = clean_env(MA_TRACE_LAYOUT="merged", MA_MERGE_TIMEOUT="2", MA_TRACE_DIR=str(tmp_path / "t"),
+                            MA_FLUSH_SECONDS="0.000001")
     job = subprocess.Popen([str(VENV_BIN / "mpiexec"), "-n", "2", str(VENV_BIN / "python"), "prog.py"],
                            cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     written = tmp_path / "t" / MERGED_FILE
