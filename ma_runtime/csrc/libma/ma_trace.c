@@ -430,7 +430,7 @@ int ma_trace_write_atomic(const char *dir, int rank, const char *text)
 #define TAG_ACK 0x4D42
 #define N_VALUE_FIELDS 23
 enum { P_NUMBERS, P_STRUCTURE, P_HEADER, P_STATUS, P_HOST, P_ANOMALIES, P_FIRSTS, P_VALUES, P_VARIABLES, P_MPI,
-       P_FIELDS };
+       P_HIST, P_PEERS, P_FIELDS };
 static const char *const value_fields[N_VALUE_FIELDS] = {
     "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns", "pred_n", "pred_min", "pred_max",
     "pred_sum", "meas_n", "meas_min", "meas_max", "meas_sum", "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
@@ -504,6 +504,43 @@ static void field(out *o, const out *f)
         bytes(o, f->buf, f->len);
 }
 
+/* The histogram and peer rows of this rank's MPI profile, [routine, lo, hi, count] and [routine, peer, calls,
+ * bytes], read from the profile's JSON (ma_pmpi_profile_json, the rank file's form, which this library writes). */
+static void profile_rows(out *hist, out *peers)
+{
+    size_t need = ma_pmpi_profile_json(NULL, 0);
+    char *text = malloc(need + 1);
+    if (!text)
+        return;
+    ma_pmpi_profile_json(text, need + 1);
+    for (int r = 0; r < ma_pmpi_nroutines(); r++) {
+        char name[96];
+        snprintf(name, sizeof name, "\"%s\":{\"calls\":", ma_pmpi_routine_name(r));
+        char *entry = strstr(text, name), *h = entry ? strstr(entry, "\"hist\":[") : NULL;
+        char *p = h ? strstr(h, "\"peers\":{") : NULL;
+        if (!entry || !h || !p)
+            continue;
+        for (char *c = h + 7; *c == '[' || *c == ','; ) {
+            unsigned long long lo, hi, n;
+            int used = 0;
+            if (sscanf(c, ",[%llu,%llu,%llu]%n", &lo, &hi, &n, &used) != 3
+                && sscanf(c, "[[%llu,%llu,%llu]%n", &lo, &hi, &n, &used) != 3)
+                break;
+            dbl(hist, r), dbl(hist, (double)lo), dbl(hist, (double)hi), dbl(hist, (double)n);
+            c += used;
+        }
+        for (char *c = p + 8; *c == '{' || *c == ','; ) {
+            unsigned long long peer, calls, nbytes;
+            int used = 0;
+            if (sscanf(c + 1, "\"%llu\":[%llu,%llu]%n", &peer, &calls, &nbytes, &used) != 3)
+                break;
+            dbl(peers, r), dbl(peers, (double)peer), dbl(peers, (double)calls), dbl(peers, (double)nbytes);
+            c += 1 + used;
+        }
+    }
+    free(text);
+}
+
 /* This rank's part: u64 total length, then P_FIELDS fields of (u64 length, bytes). */
 static int make_part(const ma_runtime_state *rt, const char *status, const char *reason, out *part)
 {
@@ -561,6 +598,7 @@ static int make_part(const ma_runtime_state *rt, const char *status, const char 
         ma_pmpi_read_routine(r, &calls, &nbytes, &time_ns);
         dbl(&f[P_MPI], (double)calls), dbl(&f[P_MPI], (double)nbytes), dbl(&f[P_MPI], (double)time_ns);
     }
+    profile_rows(&f[P_HIST], &f[P_PEERS]);
     int failed = 0;
     uint64_t total = 0;
     for (int i = 0; i < P_FIELDS; i++)
@@ -851,11 +889,19 @@ static int write_merged(const ma_runtime_state *rt, const out *bundle, int size,
         int64_t one = 1;
         bytes(&has, &one, 8);
     }
-    size_t shape_m[3] = {n, (size_t)n_routines, 3}, shape_e[2] = {0, 5};
+    out rows[2] = {{0}}; /* mpi_hist, mpi_peers: each part's rows of 4 with its position in front */
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 2; k++)
+            for (uint64_t at4 = 0; at4 + 32 <= parts[i].len[P_HIST + k]; at4 += 32) {
+                dbl(&rows[k], (double)i);
+                bytes(&rows[k], parts[i].field[P_HIST + k] + at4, 32);
+            }
+    size_t shape_m[3] = {n, (size_t)n_routines, 3}, shape_h[2] = {rows[0].len / 40, 5}, shape_p[2] = {rows[1].len / 40, 5};
     npy_member(&z, "rank_mpi.npy", "<i8", shape_n, 1, has.buf, has.len);
     npy_member(&z, "mpi_totals.npy", "<f8", shape_m, 3, mpi.buf, mpi.len);
-    npy_member(&z, "mpi_hist.npy", "<f8", shape_e, 2, NULL, 0);
-    npy_member(&z, "mpi_peers.npy", "<f8", shape_e, 2, NULL, 0);
+    npy_member(&z, "mpi_hist.npy", "<f8", shape_h, 2, rows[0].buf, rows[0].len);
+    npy_member(&z, "mpi_peers.npy", "<f8", shape_p, 2, rows[1].buf, rows[1].len);
+    free(rows[0].buf), free(rows[1].buf);
     out index = {0};
     fmt(&index, "{\"format\":\"ma-trace-merged\",\"version\":1,\"size\":%d,\"run_id\":", size);
     str(&index, s->has_run_id ? s->run_id : NULL);
