@@ -152,8 +152,26 @@ def ts_ranks(traces: Path) -> list[int]:
     return [int(p.name.split("-")[1].split(".")[0]) for p in traces.glob("rank-*.ma.json")]
 
 
-def measure(traces: Path, points: int, target: float) -> None:
+def json_ratio(traces: Path) -> None:
+    """Rank files read with orjson (the reader's choice) and with the standard library's json, side by side."""
+    from ma_post import reader
+
+    fast = reader.orjson
+    times = []
+    for parser in (fast, None):
+        reader.orjson = parser  # type: ignore[assignment]
+        start = time.perf_counter()
+        load(traces)
+        times.append(time.perf_counter() - start)
+    reader.orjson = fast
+    print(f"  load with orjson {times[0]:.3f} s, with the standard library's json {times[1]:.3f} s "
+          f"(ratio {times[1] / times[0]:.2f})")
+
+
+def measure(traces: Path, points: int, target: float, compare_json: bool) -> None:
     """One layout, in this (fresh) process: load + validate + models, peak memory, then the grid evaluation."""
+    if compare_json and not (traces / "job.ma.npz").exists():
+        json_ratio(traces)
     _, models = scale(traces, target)
     if points:
         grid_eval(models, points, traces.parent)
@@ -165,11 +183,13 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=100_000)
     parser.add_argument("--layout", choices=("per-rank", "merged", "both"), default="both")
     parser.add_argument("--target", type=float, default=None, help="seconds (default: 5 at 1024 ranks, 10 above)")
+    parser.add_argument("--compare-json", action="store_true", help="also time the rank files' load with the "
+                        "standard library's json parser (before the measured run: the peak memory includes it)")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # internal: measure one directory
     args = parser.parse_args()
     target = args.target or (5.0 if args.ranks <= 1024 else 10.0)
     if args.measure:
-        measure(args.measure, args.points, target)
+        measure(args.measure, args.points, target, args.compare_json)
         return
     layouts = ("per-rank", "merged") if args.layout == "both" else (args.layout,)
     with tempfile.TemporaryDirectory(prefix="ma-post-bench-") as tmp:
@@ -185,7 +205,8 @@ def main() -> None:
                 what = f"a merged file of {args.ranks} ranks, {size / 1024:.1f} KiB per rank ({structures} structures)"
             print(f"synthesized {what} in {time.perf_counter() - start:.1f} s (not timed below)", flush=True)
             subprocess.run([sys.executable, __file__, "--measure", str(traces), "--target", str(target),
-                            "--points", str(args.points if i == 0 else 0)], check=True)
+                            "--points", str(args.points if i == 0 else 0),
+                            *(["--compare-json"] if args.compare_json else [])], check=True)
             shutil.rmtree(traces)
 
 

@@ -19,6 +19,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -246,8 +247,13 @@ _NODE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
     ("first_mismatch", (dict, type(None)), "an object or null"))
 
 
+_AGGREGATES = itemgetter("calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns")
+_IDENTITY = itemgetter("type", "id", "path", "expr", "file", "line", "first_fail", "first_mismatch")
+_STATS = itemgetter("n", "min", "max", "sum")
+
+
 def _stats(stats: Mapping[str, Any] | None) -> tuple[Any, Any, Any, Any]:
-    return (stats["n"], stats["min"], stats["max"], stats["sum"]) if stats else _NO_STATS
+    return _STATS(stats) if stats else _NO_STATS
 
 
 def _flatten_tree(root: Mapping[str, Any], name: str, thread: int, thread_name: str) -> FlatThread:
@@ -261,14 +267,20 @@ def _flatten_tree(root: Mapping[str, Any], name: str, thread: int, thread_name: 
         try:
             get = node.get
             count = get("count") or _EMPTY
-            values += (node["calls"], get("pass", 0), get("fail", 0), get("unmeasured", 0), get("mismatch", 0),
-                       get("wall_ns", 0), get("cpu_ns", 0))
+            try:  # every key present, as the runtimes write them: one C call per group of fields
+                values += _AGGREGATES(node)
+                type_, id_, path, expr, file, line, first_fail, first_mismatch = _IDENTITY(node)
+            except KeyError:  # a hand-made trace may leave out what defaults
+                values += (node["calls"], get("pass", 0), get("fail", 0), get("unmeasured", 0),
+                           get("mismatch", 0), get("wall_ns", 0), get("cpu_ns", 0))
+                type_, id_, path, expr, file, line, first_fail, first_mismatch = (
+                    node["type"], node["id"], get("path", ""), get("expr"), get("file"), get("line"),
+                    get("first_fail"), get("first_mismatch"))
             values += _stats(get("predicted"))
             values += _stats(get("measured"))
             values += _stats(count.get("predicted"))
             values += _stats(count.get("measured"))
-            nodes.append((parent, node["type"], node["id"], get("path", ""), get("expr"), get("count_expr"),
-                          get("file"), get("line"), get("first_fail"), get("first_mismatch")))
+            nodes.append((parent, type_, id_, path, expr, get("count_expr"), file, line, first_fail, first_mismatch))
             children = get("children")
             if children.__class__ is not list:
                 if children is not None:
