@@ -50,7 +50,7 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
         if match:
             files[int(match.group(1))] = path
     if not files:
-        raise TraceError(str(directory), "no rank-<r>.ma.json trace files in this directory "
+        raise TraceError(str(directory), "no job.ma.npz or rank-<r>.ma.json trace files in this directory "
                                          "(expected the MA_TRACE_DIR of an annotated run)")
     ranks = sorted(files)
     workers = default_workers(len(ranks)) if workers is None else workers

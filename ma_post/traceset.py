@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -488,6 +489,9 @@ def _build(flats: Sequence[FlatTrace], directory: Path | None, *, skipped: dict[
     return builder.finish(flats, directory, skipped or {}, missing or [])
 
 
+_STRUCTURE_OF_ROW = itemgetter(slice(0, 8))  # (parent, type, id, path, expr, count_expr, file, line) of a row
+
+
 class _Builder:
     """Accumulates sites, variables and anomalies of every rank, then lays out the numpy arrays."""
 
@@ -501,6 +505,7 @@ class _Builder:
         self.anomalies: dict[tuple[str, str], Anomaly] = {}
         self.ranks: list[int] = []
         self.sites_by_index: list[Site] = []
+        self.structures: dict[tuple[Any, ...], list[Site]] = {}
 
     def add(self, index: int, flat: FlatTrace) -> None:
         rank = int(flat.header["rank"])
@@ -511,20 +516,25 @@ class _Builder:
                 self.thread_names[thread.thread] = thread.name
             thread_idx = self.thread_index[thread.thread]
             self._site((), ("root", "", "", None, None, None, None), None)
-            keys: list[SiteKey] = []
-            indices: list[int] = []
-            for node in thread.nodes:
-                parent_row = node[0]
-                parent = keys[parent_row] if parent_row >= 0 else ()
-                key = (*parent, (node[1], node[2]))
-                keys.append(key)
-                site = self._site(key, node[1:8], parent)
-                indices.append(site.index)
+            # Ranks of one run almost always have the same tree: its sites are looked up once per structure.
+            signature = (thread.thread, tuple(map(_STRUCTURE_OF_ROW, thread.nodes)))
+            sites = self.structures.get(signature)
+            if sites is None:
+                keys: list[SiteKey] = []
+                sites = []
+                for node in thread.nodes:
+                    parent_row = node[0]
+                    parent = keys[parent_row] if parent_row >= 0 else ()
+                    key = (*parent, (node[1], node[2]))
+                    keys.append(key)
+                    sites.append(self._site(key, node[1:8], parent))
+                self.structures[signature] = sites
+            for site, node in zip(sites, thread.nodes, strict=True):
                 if node[8] and rank not in site.first_fail:
                     site.first_fail[rank] = node[8]
                 if node[9] and rank not in site.first_mismatch:
                     site.first_mismatch[rank] = node[9]
-            self.blocks.append((indices, index, thread_idx, thread.values))
+            self.blocks.append(([site.index for site in sites], index, thread_idx, thread.values))
         for var in flat.variables:
             self._add_variable(var, index, flat.name)
         for anomaly in flat.anomalies:

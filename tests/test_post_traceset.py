@@ -107,7 +107,7 @@ def test_missing_directory(tmp_path: Path) -> None:
 def test_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a trace")
     (tmp_path / ".rank-0.ma.json.tmp").write_text("{")  # a writer's temporary file is not a rank file
-    with pytest.raises(TraceError, match=r"no rank-<r>.ma.json trace files"):
+    with pytest.raises(TraceError, match=r"no job.ma.npz or rank-<r>.ma.json trace files"):
         load(tmp_path)
 
 
