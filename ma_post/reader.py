@@ -26,12 +26,18 @@ from typing import Any
 import numpy as np
 
 try:
-    import orjson
+    import msgspec
+
+    from . import typed_reader
 except ImportError:  # optional: the standard library parses the same text, slower
-    orjson = None  # type: ignore[assignment]
+    msgspec = None  # type: ignore[assignment]
+    typed_reader = None  # type: ignore[assignment]
 
 from ma.errors import TraceError
 from ma.trace_format import FORMAT, RANK_FILE, VALUE_FIELDS, VERSION, rank_file_name
+
+# Parse with msgspec where it is installed (tests and benchmarks switch it off to compare).
+FAST_JSON = msgspec is not None
 
 
 class TraceWarning(UserWarning):
@@ -97,14 +103,14 @@ def read_trace_file(path: Path, *, expected_rank: int | None = None) -> dict[str
 def parse_json(text: bytes, name: str) -> Any:
     """JSON text to Python objects; TraceError naming ``name`` for anything else.
 
-    orjson where it can (several times faster than the standard library); the standard library for what orjson
-    refuses but JSON allows (a number past the double range, nesting past orjson's 1024 levels) and for the
-    ``{"$num": ...}`` form (docs/trace-format.md). Nesting deeper than the interpreter's recursion allows is a
+    msgspec where it can (several times faster than the standard library); the standard library for what msgspec
+    refuses but JSON allows (a number past the range it holds) and for the ``{"$num": ...}`` form
+    (docs/trace-format.md), and to word the errors. Nesting deeper than the interpreter's recursion allows is a
     TraceError, never a RecursionError."""
-    if orjson is not None and b'"$num"' not in text:
+    if FAST_JSON and b'"$num"' not in text:
         try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
+            return msgspec.json.decode(text)
+        except (msgspec.DecodeError, RecursionError):
             pass  # read again below: the standard library accepts more, and words its errors better
     try:
         # A value JSON cannot carry is written as {"$num": ...}; decode only files with one.
@@ -382,7 +388,36 @@ def flatten_document(document: Any, name: str) -> FlatTrace:
 
 
 def read_flat(path: Path, expected_rank: int | None = None) -> FlatTrace:
+    """One rank file's rows: decoded straight into typed structs (typed_reader.py) when it can, else parsed
+    and checked here, which also words every error."""
+    if FAST_JSON:
+        try:
+            text = path.read_bytes()
+        except OSError:
+            text = b""
+        if text and b'"$num"' not in text:
+            flat = _typed_flat(text, str(path), expected_rank)
+            if flat is not None:
+                return flat
     return flatten(read_trace_file(path, expected_rank=expected_rank), str(path))
+
+
+def _typed_flat(text: bytes, name: str, expected_rank: int | None) -> FlatTrace | None:
+    document = typed_reader.decode(text)
+    if document is None:
+        return None
+    check_document({"format": document.format, "version": document.version, "header": document.header,
+                    "threads": [{"root": {}} for _ in document.threads], "variables": document.variables,
+                    "anomalies": document.anomalies}, name, expected_rank)
+    threads = []
+    for thread in document.threads:
+        nodes, values = typed_reader.rows(thread)
+        try:
+            array = np.asarray(values, dtype=float).reshape(len(nodes), len(FIELDS))
+        except OverflowError:  # an integer past the double range: the checked path reads it as +-inf
+            return None
+        threads.append(FlatThread(thread.thread, thread.name or f"thread {thread.thread}", nodes, array))
+    return FlatTrace(name, document.header, document.variables, document.anomalies, document.mpi_profile, threads)
 
 
 def _read_or_report(job: tuple[str, int]) -> FlatTrace | tuple[str, str]:

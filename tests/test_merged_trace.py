@@ -335,3 +335,22 @@ def test_merge_waits_are_bounded(tmp_path: Path) -> None:
             os.kill(int(pid_file.read_text()), signal.SIGKILL)  # the rank this test stopped
         job.kill()
         job.communicate(timeout=30)
+
+
+def test_the_typed_fast_path_reads_what_the_checked_path_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    from ma_post import reader
+
+    program = cg_program()
+    for r in range(3):
+        document = make_trace(program, r, 3, threads=[program[:2]] if r == 2 else ())
+        document["threads"][0]["root"]["children"][0].pop("wall_ns")  # a default the structs fill in
+        (tmp_path / f"rank-{r}.ma.json").write_text(json.dumps(document))
+    fast = load(tmp_path)
+    monkeypatch.setattr(reader, "FAST_JSON", False)
+    checked = load(tmp_path)
+    assert reader.typed_reader.decode((tmp_path / "rank-0.ma.json").read_bytes()) is not None
+    assert np.array_equal(fast.data, checked.data, equal_nan=True) and list(fast.sites) == list(checked.sites)
+    assert list(fast.headers) == list(checked.headers) and list(fast.mpi_profiles) == list(checked.mpi_profiles)
+    assert {k: (s.first_fail, s.first_mismatch) for k, s in fast.sites.items()} == {
+        k: (s.first_fail, s.first_mismatch) for k, s in checked.sites.items()}
