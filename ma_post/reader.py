@@ -5,9 +5,11 @@ per-file problems (missing, truncated, corrupt, unknown version) become TraceWar
 readable ranks are kept. Problems between files (different size or run id) are always errors: there is
 no way to tell which file is the stray one.
 
-Parsing JSON is most of the cost of loading a run (1024 ranks: ~40 MB). A rank file is parsed and its
-site trees flattened into compact rows (a node's parent index, identity, and its aggregates as floats),
-in worker processes when there are many files, so the main process only gathers rows into arrays.
+Parsing JSON is most of the cost of loading a run (1024 ranks: ~40 MB). A rank file is decoded by msgspec into
+typed structs (typed_reader.py: the exact JSON types checked in C) and its site trees flattened into compact rows
+(a node's parent index, identity, and its aggregates as floats); a file the structs refuse is parsed and checked
+here, which words the error. Worker processes read when there are many files and the cores for them, so the
+main process only gathers rows into arrays. A job's merged file (merged.py) needs none of this.
 """
 
 from __future__ import annotations
