@@ -110,9 +110,8 @@ def run(launch: LaunchPlan) -> int:
 def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
     """The file holding each rank's trace: the merged file (merge.py) or the rank's own."""
     merged = merged_ranks(trace_dir)
-    return [merged_file(trace_dir) if r in merged else p for r, p in enumerate(trace_path(trace_dir, r)
-                                                                              for r in range(nprocs))
-            if r in merged or p.exists()]
+    own = [trace_path(trace_dir, r) for r in range(nprocs)]
+    return [merged_file(trace_dir) if r in merged else own[r] for r in range(nprocs) if r in merged or own[r].exists()]
 
 
 def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
