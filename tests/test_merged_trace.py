@@ -163,6 +163,24 @@ def test_the_c_ring_example_writes_the_same_merged_format(tmp_path: Path, ranks:
     assert untimed(merged.mpi_profiles) == untimed(per_rank.mpi_profiles)  # calls, bytes, histogram, peers
 
 
+@pytest.mark.mpi
+def test_a_program_that_finalizes_mpi_itself_writes_rank_files(tmp_path: Path) -> None:
+    (tmp_path / "fin.py").write_text(textwrap.dedent("""
+        from mpi4py import MPI
+        import ma
+        with ma.loop("l", "2") as lp:
+            for _ in lp.range(2):
+                pass
+        MPI.Finalize()
+    """))
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", "t", "--", str(VENV_BIN / "python"),
+                           "fin.py"], cwd=tmp_path, env=clean_env(MA_TRACE_LAYOUT="merged"), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["rank-0.ma.json", "rank-1.ma.json"]
+    assert load(tmp_path / "t").find("l").measured.per_rank().sum.tolist() == [2, 2]
+
+
 # --- merged files built from documents in memory (quick lane) ------------------------------------------
 def merged_from(documents: list[dict[str, Any]], directory: Path, size: int | None = None) -> Path:
     bundle = Bundle()
