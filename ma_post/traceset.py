@@ -432,6 +432,9 @@ def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, 
         data[sites_of_rows[None, :], :, rank_positions[:, None], threads_of_rows[None, :]] = values
     builder.place_blocks(data)
     variables = _merged_variables(merged, ranks, builder)
+    placements.clear()
+    for group in merged.groups:  # now in `data`; the headers and profiles kept below need only the rank arrays
+        group.values, group.variable_values = group.values[:0], group.variable_values[:0]
     headers: Sequence[dict[str, Any]] = RankHeaders(merged)
     profiles: Sequence[dict[str, Any] | None] = RankProfiles(merged)
     files = [str(merged.path)]
