@@ -21,6 +21,55 @@ from ma.trace_format import MERGED_FORMAT, MERGED_INDEX, MERGED_VERSION, VALUE_F
 from .reader import number_from_text
 
 
+class ValueMember:
+    """A group's value array, read a block of ranks at a time when laid out (never whole in memory: the TraceSet's
+    own array is the one copy of the numbers)."""
+
+    BLOCK_BYTES = 64 << 20
+
+    def __init__(self, path: Path, name: str, shape: tuple[int, int, int]) -> None:
+        self.path, self.name, self.shape = path, name, shape
+        with zipfile.ZipFile(path) as archive:
+            try:
+                handle = archive.open(name)
+            except KeyError:
+                raise TraceError(str(path), f"merged trace has no member {name}") from None
+            with handle:
+                found, dtype = self._header(handle)
+        if found != shape or dtype.kind != "f":
+            raise TraceError(str(path), f"member {name} has shape {found} of {dtype}, expected {shape} of doubles")
+        self.dtype = dtype
+
+    def _header(self, handle: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        try:
+            version = np.lib.format.read_magic(handle)
+            shape, fortran, dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                                     else np.lib.format.read_array_header_2_0(handle))
+        except ValueError as exc:
+            raise TraceError(str(self.path), f"member {self.name} is not an .npy array ({exc})") from None
+        if fortran:
+            raise TraceError(str(self.path), f"member {self.name} is in Fortran order, expected C order")
+        return tuple(shape), dtype
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first rank position, values of a block of ranks) through the whole array."""
+        ranks, rows, fields = self.shape
+        per_rank = rows * fields * self.dtype.itemsize
+        step = max(1, self.BLOCK_BYTES // max(per_rank, 1))
+        try:
+            with zipfile.ZipFile(self.path) as archive, archive.open(self.name) as handle:
+                self._header(handle)
+                for start in range(0, ranks, step):
+                    count = min(step, ranks - start)
+                    data = handle.read(count * per_rank)
+                    if len(data) != count * per_rank:
+                        raise TraceError(str(self.path), f"member {self.name} is cut short")
+                    block = np.frombuffer(data, dtype=self.dtype).reshape(count, rows, fields)
+                    yield start, block.astype(np.float64, copy=False)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise TraceError(str(self.path), f"member {self.name} cannot be read ({exc})") from None
+
+
 @dataclass
 class Group:
     """Ranks whose site trees have one structure: nodes once, numbers (ranks, rows, fields)."""
@@ -28,7 +77,7 @@ class Group:
     threads: list[tuple[int, str, list[list[Any]]]]  # (thread id, name, nodes [parent, type, id, path, ...])
     variables: list[list[Any]]  # [name, scope, kind, expr]
     ranks: np.ndarray
-    values: np.ndarray  # (ranks, rows, len(VALUE_FIELDS)); rows thread by thread, nodes in order
+    values: ValueMember  # (ranks, rows, len(VALUE_FIELDS)); rows thread by thread, nodes in order
     variable_values: np.ndarray  # (ranks, variables, len(VARIABLE_FIELDS))
 
 
@@ -122,10 +171,10 @@ def _group(archive: Any, path: Path, g: int, entry: Any) -> Group:
         threads.append((thread["thread"], str(thread.get("name") or f"thread {thread['thread']}"), nodes))
     rows = sum(len(nodes) for _, _, nodes in threads)
     ranks = _array(archive, f"group-{g}-ranks", path, (None,))
-    values = _array(archive, f"group-{g}-values", path, (len(ranks), rows, len(VALUE_FIELDS)))
+    values = ValueMember(path, f"group-{g}-values.npy", (len(ranks), rows, len(VALUE_FIELDS)))
     variable_values = _array(archive, f"group-{g}-variables", path,
                              (len(ranks), len(entry["variables"]), len(VARIABLE_FIELDS)))
-    return Group(threads, entry["variables"], ranks.astype(np.int64), values.astype(np.float64, copy=False),
+    return Group(threads, entry["variables"], ranks.astype(np.int64), values,
                  variable_values.astype(np.float64, copy=False))
 
 

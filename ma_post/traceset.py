@@ -387,7 +387,7 @@ def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, 
         warnings.warn(f"{directory}: {message}; keeping the {len(ranks)} ranks present", TraceWarning, stacklevel=3)
     builder = _Builder(len(ranks))
     builder._site((), ("root", "", "", None, None, None, None), None)
-    placements = []  # (rank positions, site index per row, thread index per row, values (ranks, rows, fields))
+    placements = []  # (rank positions, site index per row, thread index per row, the group's values)
     for group in merged.groups:
         sites, threads = [], []
         for thread_id, thread_name, nodes in group.threads:
@@ -429,12 +429,14 @@ def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, 
     data = np.zeros((len(builder.sites), len(FIELDS), len(ranks), max(1, len(builder.thread_index))))
     data[:, _MINMAX] = np.nan
     for rank_positions, sites_of_rows, threads_of_rows, values in placements:
-        data[sites_of_rows[None, :], :, rank_positions[:, None], threads_of_rows[None, :]] = values
+        for start, block in values.blocks():  # a block of ranks at a time: the file's numbers are never all in memory
+            positions = rank_positions[start:start + len(block)]
+            data[sites_of_rows[None, :], :, positions[:, None], threads_of_rows[None, :]] = block
     builder.place_blocks(data)
     variables = _merged_variables(merged, ranks, builder)
     placements.clear()
     for group in merged.groups:  # now in `data`; the headers and profiles kept below need only the rank arrays
-        group.values, group.variable_values = group.values[:0], group.variable_values[:0]
+        group.variable_values = group.variable_values[:0]
     headers: Sequence[dict[str, Any]] = RankHeaders(merged)
     profiles: Sequence[dict[str, Any] | None] = RankProfiles(merged)
     files = [str(merged.path)]

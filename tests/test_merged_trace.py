@@ -189,7 +189,10 @@ def merged_from(documents: list[dict[str, Any]], directory: Path, size: int | No
     return write_archive(directory, build_archive(bundle, size or len(documents)))
 
 
-def test_merged_file_gives_what_the_rank_files_give(tmp_path: Path) -> None:
+def test_merged_file_gives_what_the_rank_files_give(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ma_post.merged import ValueMember
+
+    monkeypatch.setattr(ValueMember, "BLOCK_BYTES", 1)  # one rank per block: the blocked read is exercised
     program = cg_program()
     documents = [make_trace(program, r, 4, threads=[program[:2]] if r == 1 else ()) for r in range(4)]
     documents[2]["anomalies"] = [{"kind": "unbalanced", "path": "cg", "message": "m", "count": 2, "file": "f",
@@ -246,7 +249,7 @@ def test_damaged_merged_files_are_trace_errors_naming_file_and_member(tmp_path: 
     members = build_archive(_bundle([make_trace(cg_program(), 0, 1)]), 1)
     members["group-0-values.npy"] = members["rank_time.npy"]
     write_archive(tmp_path / "s", members)
-    with pytest.raises(TraceError, match=r"member group-0-values.npy has shape \(1, 2\), expected"):
+    with pytest.raises(TraceError, match=r"member group-0-values.npy has shape \(1, 2\) of float64, expected"):
         load(tmp_path / "s")
 
 
