@@ -59,6 +59,7 @@ else:
     from ma_runtime import bootstrap as _bootstrap
 
     _bootstrap.install_excepthook()
+    _bootstrap.register_merge_at_exit()
     _bootstrap.prepare_mpi_profiling()
 
 

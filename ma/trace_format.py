@@ -59,9 +59,32 @@ END_KEYS = ("rank", "pid", "after_s", "how", "signal", "signal_name", "exit_code
 END_SIGNAL, END_EXIT, END_UNKNOWN = "signal", "exit", "unknown"
 LAUNCHER_KINDS = ("hydra", "direct", "other")  # MPICH's mpiexec, no launcher (one process), anything else
 
+# The merged trace of a job (docs/trace-format.md, "Merged trace"): one uncompressed .npz written by rank 0.
+MERGED_FORMAT = "ma-trace-merged"
+MERGED_VERSION = 1
+MERGED_FILE = "job.ma.npz"
+MERGED_INDEX = "trace.json"  # the JSON member of the archive: structure, names, whatever is not an array
+# MA_TRACE_LAYOUT: what a run under MPI writes at finalize (periodic flushes are per rank in every layout).
+LAYOUTS = ("merged", "per-rank", "both")
+# Per-call aggregates of a site in the order of a merged trace's value arrays (and of a TraceSet's data axis 1).
+VALUE_FIELDS: tuple[str, ...] = (
+    "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns",
+    "pred_n", "pred_min", "pred_max", "pred_sum",
+    "meas_n", "meas_min", "meas_max", "meas_sum",
+    "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
+    "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum",
+)
+VARIABLE_FIELDS = ("value", "min", "max", "defs")
+# Header fields that differ between the ranks of one job; a merged trace keeps them as per-rank arrays.
+RANK_HEADER_KEYS = ("rank", "pid", "host", "start_time", "end_time", "status", "exit_reason")
+
 
 def is_mpi(site_type: str) -> bool:
     return site_type.startswith("mpi_")
+
+
+def merged_file(directory: Path) -> Path:
+    return directory / MERGED_FILE
 
 
 def rank_file_name(rank: int) -> str:

@@ -5,9 +5,11 @@ per-file problems (missing, truncated, corrupt, unknown version) become TraceWar
 readable ranks are kept. Problems between files (different size or run id) are always errors: there is
 no way to tell which file is the stray one.
 
-Parsing JSON is most of the cost of loading a run (1024 ranks: ~40 MB). A rank file is parsed and its
-site trees flattened into compact rows (a node's parent index, identity, and its aggregates as floats),
-in worker processes when there are many files, so the main process only gathers rows into arrays.
+Parsing JSON is most of the cost of loading a run (1024 ranks: ~40 MB). A rank file is decoded by msgspec into
+typed structs (typed_reader.py: the exact JSON types checked in C) and its site trees flattened into compact rows
+(a node's parent index, identity, and its aggregates as floats); a file the structs refuse is parsed and checked
+here, which words the error. Worker processes read when there are many files and the cores for them, so the
+main process only gathers rows into arrays. A job's merged file (merged.py) needs none of this.
 """
 
 from __future__ import annotations
@@ -19,13 +21,25 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+try:
+    import msgspec
+
+    from . import typed_reader
+except ImportError:  # optional: the standard library parses the same text, slower
+    msgspec = None  # type: ignore[assignment]
+    typed_reader = None  # type: ignore[assignment]
+
 from ma.errors import TraceError
-from ma.trace_format import FORMAT, RANK_FILE, VERSION, rank_file_name
+from ma.trace_format import FORMAT, RANK_FILE, VALUE_FIELDS, VERSION, rank_file_name
+
+# Parse with msgspec where it is installed (tests and benchmarks switch it off to compare).
+FAST_JSON = msgspec is not None
 
 
 class TraceWarning(UserWarning):
@@ -44,7 +58,7 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
         if match:
             files[int(match.group(1))] = path
     if not files:
-        raise TraceError(str(directory), "no rank-<r>.ma.json trace files in this directory "
+        raise TraceError(str(directory), "no job.ma.npz or rank-<r>.ma.json trace files in this directory "
                                          "(expected the MA_TRACE_DIR of an annotated run)")
     ranks = sorted(files)
     workers = default_workers(len(ranks)) if workers is None else workers
@@ -83,21 +97,39 @@ def read_trace_file(path: Path, *, expected_rank: int | None = None) -> dict[str
         raise TraceError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if not text.strip():
         raise TraceError(str(path), "empty file (the rank may have been killed before its first flush)")
-    try:
-        # A value JSON cannot carry is written as {"$num": ...} (docs/trace-format.md); decode only files with one.
-        document = json.loads(text, object_hook=_number_from_text if b'"$num"' in text else None)
-    except json.JSONDecodeError as exc:
-        # A whole document is an object and ends with '}'; one that stops early was cut off mid-write.
-        stripped = text.strip()
-        what = "truncated" if stripped.startswith(b"{") and not stripped.endswith(b"}") else "corrupt"
-        raise TraceError(str(path), f"{what} JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except UnicodeDecodeError as exc:
-        raise TraceError(str(path), f"corrupt: not UTF-8 text ({exc.reason})") from None
+    document = parse_json(text, str(path))
     check_document(document, str(path), expected_rank)
     return document
 
 
-def _number_from_text(entry: dict[str, Any]) -> Any:
+def parse_json(text: bytes, name: str) -> Any:
+    """JSON text to Python objects; TraceError naming ``name`` for anything else.
+
+    msgspec where it can (several times faster than the standard library); the standard library for what msgspec
+    refuses but JSON allows (a number past the range it holds) and for the ``{"$num": ...}`` form
+    (docs/trace-format.md), and to word the errors. Nesting deeper than the interpreter's recursion allows is a
+    TraceError, never a RecursionError."""
+    if FAST_JSON and b'"$num"' not in text:
+        try:
+            return msgspec.json.decode(text)
+        except (msgspec.DecodeError, RecursionError):
+            pass  # read again below: the standard library accepts more, and words its errors better
+    try:
+        # A value JSON cannot carry is written as {"$num": ...}; decode only files with one.
+        return json.loads(text, object_hook=number_from_text if b'"$num"' in text else None)
+    except json.JSONDecodeError as exc:
+        # A whole document is an object and ends with '}'; one that stops early was cut off mid-write.
+        stripped = text.strip()
+        what = "truncated" if stripped.startswith(b"{") and not stripped.endswith(b"}") else "corrupt"
+        raise TraceError(name, f"{what} JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except UnicodeDecodeError as exc:
+        raise TraceError(name, f"corrupt: not UTF-8 text ({exc.reason})") from None
+    except RecursionError:
+        raise TraceError(name, f"JSON nested more than {sys.getrecursionlimit()} levels deep: not a trace this "
+                               "reader can hold (a site tree this deep is refused)") from None
+
+
+def number_from_text(entry: dict[str, Any]) -> Any:
     """``{"$num": "nan" | "inf" | "-inf" | "0x..." | "-0x..."}`` back to a number post-processing can hold.
 
     Post-processing computes in doubles, so an integer written in hex (past the JSON digit limit, so far past
@@ -112,6 +144,15 @@ def _number_from_text(entry: dict[str, Any]) -> Any:
         value = int(text, 16)
     except ValueError:
         return entry  # not a form this reader knows: left as it is, for check_document's type checks
+    return to_float(value)
+
+
+_number_from_text = number_from_text  # the name older tests import
+
+
+def to_float(value: int | float) -> float:
+    """A JSON number as a double: an integer past the double range is +-inf (post-processing computes in
+    doubles; the file keeps the exact value)."""
     try:
         return float(value)
     except OverflowError:
@@ -172,13 +213,7 @@ def _check_consistent(traces: dict[int, FlatTrace], files: dict[int, Path]) -> N
 
 
 # Per-call aggregates of a site, in the order of the value rows (and of TraceSet.data's axis 1).
-FIELDS: tuple[str, ...] = (
-    "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns",
-    "pred_n", "pred_min", "pred_max", "pred_sum",
-    "meas_n", "meas_min", "meas_max", "meas_sum",
-    "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
-    "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum",
-)
+FIELDS: tuple[str, ...] = VALUE_FIELDS
 
 # (parent row or -1, type, id, path, expr, count_expr, file, line, first_fail, first_mismatch)
 NodeRow = tuple[int, str, str, str, Any, Any, Any, Any, Any, Any]
@@ -204,43 +239,140 @@ class FlatTrace:
 
 _NO_STATS = (0, None, None, 0)
 _EMPTY: dict[str, Any] = {}
+_NUMBER_TYPES = {int, float}
+_OPTIONAL_NUMBER_TYPES = {int, float, type(None)}
+_COUNT_COLUMNS = tuple(i for i, f in enumerate(FIELDS) if f in ("calls", "pass", "fail", "unmeasured", "mismatch")
+                       or f.endswith("_n"))
+# Where each value of a row sits in a site node of the JSON document (for error messages).
+_JSON_FIELD = {f: f.replace("cpred_", "count.predicted.").replace("cmeas_", "count.measured.")
+               .replace("pred_", "predicted.").replace("meas_", "measured.") for f in FIELDS}
+# Node fields and the types JSON gives them: (field, allowed types, what the message says is expected)
+_NODE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
+    ("type", (str,), "a string"), ("id", (str,), "a string"), ("path", (str,), "a string"),
+    ("expr", (str, type(None)), "a string or null"), ("count_expr", (str, type(None)), "a string or null"),
+    ("file", (str, type(None)), "a string or null"), ("line", (int, type(None)), "an integer or null"),
+    ("first_fail", (dict, type(None)), "an object or null"),
+    ("first_mismatch", (dict, type(None)), "an object or null"))
+
+
+_AGGREGATES = itemgetter("calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns")
+_IDENTITY = itemgetter("type", "id", "path", "expr", "file", "line", "first_fail", "first_mismatch")
+_STATS = itemgetter("n", "min", "max", "sum")
 
 
 def _stats(stats: Mapping[str, Any] | None) -> tuple[Any, Any, Any, Any]:
-    return (stats["n"], stats["min"], stats["max"], stats["sum"]) if stats else _NO_STATS
+    return _STATS(stats) if stats else _NO_STATS
 
 
 def _flatten_tree(root: Mapping[str, Any], name: str, thread: int, thread_name: str) -> FlatThread:
-    # The hot loop of loading: values are gathered raw and converted by numpy in one go (None -> NaN).
+    # The hot loop of loading: values are gathered raw, their types checked a column at a time (set(map(type)),
+    # in C) and converted by numpy in one go (None -> NaN); a problem is then located by _diagnose.
     nodes: list[NodeRow] = []
     values: list[Any] = []
-    stack: list[tuple[Mapping[str, Any], int]] = [(child, -1) for child in reversed(root.get("children") or ())]
+    stack: list[tuple[Any, int]] = [(child, -1) for child in reversed(_children(root, name, ""))]
     while stack:
         node, parent = stack.pop()
         try:
             get = node.get
             count = get("count") or _EMPTY
-            values += (node["calls"], get("pass", 0), get("fail", 0), get("unmeasured", 0), get("mismatch", 0),
-                       get("wall_ns", 0), get("cpu_ns", 0))
+            try:  # every key present, as the runtimes write them: one C call per group of fields
+                values += _AGGREGATES(node)
+                type_, id_, path, expr, file, line, first_fail, first_mismatch = _IDENTITY(node)
+            except KeyError:  # a hand-made trace may leave out what defaults
+                values += (node["calls"], get("pass", 0), get("fail", 0), get("unmeasured", 0),
+                           get("mismatch", 0), get("wall_ns", 0), get("cpu_ns", 0))
+                type_, id_, path, expr, file, line, first_fail, first_mismatch = (
+                    node["type"], node["id"], get("path", ""), get("expr"), get("file"), get("line"),
+                    get("first_fail"), get("first_mismatch"))
             values += _stats(get("predicted"))
             values += _stats(get("measured"))
             values += _stats(count.get("predicted"))
             values += _stats(count.get("measured"))
-            nodes.append((parent, str(node["type"]), str(node["id"]), str(get("path", "")), get("expr"),
-                          get("count_expr"), get("file"), get("line"), get("first_fail"), get("first_mismatch")))
-        except (KeyError, TypeError, AttributeError) as exc:
-            where = node.get("path", "?") if isinstance(node, Mapping) else "?"
-            raise TraceError(name, f"site {where!r}: bad or missing field ({exc!s}); "
-                                   "expected the node layout of docs/trace-format.md") from None
+            nodes.append((parent, type_, id_, path, expr, get("count_expr"), file, line, first_fail, first_mismatch))
+            children = get("children")
+            if children.__class__ is not list:
+                if children is not None:
+                    raise TypeError("children")
+                children = ()
+        except (KeyError, TypeError, AttributeError):
+            raise _diagnose(node, parent, nodes, name) from None
         index = len(nodes) - 1
-        for child in reversed(get("children") or ()):
+        for child in reversed(children):
             stack.append((child, index))
+    columns: list[tuple[Any, ...]] = list(zip(*nodes, strict=True))[1:] if nodes else [()] * len(_NODE_FIELDS)
+    for (field, allowed, _), column in zip(_NODE_FIELDS, columns, strict=True):
+        if not set(map(type, column)) <= set(allowed):
+            bad = next(i for i, v in enumerate(column) if type(v) not in allowed)
+            raise _diagnose_row(nodes, bad, name, field)
+    if not set(map(type, values)) <= _OPTIONAL_NUMBER_TYPES or any(
+            not set(map(type, values[c::len(FIELDS)])) <= {int} for c in _COUNT_COLUMNS):
+        for i, value in enumerate(values):
+            col = i % len(FIELDS)
+            if type(value) not in (_OPTIONAL_NUMBER_TYPES if col not in _COUNT_COLUMNS else {int}):
+                raise _diagnose_row(nodes, i // len(FIELDS), name, _JSON_FIELD[FIELDS[col]], value,
+                                    "an integer" if col in _COUNT_COLUMNS else "a number or null")
     try:
-        array = np.asarray(values, dtype=float).reshape(len(nodes), len(FIELDS))
-    except (TypeError, ValueError) as exc:
-        raise TraceError(name, f"a site aggregate is not a number ({exc}); expected numbers or null "
-                               "(docs/trace-format.md)") from None
-    return FlatThread(thread, thread_name, nodes, array)
+        array = np.asarray(values, dtype=float)
+    except OverflowError:  # an integer past the double range: +-inf, as the {"$num": ...} form reads
+        array = np.asarray([to_float(v) if type(v) is int else v for v in values], dtype=float)
+    return FlatThread(thread, thread_name, nodes, array.reshape(len(nodes), len(FIELDS)))
+
+
+def _children(node: Any, name: str, path: str) -> list[Any]:
+    children = node.get("children") or [] if isinstance(node, dict) else None
+    if not isinstance(children, list):
+        raise TraceError(name, f"site {path!r}: field 'children' is {_shown(children)}, expected an array of sites")
+    return children
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) < 60 else text[:57] + '...'}"
+
+
+def _site_path(nodes: list[NodeRow], row: int) -> str:
+    node = nodes[row]
+    if isinstance(node[3], str):
+        return node[3]
+    parent = _site_path(nodes, node[0]) if node[0] >= 0 else ""
+    return f"{parent}/{node[2]}" if parent else str(node[2])
+
+
+def _diagnose_row(nodes: list[NodeRow], row: int, name: str, field: str, value: Any = None,
+                  expected: str | None = None) -> TraceError:
+    if expected is None:
+        index = [f for f, _, _ in _NODE_FIELDS].index(field)
+        value, expected = nodes[row][index + 1], _NODE_FIELDS[index][2]
+    return TraceError(name, f"site {_site_path(nodes, row)!r}: field {field!r} is {_shown(value)}, "
+                            f"expected {expected} (docs/trace-format.md)")
+
+
+def _diagnose(node: Any, parent: int, nodes: list[NodeRow], name: str) -> TraceError:
+    """The TraceError for a node the fast path could not read: which field, what it is, what was expected."""
+    above = _site_path(nodes, parent) if parent >= 0 else ""
+    if not isinstance(node, dict):
+        return TraceError(name, f"a child of site {above!r} is {_shown(node)}, expected a site object")
+    path = node.get("path") if isinstance(node.get("path"), str) else f"{above}/{node.get('id')}".lstrip("/")
+    for field in ("calls", "type", "id"):
+        if field not in node:
+            return TraceError(name, f"site {path!r}: missing field {field!r} (docs/trace-format.md)")
+    for field in ("predicted", "measured", "count"):
+        value = node.get(field)
+        if value is not None and not isinstance(value, dict):
+            return TraceError(name, f"site {path!r}: field {field!r} is {_shown(value)}, expected an object or null")
+    for field, stats in (("predicted", node.get("predicted")), ("measured", node.get("measured")),
+                         *((f"count.{k}", (node.get("count") or {}).get(k)) for k in ("predicted", "measured"))):
+        if stats is not None and not isinstance(stats, dict):
+            return TraceError(name, f"site {path!r}: field {field!r} is {_shown(stats)}, expected an object or null")
+        missing = [key for key in ("n", "min", "max", "sum") if isinstance(stats, dict) and key not in stats]
+        for key in missing[:1]:
+                return TraceError(name, f"site {path!r}: field '{field}.{key}' is missing (stats are "
+                                        "{\"n\", \"min\", \"max\", \"sum\"})")
+    children = node.get("children")
+    if children is not None and not isinstance(children, list):
+        return TraceError(name, f"site {path!r}: field 'children' is {_shown(children)}, expected an array of sites")
+    return TraceError(name, f"site {path!r}: a field has the wrong type; expected the node layout of "
+                            "docs/trace-format.md")
 
 
 def flatten(document: Mapping[str, Any], name: str) -> FlatTrace:
@@ -258,7 +390,36 @@ def flatten_document(document: Any, name: str) -> FlatTrace:
 
 
 def read_flat(path: Path, expected_rank: int | None = None) -> FlatTrace:
+    """One rank file's rows: decoded straight into typed structs (typed_reader.py) when it can, else parsed
+    and checked here, which also words every error."""
+    if FAST_JSON:
+        try:
+            text = path.read_bytes()
+        except OSError:
+            text = b""
+        if text and b'"$num"' not in text:
+            flat = _typed_flat(text, str(path), expected_rank)
+            if flat is not None:
+                return flat
     return flatten(read_trace_file(path, expected_rank=expected_rank), str(path))
+
+
+def _typed_flat(text: bytes, name: str, expected_rank: int | None) -> FlatTrace | None:
+    document = typed_reader.decode(text)
+    if document is None:
+        return None
+    check_document({"format": document.format, "version": document.version, "header": document.header,
+                    "threads": [{"root": {}} for _ in document.threads], "variables": document.variables,
+                    "anomalies": document.anomalies}, name, expected_rank)
+    threads = []
+    for thread in document.threads:
+        nodes, values = typed_reader.rows(thread)
+        try:
+            array = np.asarray(values, dtype=float).reshape(len(nodes), len(FIELDS))
+        except OverflowError:  # an integer past the double range: the checked path reads it as +-inf
+            return None
+        threads.append(FlatThread(thread.thread, thread.name or f"thread {thread.thread}", nodes, array))
+    return FlatTrace(name, document.header, document.variables, document.anomalies, document.mpi_profile, threads)
 
 
 def _read_or_report(job: tuple[str, int]) -> FlatTrace | tuple[str, str]:

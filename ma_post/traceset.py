@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,17 @@ from ma import trace_format
 from ma.errors import SiteNotFoundError, TraceError
 from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
-from .reader import FIELDS, FlatTrace, TraceWarning, flatten_document, read_trace_dir
+from .merged import MergedTrace, RankHeaders, RankProfiles, decoded, read_merged
+from .reader import (
+    FIELDS,
+    FlatTrace,
+    TraceWarning,
+    default_workers,
+    flatten_document,
+    read_many,
+    read_trace_dir,
+    to_float,
+)
 from .runrecord import RunRecord, record_for
 
 SiteKey = tuple[tuple[str, str], ...]  # ((type, id), ...) from the root; () is the root
@@ -215,13 +226,13 @@ class TraceSet:
     ranks: np.ndarray
     size: int
     run_id: str | None
-    headers: list[dict[str, Any]]
+    headers: Sequence[dict[str, Any]]  # one per rank (built on access for a merged trace)
     thread_ids: list[int]
     thread_names: dict[int, str]
     sites: dict[SiteKey, Site]
     variables: dict[tuple[str, str], Variable]
     anomalies: list[Anomaly]
-    mpi_profiles: list[dict[str, Any] | None]
+    mpi_profiles: Sequence[dict[str, Any] | None]
     missing_ranks: list[int]
     skipped: dict[str, str]  # file -> why it was left out (allow_missing)
     data: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(FIELDS), 0, 0)))
@@ -320,7 +331,8 @@ def rank_ranges(ranks: Sequence[int] | np.ndarray) -> str:
 
 
 def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | None = None) -> TraceSet:
-    """Read every ``rank-<r>.ma.json`` of a run.
+    """Read the traces of a run: the merged file ``job.ma.npz`` (with the rank files of ranks it lacks), or
+    every ``rank-<r>.ma.json``. ``trace_dir`` may also name a merged file itself.
 
     Raises TraceError naming the file for: no trace files, a missing rank, a truncated or corrupt file,
     a newer schema version, a file that is not an ma-trace, a rank or size that does not match, or a
@@ -328,10 +340,145 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     ``warnings.warn`` (TraceWarning) and the ranks present are kept. ``workers`` processes parse the
     files (default: automatic, see ma_post.reader.default_workers; 0: this process only).
     """
-    directory = Path(trace_dir)
-    flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
-    traces = _build(flats, directory, skipped=skipped, missing=missing)
+    path = Path(trace_dir)
+    directory = path.parent if path.is_file() and path.name.endswith(".npz") else path
+    merged_path = path if directory is not path else trace_format.merged_file(directory)
+    if merged_path.exists():
+        merged = read_merged(merged_path)
+        extra = _rank_files_beside(merged, directory, allow_missing, workers)
+        traces = _build_merged(merged, extra, directory, allow_missing)
+    else:
+        flats, skipped, missing = read_trace_dir(directory, allow_missing=allow_missing, workers=workers)
+        traces = _build(flats, directory, skipped=skipped, missing=missing)
     return replace(traces, run_record=record_for(directory, traces.run_id))
+
+
+def _rank_files_beside(merged: MergedTrace, directory: Path, allow_missing: bool, workers: int | None
+                       ) -> list[FlatTrace]:
+    """The rank files of ranks the merged file lacks (a rank that failed wrote its own), in rank order."""
+    have = set(merged.ranks.tolist())
+    jobs = []
+    for candidate in directory.iterdir():
+        match = trace_format.RANK_FILE.match(candidate.name)
+        if match and int(match.group(1)) not in have:
+            jobs.append((candidate, int(match.group(1))))
+    flats = []
+    for (candidate, _), result in zip(sorted(jobs, key=lambda j: j[1]), read_many(sorted(jobs, key=lambda j: j[1]),
+                                      default_workers(len(jobs)) if workers is None else workers), strict=True):
+        if isinstance(result, TraceError):
+            if not allow_missing:
+                raise result
+            warnings.warn(f"skipping unreadable trace: {result}", TraceWarning, stacklevel=4)
+            continue
+        if result.header["size"] != merged.size or result.header.get("run_id") != merged.run_id:
+            raise TraceError(str(candidate), f"size {result.header['size']} / run_id {result.header.get('run_id')!r} "
+                                             f"differ from {merged.path.name}'s {merged.size} / {merged.run_id!r} "
+                                             "(files from different runs in one directory?)")
+        flats.append(result)
+    return flats
+
+
+def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, allow_missing: bool) -> TraceSet:
+    """Arrays of the merged file straight into the rank dimension; sites once per distinct tree structure."""
+    ranks = np.union1d(merged.ranks, np.asarray([int(f.header["rank"]) for f in extra], dtype=np.int64))
+    missing = sorted(set(range(merged.size)) - set(ranks.tolist()))
+    if missing:
+        message = (f"{len(missing)} of {merged.size} ranks are neither in {merged.path.name} nor in a rank file "
+                   f"(ranks {rank_ranges(missing)})")
+        if not allow_missing:
+            raise TraceError(str(merged.path), message + " (load with allow_missing=True / --allow-missing to use "
+                                                         "the ranks present)")
+        warnings.warn(f"{directory}: {message}; keeping the {len(ranks)} ranks present", TraceWarning, stacklevel=3)
+    builder = _Builder(len(ranks))
+    builder._site((), ("root", "", "", None, None, None, None), None)
+    placements = []  # (rank positions, site index per row, thread index per row, the group's values)
+    for group in merged.groups:
+        sites, threads = [], []
+        for thread_id, thread_name, nodes in group.threads:
+            if thread_id not in builder.thread_index:
+                builder.thread_index[thread_id] = len(builder.thread_index)
+                builder.thread_names[thread_id] = thread_name
+            keys: list[SiteKey] = []
+            for parent_row, type_, id_, path, expr, count_expr, file, line in nodes:
+                parent = keys[parent_row] if parent_row >= 0 else ()
+                keys.append((*parent, (type_, id_)))
+                sites.append(builder._site(keys[-1], (type_, id_, path, expr, count_expr, file, line), parent).index)
+                threads.append(builder.thread_index[thread_id])
+        placements.append((np.searchsorted(ranks, group.ranks), np.asarray(sites, dtype=np.intp),
+                           np.asarray(threads, dtype=np.intp), group.values))
+    group_of = dict(zip(merged.ranks.tolist(), merged.rank_group.tolist(), strict=True)) if merged.firsts else {}
+    for entry in merged.firsts:
+        try:
+            kind, rank, row, value = entry
+            sites_of_rows = placements[group_of[rank]][1]
+            site = builder.sites_by_index[int(sites_of_rows[row])]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise TraceError(str(merged.path), f"trace.json: firsts entry {str(entry)[:80]} is not [kind, rank, row "
+                                               "of the rank's group, object] of a rank and row in the file") from None
+        if kind not in ("first_fail", "first_mismatch"):
+            raise TraceError(str(merged.path), f"trace.json: firsts entry of kind {kind!r}, expected first_fail "
+                                               "or first_mismatch")
+        getattr(site, kind).setdefault(int(rank), decoded(value))
+    for a in (decoded(x) for x in merged.anomalies):
+        anomaly = Anomaly(str(a.get("kind")), str(a.get("path", "")), str(a.get("message", "")),
+                          int(a.get("count", 1) or 1), [int(r) for r in a.get("ranks") or ()], a.get("file"),
+                          a.get("line"))
+        found = builder.anomalies.setdefault((anomaly.kind, anomaly.path), anomaly)
+        if found is not anomaly:  # folded per rank by a writer that does not fold across ranks
+            found.count += anomaly.count
+            found.ranks.extend(anomaly.ranks)
+    extra_positions = np.searchsorted(ranks, [int(f.header["rank"]) for f in extra])
+    for position, flat in zip(extra_positions.tolist(), extra, strict=True):
+        builder.add(position, flat)  # its sites, variables and anomalies; its values are laid out below
+    data = np.zeros((len(builder.sites), len(FIELDS), len(ranks), max(1, len(builder.thread_index))))
+    data[:, _MINMAX] = np.nan
+    for rank_positions, sites_of_rows, threads_of_rows, values in placements:
+        for start, block in values.blocks():  # a block of ranks at a time: the file's numbers are never all in memory
+            positions = rank_positions[start:start + len(block)]
+            data[sites_of_rows[None, :], :, positions[:, None], threads_of_rows[None, :]] = block
+    builder.place_blocks(data)
+    variables = _merged_variables(merged, ranks, builder)
+    placements.clear()
+    for group in merged.groups:  # now in `data`; the headers and profiles kept below need only the rank arrays
+        group.variable_values = group.variable_values[:0]
+    headers: Sequence[dict[str, Any]] = RankHeaders(merged)
+    profiles: Sequence[dict[str, Any] | None] = RankProfiles(merged)
+    files = [str(merged.path)]
+    if extra:  # a few ranks from their own files: plain lists in rank order
+        order = np.argsort(np.concatenate([merged.ranks, [int(f.header["rank"]) for f in extra]]), kind="stable")
+        headers = [[*headers, *(f.header for f in extra)][i] for i in order]
+        profiles = [[*profiles, *(f.mpi_profile for f in extra)][i] for i in order]
+        files += [f.name for f in extra]
+    return builder.finish_arrays(data, ranks, directory, files, merged.size, merged.run_id, headers, profiles,
+                                 variables, missing)
+
+
+def _merged_variables(merged: MergedTrace, ranks: np.ndarray, builder: _Builder) -> dict[tuple[str, str], Variable]:
+    variables: dict[tuple[str, str], Variable] = {}
+    for group in merged.groups:
+        positions = np.searchsorted(ranks, group.ranks)
+        for j, (name, scope, kind, expr) in enumerate(group.variables):
+            key = (str(name), str(scope or ""))
+            var = variables.get(key)
+            if var is None:
+                arrays = np.full((4, len(ranks)), np.nan)
+                arrays[3] = 0
+                var = variables[key] = Variable(key[0], key[1], str(kind or "input"), expr, arrays[0], arrays[1],
+                                                arrays[2], arrays[3])
+            elif expr is not None and expr != var.expr:
+                var.other_exprs.add(str(expr))
+            for field_index, target in enumerate((var.values, var.mins, var.maxs, var.defs)):
+                target[positions] = group.variable_values[:, j, field_index]
+    for key, (kind, expr, others, rows) in builder.var_rows.items():
+        var = variables.get(key)
+        if var is None:
+            arrays = np.full((4, len(ranks)), np.nan)
+            arrays[3] = 0
+            var = variables[key] = Variable(key[0], key[1], kind, expr, arrays[0], arrays[1], arrays[2], arrays[3],
+                                            set(others))
+        for rank_idx, value, lo, hi, defs in rows:
+            var.values[rank_idx], var.mins[rank_idx], var.maxs[rank_idx], var.defs[rank_idx] = value, lo, hi, defs
+    return variables
 
 
 def from_traces(traces: Sequence[Mapping[str, Any]], names: Sequence[str] | None = None, *,
@@ -351,6 +498,9 @@ def _build(flats: Sequence[FlatTrace], directory: Path | None, *, skipped: dict[
     return builder.finish(flats, directory, skipped or {}, missing or [])
 
 
+_STRUCTURE_OF_ROW = itemgetter(slice(0, 8))  # (parent, type, id, path, expr, count_expr, file, line) of a row
+
+
 class _Builder:
     """Accumulates sites, variables and anomalies of every rank, then lays out the numpy arrays."""
 
@@ -363,6 +513,8 @@ class _Builder:
         self.var_rows: dict[tuple[str, str], list[Any]] = {}
         self.anomalies: dict[tuple[str, str], Anomaly] = {}
         self.ranks: list[int] = []
+        self.sites_by_index: list[Site] = []
+        self.structures: dict[tuple[Any, ...], list[Site]] = {}
 
     def add(self, index: int, flat: FlatTrace) -> None:
         rank = int(flat.header["rank"])
@@ -373,24 +525,29 @@ class _Builder:
                 self.thread_names[thread.thread] = thread.name
             thread_idx = self.thread_index[thread.thread]
             self._site((), ("root", "", "", None, None, None, None), None)
-            keys: list[SiteKey] = []
-            indices: list[int] = []
-            for node in thread.nodes:
-                parent_row = node[0]
-                parent = keys[parent_row] if parent_row >= 0 else ()
-                key = (*parent, (node[1], node[2]))
-                keys.append(key)
-                site = self._site(key, node[1:8], parent)
-                indices.append(site.index)
+            # Ranks of one run almost always have the same tree: its sites are looked up once per structure.
+            signature = (thread.thread, tuple(map(_STRUCTURE_OF_ROW, thread.nodes)))
+            sites = self.structures.get(signature)
+            if sites is None:
+                keys: list[SiteKey] = []
+                sites = []
+                for node in thread.nodes:
+                    parent_row = node[0]
+                    parent = keys[parent_row] if parent_row >= 0 else ()
+                    key = (*parent, (node[1], node[2]))
+                    keys.append(key)
+                    sites.append(self._site(key, node[1:8], parent))
+                self.structures[signature] = sites
+            for site, node in zip(sites, thread.nodes, strict=True):
                 if node[8] and rank not in site.first_fail:
                     site.first_fail[rank] = node[8]
                 if node[9] and rank not in site.first_mismatch:
                     site.first_mismatch[rank] = node[9]
-            self.blocks.append((indices, index, thread_idx, thread.values))
+            self.blocks.append(([site.index for site in sites], index, thread_idx, thread.values))
         for var in flat.variables:
             self._add_variable(var, index, flat.name)
         for anomaly in flat.anomalies:
-            self._add_anomaly(anomaly, rank)
+            self._add_anomaly(anomaly, rank, flat.name)
 
     def _site(self, key: SiteKey, node: tuple[Any, ...], parent: SiteKey | None) -> Site:
         """``node`` is (type, id, path, expr, count_expr, file, line) of the first rank that has it."""
@@ -400,6 +557,7 @@ class _Builder:
             site = Site(key=key, index=len(self.sites), id=id_, type=type_, path=path, expr=expr,
                         count_expr=count_expr, file=file, line=line, parent=parent)
             self.sites[key] = site
+            self.sites_by_index.append(site)
             if parent is not None:
                 self.sites[parent].children.append(key)
         elif node[3] is not None and node[3] != site.expr:
@@ -407,11 +565,20 @@ class _Builder:
         return site
 
     def _add_variable(self, var: Mapping[str, Any], rank_idx: int, name: str) -> None:
-        try:
-            key = (str(var["name"]), str(var.get("scope") or ""))
-            values = (_num(var.get("value")), _num(var.get("min")), _num(var.get("max")), _num(var.get("defs", 1)))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TraceError(name, f"variable entry {var!r}: bad or missing field ({exc!s})") from None
+        if not isinstance(var, Mapping) or not isinstance(var.get("name"), str):
+            raise TraceError(name, f"variables: entry {str(var)[:80]} has no 'name' string "
+                                   "(docs/trace-format.md, variables)")
+        for field_name, required in (("value", False), ("min", False), ("max", False), ("defs", True)):
+            value = var.get(field_name, 1 if field_name == "defs" else None)
+            if type(value) not in ((int,) if required else (int, float, type(None))):
+                shown = repr(value) if len(repr(value)) < 60 else repr(value)[:57] + "..."
+                raise TraceError(name, f"variable {var['name']!r} (scope {var.get('scope') or ''!r}): field "
+                                       f"{field_name!r} is {type(value).__name__} {shown}, expected "
+                                       f"{'an integer' if required else 'a number or null'}")
+        if not isinstance(var.get("scope") or "", str) or not isinstance(var.get("expr"), (str, type(None))):
+            raise TraceError(name, f"variable {var['name']!r}: 'scope' and 'expr' must be strings (expr may be null)")
+        key = (var["name"], var.get("scope") or "")
+        values = (_num(var.get("value")), _num(var.get("min")), _num(var.get("max")), _num(var.get("defs", 1)))
         entry = self.var_rows.get(key)
         if entry is None:
             entry = [str(var.get("kind") or "input"), var.get("expr"), set(), []]
@@ -420,7 +587,9 @@ class _Builder:
             entry[2].add(str(var["expr"]))
         entry[3].append((rank_idx, *values))
 
-    def _add_anomaly(self, anomaly: Mapping[str, Any], rank: int) -> None:
+    def _add_anomaly(self, anomaly: Mapping[str, Any], rank: int, name: str = "<trace>") -> None:
+        if not isinstance(anomaly, Mapping) or type(anomaly.get("count", 1)) is not int:
+            raise TraceError(name, f"anomalies: entry {str(anomaly)[:80]} is not an object with an integer 'count'")
         key = (str(anomaly.get("kind")), str(anomaly.get("path", "")))
         found = self.anomalies.get(key)
         if found is None:
@@ -431,19 +600,20 @@ class _Builder:
             found.count += int(anomaly.get("count", 1) or 1)
             found.ranks.append(rank)
 
-    def finish(self, flats: Sequence[FlatTrace], directory: Path | None, skipped: dict[str, str],
-               missing: list[int]) -> TraceSet:
-        n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
-        data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
-        data[:, _MINMAX] = np.nan
+    def place_blocks(self, data: np.ndarray) -> None:
+        """The values of the ranks added one by one into ``data`` (sites, fields, ranks, threads)."""
         if self.blocks:
             s = np.concatenate([np.asarray(b[0], dtype=np.intp) for b in self.blocks])
             r = np.concatenate([np.full(len(b[0]), b[1], dtype=np.intp) for b in self.blocks])
             t = np.concatenate([np.full(len(b[0]), b[2], dtype=np.intp) for b in self.blocks])
             data[s, :, r, t] = np.concatenate([b[3] for b in self.blocks])
-        sites = self.sites
-        for site in sites.values():
-            site._data = data[site.index]
+
+    def finish(self, flats: Sequence[FlatTrace], directory: Path | None, skipped: dict[str, str],
+               missing: list[int]) -> TraceSet:
+        n_sites, n_threads = len(self.sites), max(1, len(self.thread_index))
+        data = np.zeros((n_sites, len(FIELDS), self.n_ranks, n_threads))
+        data[:, _MINMAX] = np.nan
+        self.place_blocks(data)
         order = np.argsort(self.ranks)
         if not np.all(order == np.arange(len(order))):
             raise TraceError(str(directory), "traces must be given in rank order")
@@ -454,17 +624,27 @@ class _Builder:
             for rank_idx, value, lo, hi, defs in rows:
                 arrays[:, rank_idx] = (value, lo, hi, defs)
             variables[key] = Variable(key[0], key[1], kind, expr, arrays[0], arrays[1], arrays[2], arrays[3], others)
+        return self.finish_arrays(data, np.asarray(self.ranks, dtype=np.int64), directory, [f.name for f in flats],
+                                  int(flats[0].header["size"]), flats[0].header.get("run_id"),
+                                  [f.header for f in flats], [f.mpi_profile for f in flats], variables, missing,
+                                  skipped)
+
+    def finish_arrays(self, data: np.ndarray, ranks: np.ndarray, directory: Path | None, files: list[str], size: int,
+                      run_id: str | None, headers: Sequence[dict[str, Any]],
+                      profiles: Sequence[dict[str, Any] | None], variables: dict[tuple[str, str], Variable],
+                      missing: list[int], skipped: dict[str, str] | None = None) -> TraceSet:
+        for site in self.sites.values():
+            site._data = data[site.index]
         tids = sorted(self.thread_index, key=self.thread_index.__getitem__)
         return TraceSet(
-            directory=directory, files=[f.name for f in flats], ranks=np.asarray(self.ranks, dtype=np.int64),
-            size=int(flats[0].header["size"]), run_id=flats[0].header.get("run_id"),
-            headers=[f.header for f in flats], thread_ids=tids, thread_names=self.thread_names,
-            sites=sites, variables=variables, anomalies=list(self.anomalies.values()),
-            mpi_profiles=[f.mpi_profile for f in flats], missing_ranks=missing, skipped=skipped, data=data)
+            directory=directory, files=files, ranks=ranks, size=size, run_id=run_id, headers=headers,
+            thread_ids=tids, thread_names=self.thread_names, sites=self.sites, variables=variables,
+            anomalies=list(self.anomalies.values()), mpi_profiles=profiles, missing_ranks=missing,
+            skipped=skipped or {}, data=data)
 
 
 def _num(value: Any) -> float:
-    return float("nan") if value is None else float(value)
+    return float("nan") if value is None else to_float(value)
 
 
 __all__ = ["FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "Anomaly", "Site", "SiteKey", "Stats", "TraceSet", "TraceWarning",

@@ -40,6 +40,23 @@ def install_excepthook() -> None:
     sys.excepthook = hook
 
 
+def register_merge_at_exit() -> None:
+    """Every rank of an MPI job joins the merge of the traces at exit, also one that ran no annotation.
+
+    Registered at import, before the runtime registers its own exit hook, so it runs after the runtime has
+    closed its trees (atexit runs last-registered first); mpi4py finalizes MPI after every atexit hook."""
+    import atexit
+
+    def merge_at_exit() -> None:
+        if "mpi4py.MPI" not in sys.modules:
+            return  # no MPI in this process: the runtime wrote its rank file
+        from . import merge
+
+        merge.at_exit()
+
+    atexit.register(merge_at_exit)
+
+
 def abort_mpi_job() -> None:
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is None:

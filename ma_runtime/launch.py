@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ma.errors import LaunchError, ToolBuildError
 from ma.trace_format import (
+    MERGED_FILE,
     RANK_FILE_GLOB,
     RUN_FORMAT,
     RUN_RECORD_FILE,
@@ -28,10 +29,12 @@ from ma.trace_format import (
     TEMPORARY_GLOB,
     describe_end,
     header_status,
+    merged_file,
 )
 
 from . import hydra, runwatch
 from .counters import parse_spec
+from .merge import merged_ranks
 from .toolchain import env_bin_dir, find_program
 from .trace import trace_path
 
@@ -126,6 +129,8 @@ def clear_traces(trace_dir: Path) -> None:
     for stale in trace_dir.glob(TEMPORARY_GLOB):
         stale.unlink()
     (trace_dir / RUN_RECORD_FILE).unlink(missing_ok=True)
+    for stale in (merged_file(trace_dir), *trace_dir.glob(f".{MERGED_FILE}.*.tmp")):
+        stale.unlink(missing_ok=True)
 
 
 def run(launch: LaunchPlan) -> int:
@@ -198,13 +203,17 @@ def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[
 
 
 def written_traces(trace_dir: Path, nprocs: int) -> list[Path]:
-    return [p for p in (trace_path(trace_dir, r) for r in range(nprocs)) if p.exists()]
+    """The file holding each rank's trace: the merged file (merge.py) or the rank's own."""
+    merged = merged_ranks(trace_dir)
+    own = [trace_path(trace_dir, r) for r in range(nprocs)]
+    return [merged_file(trace_dir) if r in merged else own[r] for r in range(nprocs) if r in merged or own[r].exists()]
 
 
 def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
     """What to tell the user when some rank wrote no trace (None when every rank did): a run whose numbers
     are not all there must not look like a success."""
-    missing = [r for r in range(nprocs) if not trace_path(trace_dir, r).exists()]
+    merged = merged_ranks(trace_dir)
+    missing = [r for r in range(nprocs) if r not in merged and not trace_path(trace_dir, r).exists()]
     if not missing:
         return None
     shown = ", ".join(str(r) for r in missing[:16]) + (", ..." if len(missing) > 16 else "")

@@ -19,7 +19,7 @@ from typing import Any
 from ma.expr import parse_expression
 from ma.trace_format import COMPLETE, PEERS_KEY, RUNNING, TERMINATED
 
-from . import COMPILED, peers, trace
+from . import COMPILED, merge, peers, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
 from .sites import NodeFactory, caller
@@ -75,6 +75,7 @@ class Runtime:
                                if self.flush_interval_ns else 1 << 62)
         self.rank, self.size = _launcher_rank_size()
         self.finished = False
+        self.pending_final: dict[str, Any] | None = None  # the final document, kept for the merge at exit
         self.providers = open_providers(self.settings.counters)
         self.readers: dict[str, Callable[[], int] | None] = {}
         self.measures: dict[str, dict[str, str] | None] = {}
@@ -219,7 +220,11 @@ class Runtime:
                 self.anomaly("unbalanced", frame.node, f"{frame.TYPE} {frame.id!r} was still open at exit"
                              + (f" ({status}: {reason})" if reason else ""))
                 frame.finish(None, now_wall, now_cpu, unbalanced=True)
-        self.write(status, reason, final=True)
+        if status == COMPLETE and merge.mpi_world() is not None and merge.layout() != "per-rank":
+            self.refresh_rank()  # the exit hook of import ma reduces it with the other ranks' (merge.py)
+            self.pending_final = self.snapshot(status, reason, final=True)
+        else:
+            self.write(status, reason, final=True)
         for provider in self.providers:
             provider.close()
 

@@ -23,6 +23,8 @@ def clean_env(**extra: str) -> dict[str, str]:
     """The test process's environment without any MA_* setting, the venv's bin/ first on PATH."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MA_") and k != "LD_PRELOAD"}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    # Most tests read the rank files of their runs; those of the merged layout (test_merged_trace.py) say so.
+    env["MA_TRACE_LAYOUT"] = "per-rank"
     env.update(extra)
     return env
 

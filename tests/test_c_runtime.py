@@ -47,6 +47,7 @@ def environment(trace_dir: Path, **extra: str) -> dict[str, str]:
     env.pop("LD_PRELOAD", None)
     env["PATH"] = f"{env_bin_dir()}{os.pathsep}{env.get('PATH', '')}"
     env["MA_TRACE_DIR"] = str(trace_dir)
+    env["MA_TRACE_LAYOUT"] = "per-rank"  # these tests read rank files; test_merged_trace.py the merged one
     env.update(extra)
     return env
 

@@ -107,7 +107,7 @@ def test_missing_directory(tmp_path: Path) -> None:
 def test_empty_directory(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("not a trace")
     (tmp_path / ".rank-0.ma.json.tmp").write_text("{")  # a writer's temporary file is not a rank file
-    with pytest.raises(TraceError, match=r"no rank-<r>.ma.json trace files"):
+    with pytest.raises(TraceError, match=r"no job.ma.npz or rank-<r>.ma.json trace files"):
         load(tmp_path)
 
 
@@ -232,7 +232,7 @@ def test_missing_header_fields_and_bad_nodes(cg_dir: Path) -> None:
     write_run(cg_dir, cg_program(), size=4)
     _rewrite(cg_dir / "rank-2.ma.json",
              lambda d: d["threads"][0]["root"]["children"][0].pop("calls"))
-    with pytest.raises(TraceError, match=r"rank-2.ma.json: site 'na': bad or missing field"):
+    with pytest.raises(TraceError, match=r"rank-2.ma.json: site 'na': missing field 'calls'"):
         load(cg_dir)
 
 

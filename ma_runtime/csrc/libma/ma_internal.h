@@ -116,6 +116,10 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
 /* Write `text` atomically as <dir>/rank-<rank>.ma.json; 0 or -1 (errno set). */
 int ma_trace_write_atomic(const char *dir, int rank, const char *text);
 
+/* The merged trace at MPI_Finalize (collective over MPI_COMM_WORLD; every wait has a deadline). *written is 1
+ * when this rank's numbers are in <dir>/job.ma.npz (its rank file is then not needed). */
+int ma_trace_merge(const ma_runtime_state *rt, const char *status, const char *reason, int *written);
+
 /* Accessors the trace writer needs (ma_runtime.c). */
 const ma_settings *ma_rt_settings(const ma_runtime_state *rt);
 const ma_counters *ma_rt_counters(const ma_runtime_state *rt);

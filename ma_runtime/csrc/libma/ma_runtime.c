@@ -865,6 +865,21 @@ static void finish(const char *status, const char *reason)
     rt->watch = 0;
     ma_pmpi_set_watch(0, NULL);
     refresh_rank();
+    const char *layout = getenv("MA_TRACE_LAYOUT");
+    int initialized = 0, finalized = 0;
+    PMPI_Initialized(&initialized);
+    PMPI_Finalized(&finalized);
+    if (!strcmp(status, "complete") && initialized && !finalized && rt->size > 1
+        && !(layout && !strcmp(layout, "per-rank"))) {
+        int written = 0; /* the merged trace of the job (docs/trace-format.md), collective: every rank is here */
+        ma_trace_merge(rt, status, reason, &written);
+        if (written && !(layout && !strcmp(layout, "both"))) {
+            char flush[4200];
+            snprintf(flush, sizeof flush, "%s/rank-%d.ma.json", rt->settings.trace_dir, rt->rank);
+            unlink(flush); /* this rank's periodic flush, superseded */
+            return;
+        }
+    }
     char *text = ma_trace_document(rt, status, reason, 1);
     if (text && ma_trace_write_atomic(rt->settings.trace_dir, rt->rank, text))
         warn("cannot write the trace into %s: %s", rt->settings.trace_dir, strerror(errno));

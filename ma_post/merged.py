@@ -1,0 +1,326 @@
+"""Reading the merged trace of a job (``job.ma.npz``, docs/trace-format.md "Merged trace").
+
+The archive is read member by member into NumPy arrays: the per-rank numbers go straight into the rank
+dimension (no Python object per rank). Per-rank header fields and MPI profiles stay arrays until asked for:
+``RankHeaders`` and ``RankProfiles`` build a rank's dictionary on access.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+
+from ma.errors import TraceError
+from ma.trace_format import MERGED_FORMAT, MERGED_INDEX, MERGED_VERSION, VALUE_FIELDS, VARIABLE_FIELDS
+
+from .reader import number_from_text
+
+
+class ValueMember:
+    """A group's value array, read a block of ranks at a time when laid out (never whole in memory: the TraceSet's
+    own array is the one copy of the numbers)."""
+
+    BLOCK_BYTES = 64 << 20
+
+    def __init__(self, path: Path, name: str, shape: tuple[int, int, int]) -> None:
+        self.path, self.name, self.shape = path, name, shape
+        with zipfile.ZipFile(path) as archive:
+            try:
+                handle = archive.open(name)
+            except KeyError:
+                raise TraceError(str(path), f"merged trace has no member {name}") from None
+            with handle:
+                found, dtype = self._header(handle)
+        if found != shape or dtype.kind != "f":
+            raise TraceError(str(path), f"member {name} has shape {found} of {dtype}, expected {shape} of doubles")
+        self.dtype = dtype
+
+    def _header(self, handle: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
+        try:
+            version = np.lib.format.read_magic(handle)
+            shape, fortran, dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                                     else np.lib.format.read_array_header_2_0(handle))
+        except ValueError as exc:
+            raise TraceError(str(self.path), f"member {self.name} is not an .npy array ({exc})") from None
+        if fortran:
+            raise TraceError(str(self.path), f"member {self.name} is in Fortran order, expected C order")
+        return tuple(shape), dtype
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(first rank position, values of a block of ranks) through the whole array."""
+        ranks, rows, fields = self.shape
+        per_rank = rows * fields * self.dtype.itemsize
+        step = max(1, self.BLOCK_BYTES // max(per_rank, 1))
+        try:
+            with zipfile.ZipFile(self.path) as archive, archive.open(self.name) as handle:
+                self._header(handle)
+                for start in range(0, ranks, step):
+                    count = min(step, ranks - start)
+                    data = handle.read(count * per_rank)
+                    if len(data) != count * per_rank:
+                        raise TraceError(str(self.path), f"member {self.name} is cut short")
+                    block = np.frombuffer(data, dtype=self.dtype).reshape(count, rows, fields)
+                    yield start, block.astype(np.float64, copy=False)
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise TraceError(str(self.path), f"member {self.name} cannot be read ({exc})") from None
+
+
+@dataclass
+class Group:
+    """Ranks whose site trees have one structure: nodes once, numbers (ranks, rows, fields)."""
+
+    threads: list[tuple[int, str, list[list[Any]]]]  # (thread id, name, nodes [parent, type, id, path, ...])
+    variables: list[list[Any]]  # [name, scope, kind, expr]
+    ranks: np.ndarray
+    values: ValueMember  # (ranks, rows, len(VALUE_FIELDS)); rows thread by thread, nodes in order
+    variable_values: np.ndarray  # (ranks, variables, len(VARIABLE_FIELDS))
+
+
+@dataclass
+class MergedTrace:
+    path: Path
+    size: int
+    run_id: str | None
+    groups: list[Group]
+    ranks: np.ndarray  # every rank in the file, ascending
+    rank_group: np.ndarray
+    rank_header: np.ndarray
+    headers: list[dict[str, Any]]
+    hosts: list[str]
+    rank_host: np.ndarray
+    statuses: list[list[Any]]
+    rank_status: np.ndarray
+    rank_pid: np.ndarray
+    rank_time: np.ndarray  # (ranks, 2): start, end
+    anomalies: list[dict[str, Any]]
+    firsts: list[list[Any]]  # [kind, rank, row in the rank's group, object]
+    mpi_routines: list[str]
+    rank_mpi: np.ndarray
+    mpi_totals: np.ndarray  # (ranks, routines, 3): calls, bytes, time_ns
+    mpi_hist: np.ndarray  # (k, 5): rank position, routine, lo, hi, count
+    mpi_peers: np.ndarray  # (k, 5): rank position, routine, peer, calls, bytes
+    writer: dict[str, Any]
+
+
+def _array(archive: Any, name: str, path: Path, shape: tuple[int | None, ...]) -> np.ndarray:
+    try:
+        array = archive[name]
+    except KeyError:
+        raise TraceError(str(path), f"merged trace has no member {name}.npy") from None
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise TraceError(str(path), f"member {name}.npy is corrupt ({exc})") from None
+    if array.ndim != len(shape) or any(want is not None and got != want for got, want in zip(array.shape, shape,
+                                                                                               strict=True)):
+        raise TraceError(str(path), f"member {name}.npy has shape {array.shape}, expected "
+                                    f"{tuple('*' if s is None else s for s in shape)}")
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise TraceError(str(path), f"member {name}.npy holds {array.dtype}, expected numbers")
+    return array
+
+
+def _index(path: Path) -> dict[str, Any]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            text = archive.read(MERGED_INDEX)
+    except KeyError:
+        raise TraceError(str(path), f"not a merged ma trace: no {MERGED_INDEX} member") from None
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise TraceError(str(path), f"cannot read the merged trace ({exc}): truncated or not a zip archive"
+                         ) from None
+    from .reader import parse_json
+
+    index = parse_json(text, str(path) + ":" + MERGED_INDEX)
+    if not isinstance(index, dict) or index.get("format") != MERGED_FORMAT:
+        raise TraceError(str(path), f"{MERGED_INDEX}: format is not {MERGED_FORMAT!r}")
+    version = index.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise TraceError(str(path), f"{MERGED_INDEX}: bad version {version!r}, expected an integer >= 1")
+    if version > MERGED_VERSION:
+        raise TraceError(str(path), f"merged format version {version} is newer than this reader supports "
+                                    f"({MERGED_VERSION}); upgrade the ma package to read it")
+    if index.get("fields") != list(VALUE_FIELDS) or index.get("variable_fields") != list(VARIABLE_FIELDS):
+        raise TraceError(str(path), f"{MERGED_INDEX}: fields differ from this reader's ({', '.join(VALUE_FIELDS)})")
+    for key, kind in (("size", int), ("groups", list), ("headers", list), ("hosts", list), ("statuses", list),
+                      ("mpi_routines", list), ("anomalies", list), ("firsts", list)):
+        if not isinstance(index.get(key), kind) or isinstance(index.get(key), bool):
+            raise TraceError(str(path), f"{MERGED_INDEX}: field {key!r} is {index.get(key)!r}, "
+                                        f"expected {'an integer' if kind is int else 'an array'}")
+    return index
+
+
+def _group(archive: Any, path: Path, g: int, entry: Any) -> Group:
+    where = f"{MERGED_INDEX}: groups[{g}]"
+    if not isinstance(entry, dict) or not isinstance(entry.get("threads"), list) \
+            or not isinstance(entry.get("variables"), list):
+        raise TraceError(str(path), f"{where}: expected {{'threads': [...], 'variables': [...]}}")
+    threads = []
+    for t, thread in enumerate(entry["threads"]):
+        nodes = thread.get("nodes") if isinstance(thread, dict) else None
+        if not isinstance(nodes, list) or not isinstance(thread.get("thread"), int):
+            raise TraceError(str(path), f"{where}.threads[{t}]: expected {{'thread': int, 'name', 'nodes': [...]}}")
+        for n, node in enumerate(nodes):
+            if not (isinstance(node, list) and len(node) == 8 and isinstance(node[0], int)
+                    and -1 <= node[0] < n and isinstance(node[1], str) and isinstance(node[2], str)):
+                raise TraceError(str(path), f"{where}.threads[{t}].nodes[{n}]: expected [parent row before it, "
+                                            "type, id, path, expr, count_expr, file, line]")
+        threads.append((thread["thread"], str(thread.get("name") or f"thread {thread['thread']}"), nodes))
+    rows = sum(len(nodes) for _, _, nodes in threads)
+    ranks = _array(archive, f"group-{g}-ranks", path, (None,))
+    values = ValueMember(path, f"group-{g}-values.npy", (len(ranks), rows, len(VALUE_FIELDS)))
+    variable_values = _array(archive, f"group-{g}-variables", path,
+                             (len(ranks), len(entry["variables"]), len(VARIABLE_FIELDS)))
+    return Group(threads, entry["variables"], ranks.astype(np.int64), values,
+                 variable_values.astype(np.float64, copy=False))
+
+
+def read_merged(path: Path) -> MergedTrace:
+    """Parse and check a merged trace; TraceError naming the file and the member for any problem."""
+    index = _index(path)
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        raise TraceError(str(path), f"cannot read the merged trace ({exc})") from None
+    with archive:
+        groups = [_group(archive, path, g, entry) for g, entry in enumerate(index["groups"])]
+        ranks = _array(archive, "rank", path, (None,)).astype(np.int64)
+        n = len(ranks)
+        per_rank = {name: _array(archive, name, path, (n,)).astype(np.int64)
+                    for name in ("rank_group", "rank_header", "rank_host", "rank_status", "rank_pid", "rank_mpi")}
+        merged = MergedTrace(
+            path=path, size=index["size"], run_id=index.get("run_id"), groups=groups, ranks=ranks,
+            rank_group=per_rank["rank_group"],
+            rank_header=per_rank["rank_header"], headers=index["headers"], hosts=index["hosts"],
+            rank_host=per_rank["rank_host"], statuses=index["statuses"], rank_status=per_rank["rank_status"],
+            rank_pid=per_rank["rank_pid"], rank_time=_array(archive, "rank_time", path, (n, 2)),
+            anomalies=index["anomalies"], firsts=index["firsts"], mpi_routines=index["mpi_routines"],
+            rank_mpi=per_rank["rank_mpi"],
+            mpi_totals=_array(archive, "mpi_totals", path, (n, len(index["mpi_routines"]), 3)),
+            mpi_hist=_array(archive, "mpi_hist", path, (None, 5)),
+            mpi_peers=_array(archive, "mpi_peers", path, (None, 5)),
+            writer=index.get("writer") or {})
+    _check(merged)
+    return merged
+
+
+def _check(merged: MergedTrace) -> None:
+    name = str(merged.path)
+    if merged.size < 1:
+        raise TraceError(name, f"{MERGED_INDEX}: size {merged.size}, expected >= 1")
+    if len(merged.ranks) and (np.any(np.diff(merged.ranks) <= 0) or merged.ranks[0] < 0
+                              or merged.ranks[-1] >= merged.size):
+        raise TraceError(name, f"rank.npy: ranks must be ascending, distinct and within size {merged.size}")
+    grouped = np.sort(np.concatenate([g.ranks for g in merged.groups])) if merged.groups else np.zeros(0, np.int64)
+    if not np.array_equal(grouped, merged.ranks):
+        raise TraceError(name, "group-*-ranks.npy: the groups do not hold exactly the ranks of rank.npy")
+    for g, group in enumerate(merged.groups):
+        if np.any(merged.rank_group[np.searchsorted(merged.ranks, group.ranks)] != g):
+            raise TraceError(name, f"rank_group.npy disagrees with group-{g}-ranks.npy")
+    for field, table, what in (("rank_header", merged.headers, "headers"), ("rank_host", merged.hosts, "hosts"),
+                               ("rank_status", merged.statuses, "statuses")):
+        array = getattr(merged, field)
+        if len(array) and (array.min() < 0 or array.max() >= len(table)):
+            raise TraceError(name, f"{field}.npy: an index outside the {len(table)} entries of {what}")
+    if not all(isinstance(h, dict) for h in merged.headers):
+        raise TraceError(name, f"{MERGED_INDEX}: headers must be objects")
+    for array, what in ((merged.mpi_hist, "mpi_hist"), (merged.mpi_peers, "mpi_peers")):
+        if len(array) and (array[:, 0].min() < 0 or array[:, 0].max() >= len(merged.ranks)
+                           or array[:, 1].min() < 0 or array[:, 1].max() >= len(merged.mpi_routines)):
+            raise TraceError(name, f"{what}.npy: a rank position or routine index out of range")
+
+
+class RankHeaders(Sequence[dict[str, Any]]):
+    """The header of every rank of a merged trace, built on access from the shared header and the arrays."""
+
+    def __init__(self, merged: MergedTrace) -> None:
+        self.merged = merged
+
+    def __len__(self) -> int:
+        return len(self.merged.ranks)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        m = self.merged
+        i = range(len(self))[i]
+        status, reason = m.statuses[int(m.rank_status[i])]
+        start, end = (None if np.isnan(t) else float(t) for t in m.rank_time[i])
+        return {**m.headers[int(m.rank_header[i])], "rank": int(m.ranks[i]), "pid": int(m.rank_pid[i]),
+                "host": m.hosts[int(m.rank_host[i])], "start_time": start, "end_time": end, "status": status,
+                "exit_reason": reason}
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (self[i] for i in range(len(self)))
+
+    def statuses(self) -> tuple[np.ndarray, list[list[Any]]]:
+        """(status index per rank, [status, reason] table): the ranks' statuses without building headers."""
+        return self.merged.rank_status, self.merged.statuses
+
+
+class RankProfiles(Sequence[dict[str, Any] | None]):
+    """The MPI profile of every rank of a merged trace, rebuilt on access in the rank-file form."""
+
+    def __init__(self, merged: MergedTrace) -> None:
+        self.merged = merged
+        self.hist_at = np.searchsorted(merged.mpi_hist[:, 0], np.arange(len(merged.ranks) + 1))
+        self.peers_at = np.searchsorted(merged.mpi_peers[:, 0], np.arange(len(merged.ranks) + 1))
+
+    def __len__(self) -> int:
+        return len(self.merged.ranks)
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any] | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any] | None]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any] | None] | None:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        m = self.merged
+        i = range(len(self))[i]
+        if not m.rank_mpi[i]:
+            return None
+        calls: dict[str, dict[str, Any]] = {}
+        for r, name in enumerate(m.mpi_routines):
+            count, nbytes, time_ns = (_plain(x) for x in m.mpi_totals[i, r])
+            if count or nbytes or time_ns:
+                calls[name] = {"calls": count, "bytes": nbytes, "time_ns": time_ns, "hist": [], "peers": {}}
+        for _, r, lo, hi, count in m.mpi_hist[self.hist_at[i]:self.hist_at[i + 1]].tolist():
+            calls.setdefault(m.mpi_routines[int(r)], {"calls": 0, "bytes": 0, "time_ns": 0, "hist": [], "peers": {}}
+                             )["hist"].append([_plain(lo), _plain(hi), _plain(count)])
+        for _, r, peer, count, nbytes in m.mpi_peers[self.peers_at[i]:self.peers_at[i + 1]].tolist():
+            calls.setdefault(m.mpi_routines[int(r)], {"calls": 0, "bytes": 0, "time_ns": 0, "hist": [], "peers": {}}
+                             )["peers"][str(int(peer))] = [_plain(count), _plain(nbytes)]
+        return {"calls": calls}
+
+    def __iter__(self) -> Iterator[dict[str, Any] | None]:
+        return (self[i] for i in range(len(self)))
+
+
+def _plain(value: float) -> int | float:
+    """A count read back as the integer it was written as."""
+    return int(value) if value.is_integer() and abs(value) < 2**53 else value
+
+
+def decoded(value: Any) -> Any:
+    """An object of the index (a first failing call, an anomaly) with ``{"$num": ...}`` forms read back."""
+    if isinstance(value, dict):
+        value = {key: decoded(item) for key, item in value.items()}
+        return number_from_text(value)
+    if isinstance(value, list):
+        return [decoded(item) for item in value]
+    return value
+
+
+__all__ = ["Group", "MergedTrace", "RankHeaders", "RankProfiles", "decoded", "read_merged"]
