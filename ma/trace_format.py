@@ -36,6 +36,8 @@ STRUCTURE_TYPES: frozenset[str] = frozenset({"root", "subroutine", *DECLARATION_
 
 # Top-level keys of a document, and of its header.
 DOCUMENT_KEYS = ("format", "version", "header", "variables", "threads", "anomalies", "mpi_profile")
+# Written only when used: ``vector_loops``, the records of ma.vec_loop (docs/vector-backend.md).
+OPTIONAL_DOCUMENT_KEYS = ("vector_loops",)
 HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", "command", "start_time",
                "end_time", "status", "exit_reason", "tolerance", "counters", "mpi")
 # Keys of a site node; an MPI node has NODE_MPI_KEYS too.

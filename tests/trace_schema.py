@@ -60,7 +60,7 @@ def check_node(node: dict[str, Any], parent_path: str | None) -> None:
 
 def check_trace_schema(trace: dict[str, Any]) -> None:
     assert trace["format"] == tf.FORMAT and trace["version"] == tf.VERSION
-    assert set(trace) == set(tf.DOCUMENT_KEYS)
+    assert set(tf.DOCUMENT_KEYS) <= set(trace) <= {*tf.DOCUMENT_KEYS, *tf.OPTIONAL_DOCUMENT_KEYS}
     header = trace["header"]
     assert set(header) == set(tf.HEADER_KEYS)
     assert header["status"] in tf.STATUSES

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "exceeds T (default: the runtime's PASS/FAIL under the tolerance in the trace)")
     parser.add_argument("--no-attribution", action="store_true",
                         help="leave out the error attribution (table and JSON)")
+    parser.add_argument("--vec-loops", choices=("figure8", "paper", "both"), default=None,
+                        help="also print the ma.vec_loop sites: Figure-8-style lines, the vector paper's "
+                             "ma_vec_loop_start/stop trace lines, or both")
     parser.set_defaults(handler=run)
 
 
@@ -40,4 +44,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_lines(report))
         print(summary_line(report), file=sys.stderr)
+    if args.vec_loops:
+        from ma_post.vector import figure8_lines, paper_lines, vec_loop_results
+
+        results = vec_loop_results(Path(args.trace_dir))
+        if args.vec_loops in ("figure8", "both"):
+            sys.stdout.write(figure8_lines(results))
+        if args.vec_loops in ("paper", "both"):
+            sys.stdout.write(paper_lines(results))
     return 0 if report.ok else 1
