@@ -95,3 +95,54 @@ def test_noop_binding_exists() -> None:
 
     with bindings(())["vec_loop"]("x", "n", "n", "1", 2):
         pass
+
+
+C_APP = r"""
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include "ma.h"
+
+__attribute__((noinline)) static void daxpy(long n, double a, const double *x, double *y)
+{ for (long i = 0; i < n; i++) y[i] += a * x[i]; }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long n = 4000;
+    ma_def_variable_int("n", n);
+    double *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y);
+    ma_subroutine_start("kernel");
+    for (int r = 0; r < 2; r++) {
+        ma_vec_loop_start("daxpy", "3*n/4", MA_NO_VALUE, "2*n", MA_NO_VALUE, "4", NAN, 2);
+        daxpy(n, 2.5, x, y);
+        ma_vec_loop_stop("daxpy");
+    }
+    ma_subroutine_end("kernel");
+    free(x); free(y);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.valgrind
+def test_c_vec_loop_records_and_measures(tmp_path: Path) -> None:
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    source, exe = tmp_path / "app.c", tmp_path / "app"
+    source.write_text(C_APP)
+    subprocess.run([str(find_mpicc()), "-O3", "-mavx2", "-Wall", "-Werror", *pmpi.c_flags(), str(source), "-o",
+                    str(exe), *pmpi.c_libs()], check=True, timeout=300)
+    trace = tmp_path / "trace"
+    done = ma("run", "-n", "1", "--counters", "valgrind", "--trace-dir", str(trace), "--", str(exe))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = vec_loop_results(trace)
+    assert (result.id, result.path, result.depth, result.calls, result.mv) == ("daxpy", "kernel", 2, 2, 2)
+    assert result.predicted == {"vloadstore": 3000, "vflops": 8000, "avl": 4}
+    assert result.measured is not None and result.measured["avl"] == 4 and result.measured["vflops"] == 8000
+    assert result.error("vloadstore") == pytest.approx(0, abs=0.01)
+    shown = ma("validate", str(trace), "--vec-loops", "paper").stdout.splitlines()
+    assert "MA:2:ma_vec_loop_start:daxpy:3*n/4:3000:2*n:8000:4:4.000000:2" in shown
