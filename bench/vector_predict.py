@@ -11,7 +11,7 @@ paper's Figure 6 case, where the model does not know what the compiler did.
 
 Error = (predicted - measured) / measured. Timings on a shared host vary; the figures printed are one run.
 
-Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 5] [--profile host.json]
+Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 5] [--profile host.json] [--figure errors.png]
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0, help="problem sizes times this")
     parser.add_argument("--repeat", type=int, default=5, help="calls per timed run")
     parser.add_argument("--profile", default=None, help="a saved machine profile (default: probe this host now)")
+    parser.add_argument("--figure", default=None, help="also save the errors as a bar chart (PNG/PDF/SVG)")
     args = parser.parse_args()
 
     machine = load(args.profile) if args.profile else probe(dataclasses.replace(ProbeSettings(), mpi=False, fit=False))
@@ -81,6 +82,7 @@ def main() -> None:
         f"{'pred ' + s:>12}{'err':>8}" for s in SCENARIOS) + f"{'best':>8}"
     print(header)
     best_errors = []
+    bars: list[tuple[str, dict[str, float]]] = []  # (kernel/build, scenario -> error) for the figure
     with tempfile.TemporaryDirectory() as tmp:
         for build_name, flags in BUILDS.items():
             exe = build(Path(tmp), build_name, flags)
@@ -95,6 +97,7 @@ def main() -> None:
                     rows.append(("no MV", 2, predict(profile, flops, words, 2, profile.avl_max)))
                 for label, mv, predicted in rows:
                     errors = {s: (predicted[s] - seconds) / seconds for s in SCENARIOS}
+                    bars.append((f"{kernel}\n{label}", errors))
                     best = min(errors.values(), key=abs)
                     if label != "no MV":
                         best_errors.append((kernel, label, best))
@@ -103,6 +106,31 @@ def main() -> None:
                         + f"{100 * best:>+7.0f}%")
     within = sum(abs(e) <= 0.2 for _, _, e in best_errors)
     print(f"best scenario within 20 %: {within} of {len(best_errors)} kernel builds")
+    if args.figure:
+        save_figure(bars, Path(args.figure))
+        print(f"figure: {args.figure}")
+
+
+def save_figure(bars: list[tuple[str, dict[str, float]]], path: Path) -> None:
+    """The paper's Figures 5/6: percentage error per kernel build and bandwidth scenario, the 20 % band shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(bars)), 4))
+    width = 0.8 / len(SCENARIOS)
+    for k, scenario in enumerate(SCENARIOS):
+        ax.bar([i + (k - 1) * width for i in range(len(bars))], [100 * e[scenario] for _, e in bars], width,
+               label=f"{scenario} bandwidth")
+    ax.axhspan(-20, 20, color="grey", alpha=0.2, label="±20 %")
+    ax.set_xticks(range(len(bars)), [label for label, _ in bars], fontsize=7)
+    ax.set_ylabel("error of predicted time (%)")
+    ax.set_yscale("symlog", linthresh=100)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
