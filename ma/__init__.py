@@ -45,6 +45,7 @@ _RUNTIME_API = {
     **{name: ("ma_runtime.annotations", f"{name}_call")
        for name in ("loop", "flop", "loadstore", "heap_memory", "stack_memory", *MPI_ANNOTATIONS)},
     "subroutine": ("ma_runtime.api", "subroutine_site"),
+    "vec_loop": ("ma_runtime.vector", "vec_loop_call"),
     **{name: ("ma_runtime.api", name)
        for name in ("variable", "assign", "tracing", "no_tracing", "flush", "finalize", "loop_start", "loop_end",
                     "subroutine_start", "subroutine_end", "flop_start", "flop_stop", "loadstore_start",

@@ -61,7 +61,7 @@ def nothing(*args: Any, **kwargs: Any) -> None:
 def bindings(mpi_names: Iterable[str]) -> dict[str, Any]:
     """Every name of the annotation API, bound to its no-op (what ``import ma`` uses under MA_DISABLE=1)."""
     names: dict[str, Any] = {"assign": assign, "variable": variable, "subroutine": subroutine}
-    for name in ("loop", "flop", "loadstore", "heap_memory", "stack_memory", "no_tracing", "loop_start",
+    for name in ("loop", "flop", "loadstore", "heap_memory", "stack_memory", "no_tracing", "loop_start", "vec_loop",
                  "flop_start", "loadstore_start", "subroutine_start", *mpi_names):
         names[name] = region
     for name in ("loop_end", "flop_stop", "loadstore_stop", "subroutine_end", "tracing", "flush", "finalize"):

@@ -247,7 +247,7 @@ class Runtime:
                         "library": str(self.pmpi.path) if self.pmpi is not None else None,
                         "reason": self.mpi_reason or self._mpi_unused()},
             }
-            return {
+            document = {
                 "format": trace.FORMAT, "version": trace.VERSION, "header": header,
                 "variables": [v.to_json() for v in self.variables.values()],
                 "threads": [{"thread": s.index, "name": s.name, "root": s.root.to_json()} for s in self.threads],
@@ -255,6 +255,16 @@ class Runtime:
                 "mpi_profile": self.pmpi.profile() if self.pmpi is not None else None,
                 **_peer_checks(),
             }
+            vector_loops = _vector_loops()
+            if vector_loops:
+                document["vector_loops"] = vector_loops
+            return document
+
+
+def _vector_loops() -> list[dict[str, Any]]:
+    """The records of ``ma.vec_loop`` (ma_runtime.vector), when the program used it."""
+    vector = sys.modules.get("ma_runtime.vector")
+    return vector.records_json() if vector is not None else []
 
 
 def _peer_checks() -> dict[str, Any]:

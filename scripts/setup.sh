@@ -13,6 +13,7 @@ command -v octave-cli >/dev/null 2>&1 || missing+=(octave)
 command -v valgrind >/dev/null 2>&1 || missing+=(valgrind)
 [ -f /usr/include/valgrind/pub_tool_basics.h ] || missing+=(valgrind)
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+command -v clang >/dev/null 2>&1 || missing+=(clang)  # its vectorisation remarks, for `ma loopmark --compiler clang`
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless, for the HTML report's browser test
 command -v smpirun >/dev/null 2>&1 || missing+=(libsimgrid-dev)  # SimGrid/SMPI: replays `ma synth` traces
 if [ ${#missing[@]} -gt 0 ]; then

@@ -60,7 +60,7 @@ def check_node(node: dict[str, Any], parent_path: str | None) -> None:
 
 def check_trace_schema(trace: dict[str, Any]) -> None:
     assert trace["format"] == tf.FORMAT and trace["version"] == tf.VERSION
-    assert set(trace) - {tf.PEERS_KEY} == set(tf.DOCUMENT_KEYS)
+    assert set(tf.DOCUMENT_KEYS) <= set(trace) <= {*tf.DOCUMENT_KEYS, *tf.OPTIONAL_DOCUMENT_KEYS}
     for check in trace.get(tf.PEERS_KEY, []):
         assert set(check) == set(tf.PEER_KEYS) and check["type"] in tf.MPI_TYPES
         assert check["first_fail"] is None or set(check["first_fail"]) == {"call", "rank", "expected", "actual"}

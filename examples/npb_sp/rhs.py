@@ -174,7 +174,8 @@ def tzetar(cd: CellData) -> None:
     32 % under for class W on one. Its load/store figure is the Fortran loop's scalar count; NumPy's
     vector loads and stores, and the interpreter's own, are not that.
     """
-    with ma.loadstore("tzetar_ldst", "size^2*(size-1)*26"), ma.flop("tzetar_flops", "size^2*(size-1)*16"):
+    with ma.vec_loop("tzetar", "(size^2)*(size-1)*26", "(size^2)*(size-1)*16", "(size-1)/(floor(size/64)+1)", 3), \
+            ma.loadstore("tzetar_ldst", "size^2*(size-1)*26"), ma.flop("tzetar_flops", "size^2*(size-1)*16"):
         tzetar_cell(cd)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "status 1 (error, the default) or are only shown (warn)")
     parser.add_argument("--no-attribution", action="store_true",
                         help="leave out the error attribution (table and JSON)")
+    parser.add_argument("--vec-loops", choices=("figure8", "paper", "both"), default=None,
+                        help="also print the ma.vec_loop sites: Figure-8-style lines, the vector paper's "
+                             "ma_vec_loop_start/stop trace lines, or both")
     parser.set_defaults(handler=run)
 
 
@@ -50,5 +54,13 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write(format_notes(report))
     if args.format != "json":  # partner assertions (peer=), after the sites' lines
         sys.stdout.write("".join(result.line() + "\n" for result in peers))
+    if args.vec_loops:
+        from ma_post.vector import figure8_lines, paper_lines, vec_loop_results
+
+        results = vec_loop_results(Path(args.trace_dir))
+        if args.vec_loops in ("figure8", "both"):
+            sys.stdout.write(figure8_lines(results))
+        if args.vec_loops in ("paper", "both"):
+            sys.stdout.write(paper_lines(results))
     failed = report.problems(anomalies=args.anomalies == "error") or not all(result.ok for result in peers)
     return 1 if failed else 0

@@ -34,6 +34,8 @@ _SHARED_HEADER = _CSRC / "ma_vgcount.h"
 _SHIM_SOURCE = _CSRC / "ma_vgclient.c"
 _COUNTER_NAMES = ("dp_flops", "sp_flops", "loads", "stores", "load_bytes", "store_bytes")
 _CACHE_VALUES = 6  # MA_VG_CACHE_VALUES of ma_vgcount.h: levels, line accesses, hits of up to 4 levels
+_VEC_COUNTER_NAMES = ("vec_flops", "scalar_flops", "vec_fp_insns", "vec_lanes", "vec_loads", "vec_stores",
+                      "scalar_loads", "scalar_stores")  # ma_vg_vec_counts of ma_vgcount.h
 
 # Valgrind names its platforms <arch>-<os>; tools are linked at the core's fixed load address.
 _PLATFORMS = {"x86_64": ("amd64", "0x58000000")}
@@ -106,6 +108,40 @@ class CacheCounts:
             total += served
             out.append(total / self.accesses)
         return [*out, 1.0]
+class VgVecCounts:
+    """One reading of the tool's vector metrics (the X1E's vector counters in SIMD terms).
+
+    A vector FP instruction does floating-point work in two or more lanes; a vector load (store) reads
+    (writes) 16 bytes or more. ``avl`` is the average vector length in lanes of the vector FP
+    instructions (0 when there were none).
+    """
+
+    vec_flops: int
+    scalar_flops: int
+    vec_fp_insns: int
+    vec_lanes: int
+    vec_loads: int
+    vec_stores: int
+    scalar_loads: int
+    scalar_stores: int
+
+    def __sub__(self, other: VgVecCounts) -> VgVecCounts:
+        return VgVecCounts(*(a - b for a, b in zip(self._values(), other._values(), strict=True)))
+
+    def _values(self) -> tuple[int, ...]:
+        return tuple(getattr(self, name) for name in _VEC_COUNTER_NAMES)
+
+    @property
+    def avl(self) -> float:
+        return self.vec_lanes / self.vec_fp_insns if self.vec_fp_insns else 0.0
+
+    @property
+    def vec_loadstores(self) -> int:
+        return self.vec_loads + self.vec_stores
+
+    @property
+    def scalar_loadstores(self) -> int:
+        return self.scalar_loads + self.scalar_stores
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -358,6 +394,14 @@ class _Shim:
         lib.ma_vgc_sum.argtypes = [ctypes.c_ulong]
         lib.ma_vgc_read.restype = ctypes.c_int
         lib.ma_vgc_read.argtypes = [ctypes.POINTER(CCounts)]
+
+        class CVecCounts(ctypes.Structure):  # ma_vg_vec_counts of ma_vgcount.h
+            _fields_ = [(name, ctypes.c_ulonglong) for name in _VEC_COUNTER_NAMES]
+
+        lib.ma_vgc_vec_read.restype = ctypes.c_int
+        lib.ma_vgc_vec_read.argtypes = [ctypes.POINTER(CVecCounts)]
+        self._vec_counts = CVecCounts()
+        self._vec_counts_ref = ctypes.byref(self._vec_counts)
         for name in ("ma_vgc_running", "ma_vgc_abi"):
             getattr(lib, name).restype = ctypes.c_int
         for name in ("ma_vgc_tool_version", "ma_vgc_core_version"):
@@ -382,6 +426,11 @@ class _Shim:
         if self.lib.ma_vgc_read(self._counts_ref) != 1:
             return None
         return VgCounts(*(getattr(self._counts, name) for name in _COUNTER_NAMES))
+
+    def read_vector(self) -> VgVecCounts | None:
+        if self.lib.ma_vgc_vec_read(self._vec_counts_ref) != 1:
+            return None
+        return VgVecCounts(*(getattr(self._vec_counts, name) for name in _VEC_COUNTER_NAMES))
 
 
 def _shim_path() -> Path:
@@ -464,3 +513,7 @@ class ValgrindProvider(CounterProvider):
         """The cache simulation's totals (None when not under the tool or it simulates no cache)."""
         shim = self._load()
         return shim.cache_read() if shim is not None else None
+    def read_vector(self) -> VgVecCounts | None:
+        """The vector metrics at once (None when not under the tool)."""
+        shim = self._load()
+        return shim.read_vector() if shim is not None else None

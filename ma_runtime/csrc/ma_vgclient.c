@@ -17,6 +17,8 @@ MA_VGC_API int ma_vgc_abi(void) { return MA_VG_ABI; }
 
 MA_VGC_API int ma_vgc_read(ma_vg_counts *out) { return ma_vg_read(out); }
 
+MA_VGC_API int ma_vgc_vec_read(ma_vg_vec_counts *out) { return ma_vg_vec_read(out); }
+
 MA_VGC_API unsigned long long ma_vgc_sum(unsigned long mask) { return ma_vg_sum(mask); }
 
 /* The two readers of the counter provider: one call each, no argument marshalling. */

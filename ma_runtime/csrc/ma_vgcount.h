@@ -61,6 +61,38 @@ enum ma_vg_request {
    writes levels, line accesses, then the accesses each level served (not cumulative), up to `size` bytes. */
 #define MA_VG_CACHE_MAX_LEVELS 4
 #define MA_VG_CACHE_VALUES (2 + MA_VG_CACHE_MAX_LEVELS)
+/* Vector metrics (the X1E's vector counters, in SIMD terms), kept apart from the six totals above.
+   A guest instruction is a *vector* FP instruction when one evaluation of it does floating-point work in
+   two or more lanes (a packed op, or VEX's one-MAdd-per-lane expansion of a packed FMA); its flops count as
+   vector flops and its lane count adds to MA_VG_VEC_LANES, so AVL = VEC_LANES / VEC_FP_INSNS. A guest
+   instruction that reads (writes) 16 bytes or more is a vector load (store); smaller ones are scalar. */
+enum ma_vg_vec_counter {
+    MA_VG_VEC_FLOPS = 0,      /* flops of vector FP instructions (lanes x ops, FMA = 2 per lane) */
+    MA_VG_SCALAR_FLOPS = 1,   /* flops of one-lane FP instructions */
+    MA_VG_VEC_FP_INSNS = 2,   /* executed vector FP instructions */
+    MA_VG_VEC_LANES = 3,      /* their lanes, summed */
+    MA_VG_VEC_LOADS = 4,      /* executed instructions reading >= 16 bytes */
+    MA_VG_VEC_STORES = 5,     /* executed instructions writing >= 16 bytes */
+    MA_VG_SCALAR_LOADS = 6,   /* the other reading instructions */
+    MA_VG_SCALAR_STORES = 7,  /* the other writing instructions */
+    MA_VG_N_VEC_COUNTERS = 8
+};
+#define MA_VG_VECTOR_BYTES 16
+
+typedef struct ma_vg_vec_counts {
+    unsigned long long vec_flops;
+    unsigned long long scalar_flops;
+    unsigned long long vec_fp_insns;
+    unsigned long long vec_lanes;
+    unsigned long long vec_loads;
+    unsigned long long vec_stores;
+    unsigned long long scalar_loads;
+    unsigned long long scalar_stores;
+} ma_vg_vec_counts;
+
+/* (ma_vg_vec_counts *out, size_t size) -> counters written; far above the base codes so that other
+   request additions do not collide with it. */
+#define MA_VG_REQ_VEC_READ (MA_VG_REQ_BASE + 0x40)
 
 #ifndef MA_VG_TOOL_SIDE /* the client API; the tool itself only needs the codes above */
 #include <string.h>
@@ -111,6 +143,11 @@ static inline int ma_vg_cache_read(unsigned long long *out)
 {
     memset(out, 0, MA_VG_CACHE_VALUES * sizeof *out);
     return (int)MA_VG_REQUEST(0, MA_VG_REQ_CACHE_READ, out, MA_VG_CACHE_VALUES * sizeof *out);
+/* Fill *out with the vector totals; returns 1, or 0 (and zeros) when not under the tool. */
+static inline int ma_vg_vec_read(ma_vg_vec_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    return MA_VG_REQUEST(0, MA_VG_REQ_VEC_READ, out, sizeof *out) == MA_VG_N_VEC_COUNTERS;
 }
 
 #endif /* MA_VG_TOOL_SIDE */

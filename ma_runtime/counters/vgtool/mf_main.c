@@ -153,6 +153,76 @@ typedef struct {
 } PackedOp;
 
 /*------------------------------------------------------------*/
+/*--- Vector metrics (ma_vg_vec_counter)                   ---*/
+/*------------------------------------------------------------*/
+
+/* Per guest instruction: its flops, the widest lane count of its FP
+   ops, and the bytes it reads and writes.  VEX expands a packed FMA
+   into one scalar MAdd per lane, so the number of MAdds in one guest
+   instruction is its lane count too.  The instruction is classified
+   (vector or scalar) when it ends, and the classification is added to
+   static pending weights, flushed like the main totals. */
+static ULong mf_vec_totals[MA_VG_N_VEC_COUNTERS];
+
+typedef struct {
+   ULong pending[MA_VG_N_VEC_COUNTERS];
+   UInt  insn_flops;
+   UInt  insn_lanes;
+   UInt  insn_madds;
+   UInt  insn_load_bytes;
+   UInt  insn_store_bytes;
+} VecSB;
+
+static Bool is_scalar_madd(IROp op)
+{
+   switch (op) {
+      case Iop_MAddF64: case Iop_MSubF64: case Iop_MAddF32: case Iop_MSubF32:
+      case Iop_MAddF64r32: case Iop_MSubF64r32:
+         return True;
+      default:
+         return False;
+   }
+}
+
+/* One FP op of `weight` flops (lanes x ops) in the current instruction. */
+static void vec_note_fp(VecSB* v, IROp op, UInt weight)
+{
+   v->insn_flops += weight;
+   if (is_scalar_madd(op))
+      v->insn_madds++;
+   else if (weight > v->insn_lanes)
+      v->insn_lanes = weight;
+}
+
+/* Bytes are summed over the instruction: VEX reads the memory operand of
+   a packed FMA lane by lane. */
+static void vec_note_access(VecSB* v, Bool is_store, UInt size)
+{
+   *(is_store ? &v->insn_store_bytes : &v->insn_load_bytes) += size;
+}
+
+/* The current guest instruction is over: classify it. */
+static void vec_end_insn(VecSB* v)
+{
+   UInt lanes = v->insn_lanes > v->insn_madds ? v->insn_lanes : v->insn_madds;
+   if (v->insn_flops > 0) {
+      if (lanes >= 2) {
+         v->pending[MA_VG_VEC_FLOPS] += v->insn_flops;
+         v->pending[MA_VG_VEC_FP_INSNS] += 1;
+         v->pending[MA_VG_VEC_LANES] += lanes;
+      } else {
+         v->pending[MA_VG_SCALAR_FLOPS] += v->insn_flops;
+      }
+   }
+   if (v->insn_load_bytes > 0)
+      v->pending[v->insn_load_bytes >= MA_VG_VECTOR_BYTES ? MA_VG_VEC_LOADS : MA_VG_SCALAR_LOADS] += 1;
+   if (v->insn_store_bytes > 0)
+      v->pending[v->insn_store_bytes >= MA_VG_VECTOR_BYTES ? MA_VG_VEC_STORES : MA_VG_SCALAR_STORES] += 1;
+   v->insn_flops = v->insn_lanes = v->insn_madds = 0;
+   v->insn_load_bytes = v->insn_store_bytes = 0;
+}
+
+/*------------------------------------------------------------*/
 /*--- Instrumentation state for one superblock              ---*/
 /*------------------------------------------------------------*/
 
@@ -163,21 +233,23 @@ typedef struct {
    Bool     insn_stores;
    PackedOp packed[MAX_PACKED_PER_INSN];
    Int      n_packed;
+   VecSB    vec;                       /* vector metrics */
 } SBState;
 
-static IRExpr* total_addr(Int which)
-{
-   return mkIRExpr_HWord((HWord)&mf_totals[which]);
-}
-
 /* mf_totals[which] += amount (an I64 atom) */
-static void emit_add(IRSB* out, Int which, IRExpr* amount)
+static void emit_add_to(IRSB* out, ULong* counter, IRExpr* amount)
 {
+   IRExpr* addr = mkIRExpr_HWord((HWord)counter);
    IRTemp old = newIRTemp(out->tyenv, Ity_I64);
    IRTemp sum = newIRTemp(out->tyenv, Ity_I64);
-   addStmtToIRSB(out, IRStmt_WrTmp(old, IRExpr_Load(Iend_LE, Ity_I64, total_addr(which))));
+   addStmtToIRSB(out, IRStmt_WrTmp(old, IRExpr_Load(Iend_LE, Ity_I64, addr)));
    addStmtToIRSB(out, IRStmt_WrTmp(sum, IRExpr_Binop(Iop_Add64, IRExpr_RdTmp(old), amount)));
-   addStmtToIRSB(out, IRStmt_Store(Iend_LE, total_addr(which), IRExpr_RdTmp(sum)));
+   addStmtToIRSB(out, IRStmt_Store(Iend_LE, addr, IRExpr_RdTmp(sum)));
+}
+
+static void emit_add(IRSB* out, Int which, IRExpr* amount)
+{
+   emit_add_to(out, &mf_totals[which], amount);
 }
 
 /* Add the pending static weights; called before every side exit and at the end. */
@@ -188,6 +260,13 @@ static void flush_pending(SBState* s)
       if (s->pending[i] != 0) {
          emit_add(s->out, i, IRExpr_Const(IRConst_U64(s->pending[i])));
          s->pending[i] = 0;
+      }
+   }
+   vec_end_insn(&s->vec);
+   for (i = 0; i < MA_VG_N_VEC_COUNTERS; i++) {
+      if (s->vec.pending[i] != 0) {
+         emit_add_to(s->out, &mf_vec_totals[i], IRExpr_Const(IRConst_U64(s->vec.pending[i])));
+         s->vec.pending[i] = 0;
       }
    }
 }
@@ -212,6 +291,7 @@ static Bool guard_always_true(IRExpr* guard)
 static void note_access(SBState* s, Bool is_store, UInt size, IRExpr* guard)
 {
    Bool* seen = is_store ? &s->insn_stores : &s->insn_loads;
+   vec_note_access(&s->vec, is_store, size);
    if (!*seen) {
       s->pending[is_store ? MA_VG_STORES : MA_VG_LOADS] += 1;
       *seen = True;
@@ -242,6 +322,7 @@ static void note_expr(SBState* s, IRExpr* e)
       return;
    s->pending[MA_VG_DP_FLOPS] += dp;
    s->pending[MA_VG_SP_FLOPS] += sp;
+   vec_note_fp(&s->vec, op, dp + sp);
 
    IROp partner = addsub_partner(op);
    if (partner == Iop_INVALID || a == NULL)
@@ -252,6 +333,7 @@ static void note_expr(SBState* s, IRExpr* e)
       if (p->op == partner && eqIRAtom(p->a, a) && eqIRAtom(p->b, b)) {
          s->pending[MA_VG_DP_FLOPS] -= dp; /* an ADDSUB: this half was already counted */
          s->pending[MA_VG_SP_FLOPS] -= sp;
+         s->vec.insn_flops -= dp + sp;
          p->op = Iop_INVALID;
          return;
       }
@@ -275,6 +357,7 @@ static void note_stmt(SBState* s, IRTypeEnv* tyenv, IRStmt* st)
 {
    switch (st->tag) {
       case Ist_IMark:
+         vec_end_insn(&s->vec);
          s->insn_loads = s->insn_stores = False;
          s->n_packed = 0;
          break;
@@ -546,6 +629,17 @@ IRSB* mf_instrument(VgCallbackClosure* closure,
 /*--- Client requests                                      ---*/
 /*------------------------------------------------------------*/
 
+/* Copy `n_totals` totals to the client's buffer (arg[1], arg[2] bytes); the number copied, 0 if unusable. */
+static UWord copy_totals_to_client(const UWord* arg, const ULong* totals, SizeT n_totals)
+{
+   Addr out = (Addr)arg[1];
+   SizeT n = arg[2] / sizeof(ULong) < n_totals ? arg[2] / sizeof(ULong) : n_totals;
+   if (out == 0 || !VG_(am_is_valid_for_client)(out, n * sizeof(ULong), VKI_PROT_WRITE))
+      return 0;
+   VG_(memcpy)((void*)out, totals, n * sizeof(ULong));
+   return n;
+}
+
 static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
 {
    Int i;
@@ -584,6 +678,9 @@ static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
       }
       case MA_VG_REQ_CACHE_READ:
          return cache_read_request(arg, ret);
+      case MA_VG_REQ_VEC_READ:
+         *ret = copy_totals_to_client(arg, mf_vec_totals, MA_VG_N_VEC_COUNTERS);
+         return True;
       default:
          VG_(message)(Vg_UserMsg, "maflops: unknown client request 0x%lx\n", arg[0]);
          *ret = 0;
@@ -612,6 +709,11 @@ static void mf_fini(Int exitcode)
              mf_totals[MA_VG_LOADS], mf_totals[MA_VG_LOAD_BYTES]);
    VG_(umsg)("stores:      %'llu (%'llu bytes)\n",
              mf_totals[MA_VG_STORES], mf_totals[MA_VG_STORE_BYTES]);
+   VG_(umsg)("vector:      %'llu flops in %'llu instructions (%'llu lanes), %'llu loads, %'llu stores\n",
+             mf_vec_totals[MA_VG_VEC_FLOPS], mf_vec_totals[MA_VG_VEC_FP_INSNS], mf_vec_totals[MA_VG_VEC_LANES],
+             mf_vec_totals[MA_VG_VEC_LOADS], mf_vec_totals[MA_VG_VEC_STORES]);
+   VG_(umsg)("scalar:      %'llu flops, %'llu loads, %'llu stores\n", mf_vec_totals[MA_VG_SCALAR_FLOPS],
+             mf_vec_totals[MA_VG_SCALAR_LOADS], mf_vec_totals[MA_VG_SCALAR_STORES]);
 }
 
 static void mf_pre_clo_init(void)

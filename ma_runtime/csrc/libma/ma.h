@@ -56,6 +56,9 @@
 #define ma_loadstore_stop(id) MA__USE1(id)
 #define ma_heap_memory_start(id, expr, value) MA__USE3(id, expr, value)
 #define ma_heap_memory_stop(id) MA__USE1(id)
+#define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
+    (MA__USE4(id, vls, vls_value, vfl), MA__USE4(vfl_value, avl, avl_value, mv))
+#define ma_vec_loop_stop(id) MA__USE1(id)
 #define ma_mpi(type, id, expr, value, count_expr, count) \
     (MA__USE3(type, id, expr), MA__USE3(value, count_expr, count))
 #define ma_mpi_peer(expr) MA__USE1(expr)
@@ -110,6 +113,13 @@ void ma_loadstore_stop(const char *id);
 /* Net heap bytes allocated inside the region and still allocated at its end. */
 void ma_heap_memory_start(const char *id, const char *expr, long long value);
 void ma_heap_memory_stop(const char *id);
+/* The vector paper's loop assertion (docs/vector-backend.md), in its argument order: vector load/stores,
+ * vector flops and AVL (each an expression and the program's value, MA_NO_VALUE / NAN when it has none)
+ * and the MV score (0..3 = 2*vectorised + multithreaded). No site-tree node: a record per (enclosing site,
+ * id) in the trace's `vector_loops`, measured under the maflops Valgrind tool. */
+void ma_vec_loop_start(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
+                       long long vflops_value, const char *avl, double avl_value, int mv);
+void ma_vec_loop_stop(const char *id);
 
 /* ---- MPI assertions: `expr` = bytes per message, `count` = number of calls ----
  * Placed just before the MPI call(s) they describe (paper, Figure 4). The assertion measures the next
@@ -144,6 +154,10 @@ void ma_def_variable_assign_int_at(const char *name, const char *expr, long long
                                    int line);
 void ma_start_at(const char *type, const char *id, const char *expr, long long value, const char *file, int line);
 void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line);
+void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
+                          long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
+                          int line);
+void ma_vec_loop_stop_at(const char *id, const char *file, int line);
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line);
 void ma_mpi_peer_at(const char *expr, const char *file, int line);
@@ -172,6 +186,9 @@ int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap);
 #define ma_heap_memory_start(id, expr, value) \
     ma_start_at("heap_memory", (id), (expr), (value), __FILE__, __LINE__)
 #define ma_heap_memory_stop(id) ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__)
+#define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
+    ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), __FILE__, __LINE__)
+#define ma_vec_loop_stop(id) ma_vec_loop_stop_at((id), __FILE__, __LINE__)
 #define ma_mpi(type, id, expr, value, count_expr, count) \
     ma_mpi_at((type), (id), (expr), (value), (count_expr), (count), __FILE__, __LINE__)
 #define ma_mpi_peer(expr) ma_mpi_peer_at((expr), __FILE__, __LINE__)

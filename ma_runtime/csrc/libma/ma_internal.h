@@ -127,6 +127,19 @@ const ma_node *ma_rt_root(const ma_runtime_state *rt);
 const ma_varrec *ma_rt_variables(const ma_runtime_state *rt);
 const ma_anomaly *ma_rt_anomalies(const ma_runtime_state *rt);
 void ma_rt_identity(const ma_runtime_state *rt, int *rank, int *size, double *start_time);
+/* One ma_vec_loop site: asserted values (first call, sums) and measured vector metrics (ma_vgcount.h order). */
+#define MA_VEC_N_MEASURED 8
+typedef struct ma_vecrec {
+    char *id, *path, *expr[3];
+    int depth, mv;
+    uint64_t calls, measured_calls;
+    ma_num first[3];
+    double sum[3];
+    unsigned long long measured[MA_VEC_N_MEASURED];
+    struct ma_vecrec *next;
+} ma_vecrec;
+const ma_vecrec *ma_rt_vector_loops(const ma_runtime_state *rt);
+
 /* Annotation calls made from threads other than the recording one (ignored, reported as an anomaly). */
 uint64_t ma_rt_foreign_calls(const ma_runtime_state *rt);
 double ma_wall_clock(void);

@@ -34,6 +34,10 @@
 
 #include "ma_internal.h"
 
+#ifdef MA_HAVE_VGCOUNT
+#include "ma_vgcount.h"
+#endif
+
 /* ---- types ------------------------------------------------------------------------------------ */
 static const char *const STRUCTURE_TYPES[] = {"root", "subroutine", "loop", "flop", "loadstore",
                                               "heap_memory", "stack_memory", "variable", "assign"};
@@ -1342,3 +1346,110 @@ __attribute__((constructor)) static void register_hooks(void)
     ma_pmpi_on_init(on_mpi_init);
     ma_pmpi_on_finalize(on_mpi_finalize);
 }
+
+/* ---- ma_vec_loop (the vector paper's loop assertion; docs/vector-backend.md) ------------------------ */
+static ma_vecrec *vec_records, *vec_last;
+#define MA_VEC_MAX_OPEN 64
+static struct {
+    ma_vecrec *rec;
+    int measuring;
+    unsigned long long before[MA_VEC_N_MEASURED];
+} vec_open[MA_VEC_MAX_OPEN];
+static int vec_depth;
+
+const ma_vecrec *ma_rt_vector_loops(const ma_runtime_state *s) { (void)s; return vec_records; }
+
+static int vec_read(unsigned long long out[MA_VEC_N_MEASURED])
+{
+#ifdef MA_HAVE_VGCOUNT
+    ma_vg_vec_counts c;
+    if (!ma_vg_running() || !ma_vg_vec_read(&c))
+        return 0;
+    unsigned long long values[MA_VEC_N_MEASURED] = {c.vec_flops, c.scalar_flops, c.vec_fp_insns, c.vec_lanes,
+                                                    c.vec_loads, c.vec_stores, c.scalar_loads, c.scalar_stores};
+    memcpy(out, values, sizeof values);
+    return 1;
+#else
+    (void)out;
+    return 0;
+#endif
+}
+
+void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
+                          long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
+                          int line)
+{
+    if (!runtime_for_call() || !rt->enabled)
+        return;
+    const char *exprs[3] = {vloadstore, vflops, avl};
+    if (!id || !vloadstore || !vflops || !avl || mv < 0 || mv > 3 || vec_depth == MA_VEC_MAX_OPEN) {
+        anomaly("invalid", rt->current, file, line, "ma_vec_loop_start('%s', ...): needs an id, three expressions "
+                "and an MV score 0..3, nested at most %d deep (ignored)", id ? id : "(null)", MA_VEC_MAX_OPEN);
+        return;
+    }
+    ma_num values[3];
+    long long given[2] = {vloadstore_value, vflops_value};
+    for (int i = 0; i < 3; i++) {
+        if (i < 2 && given[i] != MA_NO_VALUE)
+            values[i] = ma_int(given[i]);
+        else if (i == 2 && !isnan(avl_value))
+            values[i] = ma_dbl(avl_value);
+        else if (evaluate(exprs[i], rt->current, file, line, &values[i]))
+            return;
+    }
+    const char *path = rt->current && rt->current->path ? rt->current->path : "";
+    ma_vecrec *r = vec_records;
+    while (r && (strcmp(r->id, id) || strcmp(r->path, path)))
+        r = r->next;
+    if (!r) {
+        r = calloc(1, sizeof *r);
+        if (!r)
+            fail_memory();
+        r->id = xstrdup(id);
+        r->path = xstrdup(path);
+        for (int i = 0; i < 3; i++)
+            r->expr[i] = xstrdup(exprs[i]);
+        r->depth = rt->depth + 1;
+        r->mv = mv;
+        if (vec_last)
+            vec_last->next = r;
+        else
+            vec_records = r;
+        vec_last = r;
+    }
+    if (!r->calls)
+        memcpy(r->first, values, sizeof values);
+    r->calls++;
+    for (int i = 0; i < 3; i++)
+        r->sum[i] += ma_num_as_double(values[i]);
+    vec_open[vec_depth].rec = r;
+    vec_open[vec_depth].measuring = vec_read(vec_open[vec_depth].before);
+    vec_depth++;
+}
+
+void ma_vec_loop_stop_at(const char *id, const char *file, int line)
+{
+    if (!runtime_for_call() || !rt->enabled)
+        return;
+    if (!vec_depth || !id || strcmp(vec_open[vec_depth - 1].rec->id, id)) {
+        anomaly("unbalanced", rt->current, file, line, "ma_vec_loop_stop('%s') does not close the innermost open "
+                "ma_vec_loop (ignored)", id ? id : "(null)");
+        return;
+    }
+    vec_depth--;
+    unsigned long long after[MA_VEC_N_MEASURED];
+    if (vec_open[vec_depth].measuring && vec_read(after)) {
+        ma_vecrec *r = vec_open[vec_depth].rec;
+        for (int i = 0; i < MA_VEC_N_MEASURED; i++)
+            r->measured[i] += after[i] - vec_open[vec_depth].before[i];
+        r->measured_calls++;
+    }
+}
+
+void ma_vec_loop_start(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
+                       long long vflops_value, const char *avl, double avl_value, int mv)
+{
+    ma_vec_loop_start_at(id, vloadstore, vloadstore_value, vflops, vflops_value, avl, avl_value, mv, NULL, 0);
+}
+
+void ma_vec_loop_stop(const char *id) { ma_vec_loop_stop_at(id, NULL, 0); }

@@ -352,6 +352,7 @@ static int any_peer(const ma_node *n)
             return 1;
     return 0;
 }
+static void vector_loops(out *o, const ma_vecrec *r);
 
 char *ma_trace_document(const ma_runtime_state *rt, const char *status, const char *reason, int final)
 {
@@ -411,6 +412,7 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
         peer_entries(&o, ma_rt_root(rt), rank, 0);
         raw(&o, "]");
     }
+    vector_loops(&o, ma_rt_vector_loops(rt));
     raw(&o, "}\n");
     if (o.failed) {
         free(o.buf);
@@ -418,6 +420,56 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
         return NULL;
     }
     return o.buf;
+}
+
+/* `,"vector_loops":[...]` of the ma_vec_loop records (ma_runtime/vector.py writes the same); nothing when none. */
+static void vector_loops(out *o, const ma_vecrec *r)
+{
+    static const char *const predicted[3] = {"vloadstore", "vflops", "avl"};
+    static const char *const measured[MA_VEC_N_MEASURED] = {"vec_flops", "scalar_flops", "vec_fp_insns", "vec_lanes",
+                                                            "vec_loads", "vec_stores", "scalar_loads", "scalar_stores"};
+    if (!r)
+        return;
+    raw(o, ",\"vector_loops\":[");
+    for (int first = 1; r; r = r->next, first = 0) {
+        raw(o, first ? "{" : ",{");
+        key(o, "id");
+        str(o, r->id);
+        raw(o, ",");
+        key(o, "path");
+        str(o, r->path);
+        fmt(o, ",\"depth\":%d,\"mv\":%d,\"calls\":%llu,\"expr\":{", r->depth, r->mv, (unsigned long long)r->calls);
+        for (int i = 0; i < 3; i++) {
+            raw(o, i ? "," : "");
+            key(o, predicted[i]);
+            str(o, r->expr[i]);
+        }
+        raw(o, "},\"predicted_first\":{");
+        for (int i = 0; i < 3; i++) {
+            raw(o, i ? "," : "");
+            key(o, predicted[i]);
+            num(o, r->first[i]);
+        }
+        raw(o, "},\"predicted_sum\":{");
+        for (int i = 0; i < 3; i++) {
+            raw(o, i ? "," : "");
+            key(o, predicted[i]);
+            num(o, ma_dbl(r->sum[i]));
+        }
+        raw(o, "},\"measured\":");
+        if (r->measured_calls) {
+            for (int i = 0; i < MA_VEC_N_MEASURED; i++) {
+                raw(o, i ? "," : "{");
+                key(o, measured[i]);
+                fmt(o, "%llu", r->measured[i]);
+            }
+            raw(o, "}");
+        } else {
+            raw(o, "null");
+        }
+        fmt(o, ",\"measured_calls\":%llu}", (unsigned long long)r->measured_calls);
+    }
+    raw(o, "]");
 }
 
 static int make_dirs(const char *dir)

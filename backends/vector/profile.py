@@ -1,0 +1,77 @@
+"""Vector machine profiles: the Cray X1E's (the vector paper's numbers) and this host's (from a MachineProfile).
+
+The paper's Figure 4 needs, per machine: the vector and scalar flop rates ("clocks") with and without
+multistreaming, the longest vector (AVL_max) and the memory bandwidth of each scenario (min: random access,
+max: STREAM, mixed: between). On a SIMD host the vector unit is one core's SIMD lanes, multistreaming is
+using every core, and scalar code runs one lane.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ma.errors import BackendError
+
+if TYPE_CHECKING:
+    from backends.machine.profile import MachineProfile
+
+SCENARIOS = ("min", "mixed", "max")
+
+
+@dataclass(frozen=True)
+class VectorProfile:
+    """Rates in flop/s, bandwidths in GB/s (per vector unit: per SSP on the X1E, per core here)."""
+
+    name: str
+    vector_flops: float          # one vector unit, not multistreamed (X1E: 4.5 GHz)
+    vector_flops_multi: float    # multistreamed (X1E MSP: 18 GHz)
+    scalar_flops: float          # one scalar unit (X1E: 0.565 GHz)
+    scalar_flops_multi: float    # multistreamed scalar (X1E: 2.26 GHz)
+    avl_max: int                 # lanes of a full vector (X1E: 64 doubles; AVX2: 4)
+    bandwidth_gbs: dict[str, float]  # scenario -> GB/s
+    clock_hz: float | None = None
+    word_bytes: int = 8
+
+    def bandwidth(self, scenario: str) -> float:
+        if scenario not in self.bandwidth_gbs:
+            raise BackendError(f"vector profile {self.name!r}: unknown bandwidth scenario {scenario!r}; "
+                               f"expected one of {', '.join(self.bandwidth_gbs)}")
+        return self.bandwidth_gbs[scenario]
+
+
+# The vector paper, section 5.4 and Figure 4: 4.5/18 GHz vector, 0.565/2.26 GHz scalar, 64-element vector
+# registers, 2.5 (RandomAccess) / 5.5 / 8.5 (STREAM) GB/s per SSP.
+CRAY_X1E = VectorProfile("cray-x1e", 4.5e9, 18e9, 0.565e9, 2.26e9, 64,
+                         {"min": 2.5, "mixed": 5.5, "max": 8.5}, clock_hz=1.13e9)
+
+
+def simd_lanes(isa: str) -> int:
+    """Doubles per vector of the ISA the machine probe's fastest flop kernel used."""
+    name = isa.lower()
+    if "512" in name:
+        return 8
+    if "avx" in name or "fma" in name:
+        return 4
+    return 2
+
+
+def host_profile(machine: MachineProfile, cores: int | None = None) -> VectorProfile:
+    """This host as a vector machine, from its measured MachineProfile.
+
+    Vector rate: the measured one-core peak (its fastest SIMD kernel); scalar rate: that over the lanes;
+    multistreamed: times the cores. Bandwidths: max = STREAM triad, min = the random-access MultiMAPS curve at
+    its largest working set, mixed = their mean (the paper's 5.5 between 2.5 and 8.5).
+    """
+    lanes = simd_lanes(str(machine.cpu.get("isa", "")))
+    ncores = cores or int(machine.host.get("cpus") or 1)
+    random = [p for p in machine.multimaps if p.pattern == "random"]
+    if not random:
+        raise BackendError(f"machine profile {machine.name!r} has no random-access MultiMAPS curve: the vector "
+                           "backend's min bandwidth comes from it (run 'ma machine probe' with the random curve)")
+    low = max(random, key=lambda p: p.size_bytes).bandwidth_gbs
+    high = machine.triad_gbs
+    peak = machine.peak_flops
+    return VectorProfile(f"{machine.name}-vector", peak, peak * ncores, peak / lanes, peak / lanes * ncores, lanes,
+                         {"min": low, "mixed": (low + high) / 2, "max": high},
+                         clock_hz=machine.cpu.get("clock_hz"))

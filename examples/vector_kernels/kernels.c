@@ -1,0 +1,138 @@
+/*
+ * The vector backend's C kernel set (docs/vector-backend.md): NPB SP's tzetar, NPB CG's sparse
+ * matrix-vector product, a streaming triad, and a loop GCC refuses to vectorise (a first-order
+ * recurrence). `ma loopmark kernels.c` scores every loop; bench/vector_predict.py times them built with
+ * and without the vectoriser.
+ *
+ * SPDX-License-Identifier: BSD-3-Clause
+ *
+ * Usage: kernels KERNEL N REPEAT   (KERNEL: tzetar | matvec | triad | recurrence)
+ * Prints: KERNEL N REPEAT seconds-per-call flops-per-call loadstores-per-call checksum
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NOINLINE __attribute__((noinline))
+
+static const double BT = 0.70710678118654752440, C2IV = 2.5;
+
+/* SP's tzetar at the interior points of an n^3 cell, arrays as SP's rhs/us/vs/ws/qs/speed/ainv/u. */
+NOINLINE void tzetar(long n, double *restrict rhs, const double *restrict u, const double *restrict us,
+                     const double *restrict vs, const double *restrict ws, const double *restrict qs,
+                     const double *restrict speed, const double *restrict ainv)
+{
+    long plane = n * n, points = n * n * n;
+    for (long k = 1; k < n - 1; k++)
+        for (long j = 1; j < n - 1; j++)
+            for (long i = 1; i < n - 1; i++) {
+                long p = k * plane + j * n + i;
+                double xvel = us[p], yvel = vs[p], zvel = ws[p], ac = speed[p], ac2u = ac * ac;
+                double r1 = rhs[p], r2 = rhs[points + p], r3 = rhs[2 * points + p], r4 = rhs[3 * points + p],
+                       r5 = rhs[4 * points + p];
+                double uzik1 = u[p], btuz = BT * uzik1;
+                double t1 = btuz * ainv[p] * (r4 + r5), t2 = r3 + t1, t3 = btuz * (r4 - r5);
+                rhs[p] = t2;
+                rhs[points + p] = -uzik1 * r2 + xvel * t2;
+                rhs[2 * points + p] = uzik1 * r1 + yvel * t2;
+                rhs[3 * points + p] = zvel * t2 + t3;
+                rhs[4 * points + p] = uzik1 * (-xvel * r2 + yvel * r1) + qs[p] * t2 + C2IV * ac2u * t1 + zvel * t3;
+            }
+}
+
+/* CG's q = A p for a CSR matrix: the inner loop is a gather reduction. */
+NOINLINE void matvec(long rows, const long *restrict rowstr, const long *restrict colidx,
+                     const double *restrict a, const double *restrict p, double *restrict q)
+{
+    for (long j = 0; j < rows; j++) {
+        double sum = 0.0;
+        for (long k = rowstr[j]; k < rowstr[j + 1]; k++)
+            sum = sum + a[k] * p[colidx[k]];
+        q[j] = sum;
+    }
+}
+
+/* STREAM's triad, multithreaded where OpenMP is on. */
+NOINLINE void triad(long n, double *restrict a, const double *restrict b, const double *restrict c, double s)
+{
+#pragma omp parallel for
+    for (long i = 0; i < n; i++)
+        a[i] = b[i] + s * c[i];
+}
+
+/* x[i] depends on x[i-1]: GCC refuses to vectorise it. */
+NOINLINE void recurrence(long n, double *restrict x, const double *restrict b)
+{
+    for (long i = 1; i < n; i++)
+        x[i] = x[i - 1] * 0.5 + b[i];
+}
+
+static double seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static double *filled(long n, double scale)
+{
+    double *x = malloc((size_t)n * sizeof *x);
+    if (x == NULL) { perror("malloc"); exit(2); }
+    for (long i = 0; i < n; i++) x[i] = 1.0 + scale * (double)(i % 97);
+    return x;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4) { fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence N REPEAT\n", argv[0]); return 2; }
+    const char *kernel = argv[1];
+    long n = atol(argv[2]), repeat = atol(argv[3]);
+    double checksum = 0.0, flops = 0.0, loadstores = 0.0, t0 = 0.0, t1 = 0.0;
+    if (strcmp(kernel, "tzetar") == 0) {
+        long points = n * n * n, inner = (n - 2) * (n - 2) * (n - 2);
+        double *rhs = filled(5 * points, 1e-3), *u = filled(points, 1e-3), *us = filled(points, 2e-3),
+               *vs = filled(points, 3e-3), *ws = filled(points, 4e-3), *qs = filled(points, 5e-3),
+               *speed = filled(points, 6e-3), *ainv = filled(points, 7e-3);
+        t0 = seconds();
+        for (long r = 0; r < repeat; r++) tzetar(n, rhs, u, us, vs, ws, qs, speed, ainv);
+        t1 = seconds();
+        for (long i = 0; i < 5 * points; i++) checksum += rhs[i];
+        flops = 27.0 * (double)inner;          /* NPB 3.4's count per interior point */
+        loadstores = 18.0 * (double)inner;     /* 13 arrays read (rhs x5, 8 others), rhs x5 written */
+    } else if (strcmp(kernel, "matvec") == 0) {
+        long per_row = 32, nnz = n * per_row;
+        long *rowstr = malloc((size_t)(n + 1) * sizeof *rowstr), *colidx = malloc((size_t)nnz * sizeof *colidx);
+        for (long j = 0; j <= n; j++) rowstr[j] = j * per_row;
+        for (long k = 0; k < nnz; k++) colidx[k] = (k * 7919) % n;
+        double *a = filled(nnz, 1e-3), *p = filled(n, 2e-3), *q = filled(n, 0.0);
+        t0 = seconds();
+        for (long r = 0; r < repeat; r++) matvec(n, rowstr, colidx, a, p, q);
+        t1 = seconds();
+        for (long j = 0; j < n; j++) checksum += q[j];
+        flops = 2.0 * (double)nnz;
+        loadstores = 3.0 * (double)nnz + (double)n; /* a, colidx, p per entry; q per row */
+    } else if (strcmp(kernel, "triad") == 0) {
+        double *a = filled(n, 0.0), *b = filled(n, 1e-3), *c = filled(n, 2e-3);
+        t0 = seconds();
+        for (long r = 0; r < repeat; r++) triad(n, a, b, c, 3.0);
+        t1 = seconds();
+        for (long i = 0; i < n; i++) checksum += a[i];
+        flops = 2.0 * (double)n;
+        loadstores = 3.0 * (double)n;
+    } else if (strcmp(kernel, "recurrence") == 0) {
+        double *x = filled(n, 1e-3), *b = filled(n, 2e-3);
+        t0 = seconds();
+        for (long r = 0; r < repeat; r++) recurrence(n, x, b);
+        t1 = seconds();
+        for (long i = 0; i < n; i++) checksum += x[i];
+        flops = 2.0 * (double)(n - 1);
+        loadstores = 2.0 * (double)(n - 1);     /* b read, x written (x[i-1] stays in a register) */
+    } else {
+        fprintf(stderr, "unknown kernel %s\n", kernel);
+        return 2;
+    }
+    printf("%s %ld %ld %.9e %.0f %.0f %.6e\n", kernel, n, repeat, (t1 - t0) / (double)repeat, flops, loadstores,
+           checksum);
+    return 0;
+}

@@ -1,0 +1,115 @@
+"""Validating ``ma.vec_loop`` records against the maflops tool's vector metrics (the vector paper, section 5).
+
+The trace's ``vector_loops`` array (ma_runtime.vector) holds, per rank and site, the asserted vector
+load/stores, vector flops, AVL and MV score, and, under ``--counters valgrind``, the measured vector and
+scalar flops and load/stores and the vector lanes. This module compares them per call and prints them two
+ways: Figure-8-style lines (``id:vec_loop.<metric>:predicted:measured:error``) and the paper's own trace
+lines (``MA:<depth>:ma_vec_loop_start:<id>:<expr>:<value>:...`` and ``...ma_vec_loop_stop...``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ma.errors import TraceError
+from ma.trace_format import RANK_FILE, RANK_FILE_GLOB
+
+
+@dataclass(frozen=True)
+class VecLoopResult:
+    """One vec_loop site of one rank: what was asserted (first call) and measured (mean per call)."""
+
+    rank: int
+    id: str
+    path: str
+    depth: int
+    exprs: dict[str, str]
+    predicted: dict[str, float]    # vloadstore, vflops, avl of the first call
+    mv: int
+    calls: int
+    measured: dict[str, float] | None  # vloadstore, vflops, avl, scalar_flops, scalar_loadstore (per call), mv
+
+    def error(self, metric: str) -> float | None:
+        """(predicted - measured) / measured, the paper's error rate; None when unmeasured or measured 0."""
+        if self.measured is None or not self.measured[metric]:
+            return None
+        return (self.predicted[metric] - self.measured[metric]) / self.measured[metric]
+
+
+def _measured(record: dict[str, Any]) -> dict[str, float] | None:
+    totals, calls = record.get("measured"), record.get("measured_calls", 0)
+    if not totals or not calls:
+        return None
+    per_call = {key: value / calls for key, value in totals.items()}
+    total_flops = per_call["vec_flops"] + per_call["scalar_flops"]
+    vectorised = total_flops > 0 and per_call["vec_flops"] >= 0.5 * total_flops
+    return {"vloadstore": per_call["vec_loads"] + per_call["vec_stores"], "vflops": per_call["vec_flops"],
+            "avl": totals["vec_lanes"] / totals["vec_fp_insns"] if totals["vec_fp_insns"] else 0.0,
+            "scalar_flops": per_call["scalar_flops"],
+            "scalar_loadstore": per_call["scalar_loads"] + per_call["scalar_stores"],
+            "mv": 2 if vectorised else 0}  # one process per rank under Valgrind: the multithreaded bit is unseen
+
+
+def vec_loop_results(trace_dir: Path) -> list[VecLoopResult]:
+    """Every vec_loop record of every rank file in ``trace_dir``; TraceError naming a malformed file."""
+    results = []
+    files = sorted(trace_dir.glob(RANK_FILE_GLOB))
+    if not files:
+        raise TraceError(str(trace_dir), f"no trace files ({RANK_FILE_GLOB}) in this directory")
+    for file in files:
+        match = RANK_FILE.match(file.name)
+        if match is None:
+            continue
+        try:
+            document = json.loads(file.read_text())
+            for record in document.get("vector_loops", []):
+                results.append(VecLoopResult(
+                    int(match.group(1)), str(record["id"]), str(record["path"]), int(record["depth"]),
+                    dict(record["expr"]), dict(record["predicted_first"] or {}), int(record["mv"]),
+                    int(record["calls"]), _measured(record)))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TraceError(str(file), f"bad vector_loops record ({exc!s}); expected the layout of "
+                                        "docs/vector-backend.md") from None
+    return results
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.6g}"
+
+
+def figure8_lines(results: list[VecLoopResult]) -> str:
+    """``id:vec_loop.<metric>:predicted:measured:error_rate`` per rank, site and metric (MA paper Figure 8)."""
+    lines = []
+    for r in results:
+        for metric in ("vloadstore", "vflops", "avl", "mv"):
+            predicted = r.mv if metric == "mv" else r.predicted[metric]
+            if r.measured is None:
+                lines.append(f"{r.id}:vec_loop.{metric}:{_number(predicted)}:unmeasured:-")
+                continue
+            error = None if metric == "mv" else r.error(metric)
+            shown = "-" if error is None else f"{100 * error:+.2f}%"
+            lines.append(f"{r.id}:vec_loop.{metric}:{_number(predicted)}:{_number(r.measured[metric])}:{shown}")
+    return "".join(line + "\n" for line in lines)
+
+
+def paper_lines(results: list[VecLoopResult]) -> str:
+    """The paper's ``ma_vec_loop_start`` line per site, and a ``ma_vec_loop_stop`` line where measured.
+
+    The stop line's fields are the counts this host has: vector flops, vector load/stores, AVL, scalar flops
+    and scalar load/stores per call (the X1E's cycles, stalls, strides and cache misses have no equivalent).
+    """
+    lines = []
+    for r in results:
+        e, p = r.exprs, r.predicted
+        lines.append(f"MA:{r.depth}:ma_vec_loop_start:{r.id}:{e['vloadstore']}:{_number(p['vloadstore'])}:"
+                     f"{e['vflops']}:{_number(p['vflops'])}:{e['avl']}:{p['avl']:.6f}:{r.mv}")
+        if r.measured is not None:
+            m = r.measured
+            lines.append(f"MA:{r.depth}:ma_vec_loop_stop:{r.id}:{r.calls}:{math.floor(m['vflops'])}:"
+                         f"{math.floor(m['vloadstore'])}:{m['avl']:.6f}:{math.floor(m['scalar_flops'])}:"
+                         f"{math.floor(m['scalar_loadstore'])}")
+    return "".join(line + "\n" for line in lines)

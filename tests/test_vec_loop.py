@@ -1,0 +1,148 @@
+"""``ma.vec_loop``: the vector paper's annotation, recorded in the trace and printed by ``ma validate``.
+
+SP's ``tzetar`` at class W on one process gives the paper's numbers (section 5.2): 1179360 vector
+load/stores, 725760 vector flops, AVL 35, MV 3. A small NumPy loop run under the maflops tool is validated
+against its measured vector metrics.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO, VENV_BIN, clean_env
+
+from ma.errors import AnnotationError
+from ma_post.vector import vec_loop_results
+
+SP = REPO / "examples" / "npb_sp" / "sp.py"
+PAPER_START = ("ma_vec_loop_start:tzetar:(size^2)*(size-1)*26:1179360:(size^2)*(size-1)*16:725760:"
+               "(size-1)/(floor(size/64)+1):35.000000:3")
+
+
+def ma(*argv: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(VENV_BIN / "ma"), *argv], env=clean_env(), capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+@pytest.mark.mpi
+def test_tzetar_class_w_one_process_prints_the_papers_numbers(tmp_path: Path) -> None:
+    done = ma("run", "-n", "1", "--trace-dir", str(tmp_path), "--", sys.executable, str(SP), "--class", "W",
+              "--niter", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = [r for r in vec_loop_results(tmp_path) if r.id == "tzetar"]
+    assert results and all(r.predicted == {"vloadstore": 1179360, "vflops": 725760, "avl": 35} for r in results)
+    assert all(r.mv == 3 and r.measured is None for r in results)  # no maflops tool: unmeasured
+    shown = ma("validate", str(tmp_path), "--vec-loops", "both")
+    assert shown.returncode in (0, 1), shown.stderr
+    lines = shown.stdout.splitlines()
+    assert "tzetar:vec_loop.vloadstore:1179360:unmeasured:-" in lines
+    assert "tzetar:vec_loop.vflops:725760:unmeasured:-" in lines
+    assert "tzetar:vec_loop.avl:35:unmeasured:-" in lines
+    assert "tzetar:vec_loop.mv:3:unmeasured:-" in lines
+    starts = [line for line in lines if line.startswith("MA:")]
+    assert starts and all(line.split(":", 2)[2] == PAPER_START for line in starts)
+
+
+NUMPY_APP = r"""
+import numpy as np
+import ma
+n = ma.variable("n", %(n)d)
+x, y = np.arange(n, dtype=np.float64), np.ones(n)
+for _ in range(3):
+    # NumPy makes two passes (t = 2.5*x, then y += t): read x, write t, read y and t, write y
+    with ma.vec_loop("daxpy", "5*n/%(lanes)d", "2*n", "%(lanes)d", 2):
+        y += 2.5 * x
+"""
+
+
+@pytest.mark.valgrind
+def test_numpy_vec_loop_is_validated_against_the_measured_vector_metrics(tmp_path: Path) -> None:
+    n = 40_000
+    app = tmp_path / "app.py"
+    import importlib
+
+    features = importlib.import_module("numpy._core._multiarray_umath").__cpu_features__
+    lanes = 4 if features.get("AVX2") else 2  # what NumPy dispatches to under Valgrind (no AVX-512 there)
+    app.write_text(NUMPY_APP % {"n": n, "lanes": lanes})
+    trace = tmp_path / "trace"
+    done = ma("run", "-n", "1", "--counters", "valgrind", "--trace-dir", str(trace), "--", sys.executable, str(app))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = vec_loop_results(trace)
+    assert result.calls == 3 and result.measured is not None
+    assert result.measured["avl"] == pytest.approx(lanes, rel=1e-3)
+    assert result.error("vflops") == pytest.approx(0, abs=0.01)  # 2n flops, all in full vectors
+    assert abs(result.error("vloadstore") or 1) < 0.05           # 5n/lanes, whole vectors
+    assert result.measured["mv"] == 2
+    shown = ma("validate", str(trace), "--vec-loops", "paper")
+    stop = [line for line in shown.stdout.splitlines() if line.startswith("MA:1:ma_vec_loop_stop:daxpy:3:")]
+    assert len(stop) == 1 and float(stop[0].split(":")[7]) == pytest.approx(lanes, rel=1e-3)
+
+
+def test_bad_mv_score_is_an_annotation_error() -> None:
+    from ma_runtime.vector import vec_loop
+
+    with pytest.raises(AnnotationError, match="MV score"):
+        vec_loop("x", "n", "n", "1", 7)
+    with pytest.raises(AnnotationError, match="vflops must be an expression"):
+        vec_loop("x", "n", 3, "1", 2)  # type: ignore[arg-type]
+
+
+def test_noop_binding_exists() -> None:
+    from ma._noop import bindings
+
+    with bindings(())["vec_loop"]("x", "n", "n", "1", 2):
+        pass
+
+
+C_APP = r"""
+#include <math.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include "ma.h"
+
+__attribute__((noinline)) static void daxpy(long n, double a, const double *x, double *y)
+{ for (long i = 0; i < n; i++) y[i] += a * x[i]; }
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long n = 4000;
+    ma_def_variable_int("n", n);
+    double *x = calloc(n, sizeof *x), *y = calloc(n, sizeof *y);
+    ma_subroutine_start("kernel");
+    for (int r = 0; r < 2; r++) {
+        ma_vec_loop_start("daxpy", "3*n/4", MA_NO_VALUE, "2*n", MA_NO_VALUE, "4", NAN, 2);
+        daxpy(n, 2.5, x, y);
+        ma_vec_loop_stop("daxpy");
+    }
+    ma_subroutine_end("kernel");
+    free(x); free(y);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.valgrind
+def test_c_vec_loop_records_and_measures(tmp_path: Path) -> None:
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    source, exe = tmp_path / "app.c", tmp_path / "app"
+    source.write_text(C_APP)
+    subprocess.run([str(find_mpicc()), "-O3", "-mavx2", "-Wall", "-Werror", *pmpi.c_flags(), str(source), "-o",
+                    str(exe), *pmpi.c_libs()], check=True, timeout=300)
+    trace = tmp_path / "trace"
+    done = ma("run", "-n", "1", "--counters", "valgrind", "--trace-dir", str(trace), "--", str(exe))
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = vec_loop_results(trace)
+    assert (result.id, result.path, result.depth, result.calls, result.mv) == ("daxpy", "kernel", 2, 2, 2)
+    assert result.predicted == {"vloadstore": 3000, "vflops": 8000, "avl": 4}
+    assert result.measured is not None and result.measured["avl"] == 4 and result.measured["vflops"] == 8000
+    assert result.error("vloadstore") == pytest.approx(0, abs=0.01)
+    shown = ma("validate", str(trace), "--vec-loops", "paper").stdout.splitlines()
+    assert "MA:2:ma_vec_loop_start:daxpy:3*n/4:3000:2*n:8000:4:4.000000:2" in shown

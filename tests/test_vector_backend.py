@@ -1,0 +1,102 @@
+"""The ``vector`` backend: the vector paper's Tv/Ts formulas (Figure 4), the X1E's and a host's profile,
+symbolic predictions of a modelled CG run per bandwidth scenario, exported to Octave and run there."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import sympy
+from post_fixtures import cg_program, make_trace
+
+from backends import registry
+from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
+from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time
+from ma.errors import BackendError
+from ma_post import ModelBuilder
+from ma_post.export.octave import export_octave, octave_function_name
+from ma_post.traceset import from_traces
+
+POINT = {"na": 14000, "nonzer": 11, "niter": 15, "nprocs": 4, "cgitmax": 25, "dp": 8}
+
+
+def machine(isa: str = "avx2_fma") -> MachineProfile:
+    return MachineProfile(name="host", host={"hostname": "h", "cpu_model": "c", "cpus": 2, "measured_at": ""},
+                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": 16.0e9, "isa": isa},
+                          memory={"triad_gbs": 10.0},
+                          multimaps=[MultiMapsPoint("random", 1 << 20, 3.0), MultiMapsPoint("random", 1 << 26, 1.0),
+                                     MultiMapsPoint("stride", 1 << 26, 9.0, stride=1)])
+
+
+def test_the_papers_tzetar_on_the_x1e() -> None:
+    """Class W, one MPI task: 725760 vector flops, 1179360 vector load/stores, AVL 35, MV 3 (section 5)."""
+    times = {s: loop_time(725760, 1179360, 3, 35, CRAY_X1E, s) for s in ("min", "mixed", "max")}
+    assert float(times["max"].compute) == pytest.approx(725760 / 18e9)
+    # 8-byte words, penalised by 64/35 for the short vectors, at 8.5 GB/s
+    assert float(times["max"].memory) == pytest.approx(1179360 * 8 * 64 / (8.5e9 * 35))
+    assert float(times["min"].total) > float(times["mixed"].total) > float(times["max"].total)
+    not_streamed = loop_time(725760, 1179360, 2, 35, CRAY_X1E, "max")  # -O stream0: one SSP of four
+    assert float(not_streamed.compute) == pytest.approx(4 * float(times["max"].compute))
+    full = loop_time(725760, 1179360, 3, 64, CRAY_X1E, "max")
+    assert float(full.memory) == pytest.approx(35 / 64 * float(times["max"].memory))
+    scalar = loop_time(725760, 1179360, 0, None, CRAY_X1E, "max")
+    assert float(scalar.compute) == pytest.approx(725760 / 0.565e9)
+    assert float(scalar.memory) == pytest.approx(1179360 * 8 / 8.5e9)
+
+
+def test_host_profile_from_the_machine_profile() -> None:
+    prof = host_profile(machine())
+    assert prof.avl_max == 4 and prof.vector_flops == 16e9 and prof.scalar_flops == 4e9
+    assert prof.vector_flops_multi == 32e9  # two cores
+    assert prof.bandwidth_gbs == {"min": 1.0, "mixed": 5.5, "max": 10.0}  # random at its largest set; triad
+    assert host_profile(machine("avx512_fma")).avl_max == 8 and host_profile(machine("sse2")).avl_max == 2
+    bare = MachineProfile(name="bare", host={"cpus": 1}, caches=[], cpu={"peak_flops": 1e9}, memory={"triad_gbs": 1})
+    with pytest.raises(BackendError, match="random-access MultiMAPS curve"):
+        host_profile(bare)
+
+
+@pytest.fixture(scope="module")
+def builder() -> ModelBuilder:
+    return ModelBuilder(from_traces([make_trace(cg_program(), r, 4) for r in range(4)]))
+
+
+def test_prediction_is_symbolic_and_follows_the_mv_scores(builder: ModelBuilder) -> None:
+    backend = registry.create("vector")
+    assert isinstance(backend, VectorBackend)
+    scalar = backend.predict(builder, machine(), {"na": 14000})
+    assert "na" not in scalar.free_inputs and "niter" in scalar.free_inputs
+    values = {k: v for k, v in POINT.items() if k != "na"}
+    loops = {"conj_loop/conj_grad/cgit": VectorLoop(3, "4")}
+    vector = VectorBackend(loops).predict(builder, machine(), {"na": 14000})
+    flops = builder.model("flops").evaluate(POINT)
+    inner = [s for s in vector.sites if s.path.startswith("conj_loop/conj_grad/cgit/")]
+    assert inner and all(s.communication == 0 for s in vector.sites)
+    # vectorised and multithreaded sites: 8x the scalar one-core rate (4 lanes x 2 cores)
+    for site in inner:
+        before = next(s for s in scalar.sites if s.path == site.path)
+        if before.compute != 0:
+            assert float(before.compute.subs(values)) == pytest.approx(8 * float(site.compute.subs(values)))
+    assert float(scalar.part("compute").subs(values)) == pytest.approx(flops / 4e9)  # all scalar: one lane
+    by_scenario = VectorBackend(loops).predict_scenarios(builder, machine(), {"na": 14000})
+    totals = [by_scenario[s].evaluate(values) for s in ("min", "mixed", "max")]
+    assert totals[0] > totals[1] > totals[2] > 0
+    with pytest.raises(BackendError, match="unknown bandwidth scenario"):
+        VectorBackend(scenario="fast")
+
+
+@pytest.mark.octave
+def test_prediction_exports_to_octave(builder: ModelBuilder, tmp_path: Path) -> None:
+    loops = {"conj_loop/conj_grad/cgit": VectorLoop(2, "4")}
+    prediction = VectorBackend(loops, "max", CRAY_X1E).predict(builder, machine())
+    model = builder.submodel("vector_time", sympy.sympify(prediction.total))
+    (path,) = export_octave([model], tmp_path)
+    octave = shutil.which("octave-cli")
+    assert octave, "octave-cli is needed (scripts/setup.sh installs it)"
+    args = ", ".join(str(POINT[name]) for name in model.inputs)
+    done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
+                           f"printf('%.17g\\n', {octave_function_name('vector_time')}({args}))"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300, check=True)
+    assert path.name == "vector_time.m"
+    assert float(done.stdout.split()[-1]) == pytest.approx(prediction.evaluate(POINT), rel=1e-12)
