@@ -108,6 +108,9 @@ class CacheCounts:
             total += served
             out.append(total / self.accesses)
         return [*out, 1.0]
+
+
+@dataclass(frozen=True)
 class VgVecCounts:
     """One reading of the tool's vector metrics (the X1E's vector counters in SIMD terms).
 
@@ -513,6 +516,7 @@ class ValgrindProvider(CounterProvider):
         """The cache simulation's totals (None when not under the tool or it simulates no cache)."""
         shim = self._load()
         return shim.cache_read() if shim is not None else None
+
     def read_vector(self) -> VgVecCounts | None:
         """The vector metrics at once (None when not under the tool)."""
         shim = self._load()
