@@ -143,6 +143,8 @@ static inline int ma_vg_cache_read(unsigned long long *out)
 {
     memset(out, 0, MA_VG_CACHE_VALUES * sizeof *out);
     return (int)MA_VG_REQUEST(0, MA_VG_REQ_CACHE_READ, out, MA_VG_CACHE_VALUES * sizeof *out);
+}
+
 /* Fill *out with the vector totals; returns 1, or 0 (and zeros) when not under the tool. */
 static inline int ma_vg_vec_read(ma_vg_vec_counts *out)
 {
