@@ -108,6 +108,9 @@ class CacheCounts:
             total += served
             out.append(total / self.accesses)
         return [*out, 1.0]
+
+
+@dataclass(frozen=True)
 class VgVecCounts:
     """One reading of the tool's vector metrics (the X1E's vector counters in SIMD terms).
 
