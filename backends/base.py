@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
+    import argparse
+
     import sympy
 
-    from ma_post import ModelBuilder
+    from ma_post import ModelBuilder, TraceSet
 
     from .machine.profile import MachineProfile
 
@@ -85,7 +87,12 @@ class Prediction:
 
 class Backend(abc.ABC):
     """A machine model. Subclasses set ``NAME`` (the name users select it by, equal to its entry-point name)
-    and ``DESCRIPTION`` (one line for ``ma backends``), and implement :meth:`predict`."""
+    and ``DESCRIPTION`` (one line for ``ma backends``), and implement :meth:`predict`.
+
+    ``ma predict --backend NAME`` knows nothing of a backend but this interface: it lets every installed backend
+    add its own options (:meth:`add_arguments`), builds the chosen one with :meth:`from_options` from the parsed
+    command line, the run's traces and the machine profile, and prints :meth:`variants` beside the prediction.
+    A third-party backend overrides these three to take options; the defaults take none."""
 
     NAME: ClassVar[str]
     DESCRIPTION: ClassVar[str] = ""
@@ -94,6 +101,24 @@ class Backend(abc.ABC):
         super().__init_subclass__(**kwargs)
         if not getattr(cls, "__abstractmethods__", None) and not isinstance(getattr(cls, "NAME", None), str):
             raise TypeError(f"backend class {cls.__qualname__} must set NAME to a string")
+
+    @classmethod
+    def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
+        """Add this backend's options to ``ma predict`` (an argument group of its own). Name them so that they
+        cannot clash with another backend's, e.g. with the backend's name as prefix or a word only it uses."""
+        return  # an optional hook: a backend without options adds none
+
+    @classmethod
+    def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> Backend:
+        """The backend configured from ``ma predict``'s parsed options (those of :meth:`add_arguments` among
+        them), the traces of the run being predicted and the machine profile; raise ``MAError`` for bad options."""
+        return cls()
+
+    def variants(self, model: ModelBuilder, machine: MachineProfile,
+                 parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:
+        """Other predictions the backend offers beside :meth:`predict`'s, by label (e.g. one per bandwidth
+        scenario); ``ma predict`` prints each one's total. None by default."""
+        return {}
 
     @abc.abstractmethod
     def predict(self, model: ModelBuilder, machine: MachineProfile,

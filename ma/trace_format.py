@@ -42,7 +42,8 @@ PEERS_KEY = "peers"
 PEER_KEYS = ("path", "type", "thread", "expr", "pass", "fail", "unmeasured", "first_fail")
 # Written only when used: ``peers`` (above) and ``vector_loops``, the records of ma.vec_loop
 # (docs/vector-backend.md).
-OPTIONAL_DOCUMENT_KEYS = (PEERS_KEY, "vector_loops")
+VECTOR_LOOPS_KEY = "vector_loops"
+OPTIONAL_DOCUMENT_KEYS = (PEERS_KEY, VECTOR_LOOPS_KEY)
 HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", "command", "start_time",
                "end_time", "status", "exit_reason", "tolerance", "counters", "mpi")
 # Keys of a site node; an MPI node has NODE_MPI_KEYS too.

@@ -16,7 +16,14 @@ from typing import Any, overload
 import numpy as np
 
 from ma.errors import TraceError
-from ma.trace_format import MERGED_FORMAT, MERGED_INDEX, MERGED_VERSION, VALUE_FIELDS, VARIABLE_FIELDS
+from ma.trace_format import (
+    MERGED_FORMAT,
+    MERGED_INDEX,
+    MERGED_VERSION,
+    OPTIONAL_DOCUMENT_KEYS,
+    VALUE_FIELDS,
+    VARIABLE_FIELDS,
+)
 
 from .reader import number_from_text
 
@@ -105,6 +112,25 @@ class MergedTrace:
     mpi_hist: np.ndarray  # (k, 5): rank position, routine, lo, hi, count
     mpi_peers: np.ndarray  # (k, 5): rank position, routine, peer, calls, bytes
     writer: dict[str, Any]
+    optional: list[tuple[int, dict[str, list[Any]]]]  # (rank, its optional top-level lists) of ranks that have any
+
+
+def _optional(index: dict[str, Any], path: Path) -> list[tuple[int, dict[str, list[Any]]]]:
+    """The index's ``optional`` entries, [rank, {key: array}] (absent in a file without any), checked."""
+    entries = index.get("optional") or []
+    where = f"{MERGED_INDEX}: optional"
+    if not isinstance(entries, list):
+        raise TraceError(str(path), f"{where} is {type(entries).__name__}, expected an array of [rank, object]")
+    out = []
+    for i, entry in enumerate(entries):
+        if not (isinstance(entry, list) and len(entry) == 2 and type(entry[0]) is int and isinstance(entry[1], dict)):
+            raise TraceError(str(path), f"{where}[{i}]: {str(entry)[:80]} is not [rank, {{key: array}}]")
+        for key, value in entry[1].items():
+            if key not in OPTIONAL_DOCUMENT_KEYS or not isinstance(value, list):
+                raise TraceError(str(path), f"{where}[{i}]: key {key!r} with {type(value).__name__}, expected one "
+                                            f"of {', '.join(OPTIONAL_DOCUMENT_KEYS)} with an array")
+        out.append((entry[0], entry[1]))
+    return out
 
 
 def _array(archive: Any, name: str, path: Path, shape: tuple[int | None, ...]) -> np.ndarray:
@@ -202,7 +228,7 @@ def read_merged(path: Path) -> MergedTrace:
             mpi_totals=_array(archive, "mpi_totals", path, (n, len(index["mpi_routines"]), 3)),
             mpi_hist=_array(archive, "mpi_hist", path, (None, 5)),
             mpi_peers=_array(archive, "mpi_peers", path, (None, 5)),
-            writer=index.get("writer") or {})
+            writer=index.get("writer") or {}, optional=_optional(index, path))
     _check(merged)
     return merged
 
@@ -225,6 +251,9 @@ def _check(merged: MergedTrace) -> None:
         array = getattr(merged, field)
         if len(array) and (array.min() < 0 or array.max() >= len(table)):
             raise TraceError(name, f"{field}.npy: an index outside the {len(table)} entries of {what}")
+    stray = sorted({rank for rank, _ in merged.optional} - set(merged.ranks.tolist()))
+    if stray:
+        raise TraceError(name, f"{MERGED_INDEX}: optional: entries of ranks {stray[:5]} that the file does not hold")
     if not all(isinstance(h, dict) for h in merged.headers):
         raise TraceError(name, f"{MERGED_INDEX}: headers must be objects")
     for array, what in ((merged.mpi_hist, "mpi_hist"), (merged.mpi_peers, "mpi_peers")):

@@ -1,14 +1,12 @@
 """Partner assertions of a run (``peer=`` on an MPI assertion): PASS/FAIL per site, with both ranks of a failure.
 
-The runtimes write them as the trace's ``peers`` list (docs/trace-format.md); this reads that list from every
-rank file of a loaded run and folds it per site.
+The runtimes write them as the trace's ``peers`` list (docs/trace-format.md); this folds that list of every rank
+of a loaded run (rank files or merged trace alike) per site.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ma.errors import TraceError
@@ -66,23 +64,12 @@ class PeerResult:
         return text
 
 
-def _peer_entries(path: Path) -> list[dict[str, Any]]:
-    try:
-        document = json.loads(path.read_text())
-    except (OSError, ValueError) as exc:
-        raise TraceError(str(path), f"cannot read its partner checks: {exc}") from exc
-    entries = document.get(PEERS_KEY) or []
-    if not isinstance(entries, list):
-        raise TraceError(str(path), f"'{PEERS_KEY}' must be a list, got {type(entries).__name__}")
-    return entries
-
-
 def peer_results(ts: TraceSet) -> list[PeerResult]:
-    """Every site's partner assertion in ``ts`` (in the order first met), folded over ranks and threads."""
+    """Every site's partner assertion in ``ts`` (in the order first met), folded over ranks and threads; the same
+    from a merged trace as from rank files (TraceSet.optional)."""
     results: dict[tuple[str, str], PeerResult] = {}
-    for rank, name in zip(ts.ranks.tolist(), ts.files, strict=False):
-        path = Path(name)
-        for entry in _peer_entries(path):
+    for section in ts.optional(PEERS_KEY):
+        for entry in section.entries:
             try:
                 key = (str(entry["path"]), str(entry["type"]))
                 result = results.setdefault(key, PeerResult(key[0], key[1], str(entry["expr"])))
@@ -91,8 +78,9 @@ def peer_results(ts: TraceSet) -> list[PeerResult]:
                 result.unmeasured += int(entry.get("unmeasured", 0))
                 first = entry.get("first_fail")
                 if first:
-                    result.failures.append(PeerFailure(int(first.get("rank", rank)), int(first["call"]),
+                    result.failures.append(PeerFailure(int(first.get("rank", section.rank)), int(first["call"]),
                                                        float(first["expected"]), int(first["actual"])))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise TraceError(str(path), f"malformed '{PEERS_KEY}' entry {entry!r}: {exc}") from exc
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                raise TraceError(section.source, f"rank {section.rank}: malformed '{PEERS_KEY}' entry {entry!r}: "
+                                                 f"{exc}") from exc
     return list(results.values())

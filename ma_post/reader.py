@@ -21,6 +21,7 @@ import sys
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ except ImportError:  # optional: the standard library parses the same text, slow
     typed_reader = None  # type: ignore[assignment]
 
 from ma.errors import TraceError
-from ma.trace_format import FORMAT, RANK_FILE, VALUE_FIELDS, VERSION, rank_file_name
+from ma.trace_format import FORMAT, OPTIONAL_DOCUMENT_KEYS, RANK_FILE, VALUE_FIELDS, VERSION, rank_file_name
 
 # Parse with msgspec where it is installed (tests and benchmarks switch it off to compare).
 FAST_JSON = msgspec is not None
@@ -235,6 +236,8 @@ class FlatTrace:
     anomalies: list[dict[str, Any]]
     mpi_profile: dict[str, Any] | None
     threads: list[FlatThread]
+    # The document's OPTIONAL_DOCUMENT_KEYS (those it has): key -> its array
+    optional: dict[str, list[Any]] = dataclass_field(default_factory=dict)
 
 
 _NO_STATS = (0, None, None, 0)
@@ -381,7 +384,22 @@ def flatten(document: Mapping[str, Any], name: str) -> FlatTrace:
                              str(t.get("name") or f"thread {t.get('thread', 0)}"))
                for t in document["threads"]]
     return FlatTrace(name, document["header"], list(document.get("variables") or ()),
-                     list(document.get("anomalies") or ()), document.get("mpi_profile"), threads)
+                     list(document.get("anomalies") or ()), document.get("mpi_profile"), threads,
+                     optional_sections(document, name))
+
+
+def optional_sections(document: Mapping[str, Any], name: str) -> dict[str, list[Any]]:
+    """The optional top-level lists of a document (OPTIONAL_DOCUMENT_KEYS) it has; TraceError for one that is
+    not a list."""
+    sections = {}
+    for key in OPTIONAL_DOCUMENT_KEYS:
+        value = document.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list):
+            raise TraceError(name, f"'{key}' must be an array, got {type(value).__name__} (docs/trace-format.md)")
+        sections[key] = value
+    return sections
 
 
 def flatten_document(document: Any, name: str) -> FlatTrace:
@@ -419,7 +437,9 @@ def _typed_flat(text: bytes, name: str, expected_rank: int | None) -> FlatTrace 
         except OverflowError:  # an integer past the double range: the checked path reads it as +-inf
             return None
         threads.append(FlatThread(thread.thread, thread.name or f"thread {thread.thread}", nodes, array))
-    return FlatTrace(name, document.header, document.variables, document.anomalies, document.mpi_profile, threads)
+    optional = optional_sections({key: getattr(document, key) for key in OPTIONAL_DOCUMENT_KEYS}, name)
+    return FlatTrace(name, document.header, document.variables, document.anomalies, document.mpi_profile, threads,
+                     optional)
 
 
 def _read_or_report(job: tuple[str, int]) -> FlatTrace | tuple[str, str]:

@@ -215,6 +215,16 @@ class Anomaly:
     line: int | None
 
 
+@dataclass(frozen=True)
+class RankSection:
+    """One rank's entries of an optional top-level list of the trace (``OPTIONAL_DOCUMENT_KEYS``: ``peers``,
+    ``vector_loops``), from its rank file or from the merged file's index."""
+
+    rank: int
+    source: str  # the file the entries were read from, for error messages
+    entries: list[Any]
+
+
 @dataclass(frozen=True, eq=False)
 class TraceSet:
     """All ranks of one run. ``ranks[i]`` is the rank number of row i of every per-rank array.
@@ -237,6 +247,14 @@ class TraceSet:
     skipped: dict[str, str]  # file -> why it was left out (allow_missing)
     data: np.ndarray = field(repr=False, default_factory=lambda: np.zeros((0, len(FIELDS), 0, 0)))
     run_record: RunRecord | None = None  # how the job and its ranks ended, when ma run wrote it
+    optional_lists: Mapping[str, list[RankSection]] = field(default_factory=dict)  # key -> sections in rank order
+
+    def optional(self, key: str) -> list[RankSection]:
+        """The optional top-level list ``key`` (one of ``OPTIONAL_DOCUMENT_KEYS``) of every rank that wrote it, in
+        rank order, whichever layout (rank files or merged file) the run was read from."""
+        if key not in trace_format.OPTIONAL_DOCUMENT_KEYS:
+            raise ValueError(f"{key!r} is not an optional trace key ({', '.join(trace_format.OPTIONAL_DOCUMENT_KEYS)})")
+        return list(self.optional_lists.get(key, ()))
 
     # --- navigation -------------------------------------------------------------------------
     @property
@@ -419,6 +437,8 @@ def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, 
             raise TraceError(str(merged.path), f"trace.json: firsts entry of kind {kind!r}, expected first_fail "
                                                "or first_mismatch")
         getattr(site, kind).setdefault(int(rank), decoded(value))
+    for rank, sections in merged.optional:
+        builder.add_optional(rank, str(merged.path), decoded(sections))
     for a in (decoded(x) for x in merged.anomalies):
         anomaly = Anomaly(str(a.get("kind")), str(a.get("path", "")), str(a.get("message", "")),
                           int(a.get("count", 1) or 1), [int(r) for r in a.get("ranks") or ()], a.get("file"),
@@ -515,6 +535,11 @@ class _Builder:
         self.ranks: list[int] = []
         self.sites_by_index: list[Site] = []
         self.structures: dict[tuple[Any, ...], list[Site]] = {}
+        self.optional: dict[str, list[RankSection]] = {}
+
+    def add_optional(self, rank: int, source: str, sections: Mapping[str, list[Any]]) -> None:
+        for key, entries in sections.items():
+            self.optional.setdefault(key, []).append(RankSection(rank, source, entries))
 
     def add(self, index: int, flat: FlatTrace) -> None:
         rank = int(flat.header["rank"])
@@ -548,6 +573,7 @@ class _Builder:
             self._add_variable(var, index, flat.name)
         for anomaly in flat.anomalies:
             self._add_anomaly(anomaly, rank, flat.name)
+        self.add_optional(rank, flat.name, flat.optional)
 
     def _site(self, key: SiteKey, node: tuple[Any, ...], parent: SiteKey | None) -> Site:
         """``node`` is (type, id, path, expr, count_expr, file, line) of the first rank that has it."""
@@ -640,12 +666,13 @@ class _Builder:
             directory=directory, files=files, ranks=ranks, size=size, run_id=run_id, headers=headers,
             thread_ids=tids, thread_names=self.thread_names, sites=self.sites, variables=variables,
             anomalies=list(self.anomalies.values()), mpi_profiles=profiles, missing_ranks=missing,
-            skipped=skipped or {}, data=data)
+            skipped=skipped or {}, data=data,
+            optional_lists={key: sorted(sections, key=lambda s: s.rank) for key, sections in self.optional.items()})
 
 
 def _num(value: Any) -> float:
     return float("nan") if value is None else to_float(value)
 
 
-__all__ = ["FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "Anomaly", "Site", "SiteKey", "Stats", "TraceSet", "TraceWarning",
-           "Variable", "from_traces", "is_mpi", "load", "rank_ranges"]
+__all__ = ["FIELDS", "MPI_TYPES", "STRUCTURE_TYPES", "Anomaly", "RankSection", "Site", "SiteKey", "Stats", "TraceSet",
+           "TraceWarning", "Variable", "from_traces", "is_mpi", "load", "rank_ranges"]

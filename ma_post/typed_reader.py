@@ -67,6 +67,8 @@ class Document(msgspec.Struct):
     variables: list[Any] = []
     anomalies: list[Any] = []
     mpi_profile: dict[str, Any] | None = None
+    peers: Any = None  # OPTIONAL_DOCUMENT_KEYS: checked by reader.optional_sections
+    vector_loops: Any = None
 
 
 _DECODER = msgspec.json.Decoder(Document)

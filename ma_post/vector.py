@@ -9,14 +9,15 @@ lines (``MA:<depth>:ma_vec_loop_start:<id>:<expr>:<value>:...`` and ``...ma_vec_
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ma.errors import TraceError
-from ma.trace_format import RANK_FILE, RANK_FILE_GLOB
+from ma.trace_format import VECTOR_LOOPS_KEY
+
+if TYPE_CHECKING:
+    from ma_post.traceset import TraceSet
 
 
 @dataclass(frozen=True)
@@ -54,26 +55,20 @@ def _measured(record: dict[str, Any]) -> dict[str, float] | None:
             "mv": 2 if vectorised else 0}  # one process per rank under Valgrind: the multithreaded bit is unseen
 
 
-def vec_loop_results(trace_dir: Path) -> list[VecLoopResult]:
-    """Every vec_loop record of every rank file in ``trace_dir``; TraceError naming a malformed file."""
+def vec_loop_results(ts: TraceSet) -> list[VecLoopResult]:
+    """Every vec_loop record of every rank of ``ts`` (rank files or merged trace alike), in rank order; TraceError
+    naming the file of a malformed record."""
     results = []
-    files = sorted(trace_dir.glob(RANK_FILE_GLOB))
-    if not files:
-        raise TraceError(str(trace_dir), f"no trace files ({RANK_FILE_GLOB}) in this directory")
-    for file in files:
-        match = RANK_FILE.match(file.name)
-        if match is None:
-            continue
-        try:
-            document = json.loads(file.read_text())
-            for record in document.get("vector_loops", []):
+    for section in ts.optional(VECTOR_LOOPS_KEY):
+        for record in section.entries:
+            try:
                 results.append(VecLoopResult(
-                    int(match.group(1)), str(record["id"]), str(record["path"]), int(record["depth"]),
+                    section.rank, str(record["id"]), str(record["path"]), int(record["depth"]),
                     dict(record["expr"]), dict(record["predicted_first"] or {}), int(record["mv"]),
                     int(record["calls"]), _measured(record)))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise TraceError(str(file), f"bad vector_loops record ({exc!s}); expected the layout of "
-                                        "docs/vector-backend.md") from None
+            except (ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as exc:
+                raise TraceError(section.source, f"rank {section.rank}: bad vector_loops record ({exc!s}); expected "
+                                                 "the layout of docs/vector-backend.md") from None
     return results
 
 

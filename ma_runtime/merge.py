@@ -32,6 +32,7 @@ from ma.trace_format import (
     MERGED_FORMAT,
     MERGED_INDEX,
     MERGED_VERSION,
+    OPTIONAL_DOCUMENT_KEYS,
     RANK_HEADER_KEYS,
     RUNNING,
     VALUE_FIELDS,
@@ -47,8 +48,9 @@ DEFAULT_TIMEOUT = 120.0
 _NAN = float("nan")
 
 # A rank's part: (rank, structure text, values, variable values, header text, per-rank header fields,
-# anomalies, first fails and mismatches [(kind, row, object)], mpi_profile)
-Part = tuple[int, str, bytes, bytes, str, tuple[Any, ...], list[Any], list[Any], Any]
+# anomalies, first fails and mismatches [(kind, row, object)], mpi_profile, optional top-level lists
+# {OPTIONAL_DOCUMENT_KEYS entry: list} of the ones the document has)
+Part = tuple[int, str, bytes, bytes, str, tuple[Any, ...], list[Any], list[Any], Any, dict[str, Any]]
 
 
 def layout() -> str:
@@ -134,7 +136,8 @@ def part_of(document: Mapping[str, Any]) -> Part:
     per_rank = tuple(header.pop(key, None) for key in RANK_HEADER_KEYS)
     header_text = json.dumps(header, separators=(",", ":"), sort_keys=True, default=str)
     return (int(per_rank[0]), structure, values.tobytes(), variables.tobytes(), header_text, per_rank[1:],
-            list(document.get("anomalies") or ()), firsts, document.get("mpi_profile"))
+            list(document.get("anomalies") or ()), firsts, document.get("mpi_profile"),
+            {key: document[key] for key in OPTIONAL_DOCUMENT_KEYS if document.get(key) is not None})
 
 
 # --- the reduction ------------------------------------------------------------------------------------
@@ -269,8 +272,11 @@ def build_archive(bundle: Bundle, size: int, extra: Mapping[str, Any] | None = N
     totals: dict[tuple[int, int], tuple[float, float, float]] = {}
     hist, peers = array("d"), array("d")
     has_profile = []
-    for position, (rank, _group, _values, _variables, _header, per_rank, rank_anomalies, rank_firsts, profile
-                   ) in enumerate(parts):
+    optional: list[list[Any]] = []  # [rank, {key: list}] of the ranks whose document has optional lists
+    for position, (rank, _group, _values, _variables, _header, per_rank, rank_anomalies, rank_firsts, profile,
+                   sections) in enumerate(parts):
+        if sections:
+            optional.append([rank, sections])
         pid, host, start, end, status, reason = per_rank
         pids.append(int(pid) if isinstance(pid, int) else -1)
         times.extend((_number(start), _number(end)))
@@ -316,7 +322,7 @@ def build_archive(bundle: Bundle, size: int, extra: Mapping[str, Any] | None = N
         "absent": [r for r in range(size) if r not in present],
         "groups": groups, "headers": headers, "hosts": list(hosts),
         "statuses": [list(key) for key in statuses], "mpi_routines": list(routines),
-        "anomalies": list(anomalies.values()), "firsts": firsts, "writer": dict(extra or {}),
+        "anomalies": list(anomalies.values()), "firsts": firsts, "optional": optional, "writer": dict(extra or {}),
     }
     members[MERGED_INDEX] = trace.encode(index).encode("utf-8")
     return members

@@ -24,7 +24,7 @@ from trace_schema import check_trace_schema
 import ma_post
 from examples.npb_cg.conj_grad import TRANSPOSE_PEER
 from ma.expr import parse_expression
-from ma.trace_format import rank_file
+from ma.trace_format import MERGED_FILE, rank_file
 from ma_post.interop.simgrid import Machine, replay
 from ma_post.interop.synth import synthesize
 from ma_post.peers import peer_results
@@ -292,6 +292,55 @@ def test_c_partner_assertions_pass_and_fail(tmp_path: Path) -> None:
             assert validated.returncode == 1
             assert lines["ring/snd"].startswith("ring/snd:peer:ma_mpi_send:PASS=0:FAIL=12 (rank 0 call 1: partner "
                                                 "was rank 1, asserted rank 2; 3 more rank(s) failed)"), lines
+
+
+C_RING_WITH_VEC_LOOP = C_RING.replace('    ma_loop_end("ring", 3);\n', """    ma_loop_end("ring", 3);
+    ma_def_variable_int("n", 1000);
+    double x[1000], y[1000];
+    for (int i = 0; i < 1000; i++)
+        x[i] = i, y[i] = 1;
+    ma_vec_loop_start("daxpy", "3*n/4", 750, "2*n", 2000, "4", 4, 2);
+    for (int i = 0; i < 1000; i++)
+        y[i] += 2.5 * x[i];
+    ma_vec_loop_stop("daxpy");
+    if (y[999] < 0)
+        return 1;
+""")
+
+
+def test_c_partner_and_vec_loop_results_agree_between_layouts(tmp_path: Path) -> None:
+    """The C runtime's merge carries each rank's peers and vector_loops into trace.json: the merged trace
+    validates exactly as the rank files of the same run do."""
+    from ma_post.vector import vec_loop_results
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    assert C_RING_WITH_VEC_LOOP != C_RING
+    source = tmp_path / "ring.c"
+    source.write_text(C_RING_WITH_VEC_LOOP)
+    binary = tmp_path / "ring"
+    built = subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *pmpi.c_flags(), str(source),
+                            "-o", str(binary), *pmpi.c_libs()], capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    for layout in ("merged", "per-rank"):
+        done = subprocess.run([str(VENV_BIN / "mpiexec"), "-n", "4", str(binary), "mod(rank+2, nprocs)"],
+                              env=clean_env(MA_TRACE_DIR=str(tmp_path / layout), MA_TRACE_LAYOUT=layout),
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / "merged").iterdir()) == [MERGED_FILE]
+    merged, per_rank = ma_post.load(tmp_path / "merged"), ma_post.load(tmp_path / "per-rank")
+    results = [[r.to_json() for r in peer_results(ts)] for ts in (merged, per_rank)]
+    assert results[0] == results[1]
+    by_path = {r["path"]: r for r in results[0]}
+    assert by_path["ring/rcv"]["pass"] == 12 and by_path["ring/snd"]["fail"] == 12
+    assert by_path["ring/snd"]["failures"][0] == {"rank": 0, "call": 1, "expected": 2.0, "actual": 1}
+    loops = [vec_loop_results(ts) for ts in (merged, per_rank)]
+    assert loops[0] == loops[1] and [r.rank for r in loops[0]] == [0, 1, 2, 3]
+    assert loops[0][0].predicted == {"vloadstore": 750, "vflops": 2000, "avl": 4} and loops[0][0].calls == 1
+    outputs = [subprocess.run([str(VENV_BIN / "ma"), "validate", str(tmp_path / layout), "--vec-loops", "figure8"],
+                              capture_output=True, text=True) for layout in ("merged", "per-rank")]
+    assert outputs[0].returncode == outputs[1].returncode == 1, outputs[0].stderr
+    assert outputs[0].stdout == outputs[1].stdout and "daxpy:vec_loop.avl:4:unmeasured:-" in outputs[0].stdout
 
 
 def test_only_the_first_calls_of_a_site_are_checked(tmp_path: Path) -> None:

@@ -380,3 +380,83 @@ def test_the_typed_fast_path_reads_what_the_checked_path_reads(tmp_path: Path, m
     assert list(fast.headers) == list(checked.headers) and list(fast.mpi_profiles) == list(checked.mpi_profiles)
     assert {k: (s.first_fail, s.first_mismatch) for k, s in fast.sites.items()} == {
         k: (s.first_fail, s.first_mismatch) for k, s in checked.sites.items()}
+
+
+OPTIONAL_PROGRAM = """
+    import sys
+    import numpy as np
+    from mpi4py import MPI
+    import ma
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.rank, comm.size
+    ma.variable("nprocs", size)
+    ma.variable("n", 1000)
+    send, recv = np.zeros(4), np.empty(4)
+    with ma.loop("ring", "3") as lp:
+        for _ in lp.range(3):
+            with ma.mpi_irecv("rcv", "32", peer="mod(rank-1, nprocs)"):
+                request = comm.Irecv(recv, source=(rank - 1) % size)
+            with ma.mpi_send("snd", "32", peer=sys.argv[1]):
+                comm.Send(send, dest=(rank + 1) % size)
+            request.Wait()
+    x, y = np.arange(1000.0), np.ones(1000)
+    if rank % 2 == 0:  # only some ranks hold vector_loops
+        with ma.vec_loop("daxpy", "5*n/4", "2*n", "4", 2):
+            y += 2.5 * x
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_partner_and_vec_loop_results_agree_between_layouts(tmp_path: Path, ranks: int) -> None:
+    """The optional top-level lists (peers, vector_loops) of every rank travel through the merge (trace.json's
+    ``optional``) and read back the same as from the rank files of the same run."""
+    from ma_post.peers import peer_results
+    from ma_post.vector import vec_loop_results
+
+    (tmp_path / "opt.py").write_text(textwrap.dedent(OPTIONAL_PROGRAM))
+    for layout in ("merged", "per-rank"):
+        done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", str(ranks), "--trace-dir", layout, "--",
+                               str(VENV_BIN / "python"), "opt.py", "mod(rank+2, nprocs)"], cwd=tmp_path,
+                              env={**clean_env(), "MA_TRACE_LAYOUT": layout}, capture_output=True, text=True,
+                              timeout=180)
+        assert done.returncode == 0, done.stderr
+    assert trace_files(tmp_path / "merged") == [MERGED_FILE]
+    index = json.loads(zipfile.ZipFile(tmp_path / "merged" / MERGED_FILE).read(MERGED_INDEX))
+    assert [entry[0] for entry in index["optional"]] == list(range(ranks))
+    merged, per_rank = load(tmp_path / "merged"), load(tmp_path / "per-rank")
+    assert [s.rank for s in merged.optional("vector_loops")] == list(range(0, ranks, 2))
+    assert [s.rank for s in merged.optional("peers")] == [s.rank for s in per_rank.optional("peers")]
+    peers = [[r.to_json() for r in peer_results(ts)] for ts in (merged, per_rank)]
+    assert peers[0] == peers[1]
+    by_path = {r["path"]: r for r in peers[0]}
+    assert by_path["ring/rcv"]["pass"] == 3 * ranks and by_path["ring/rcv"]["ok"]
+    # rank+2 is not the partner (rank+1 is): every send fails, rank 0's first one named with both ranks
+    assert by_path["ring/snd"]["fail"] == 3 * ranks and by_path["ring/snd"]["failures"][0]["actual"] == 1
+    loops = [vec_loop_results(ts) for ts in (merged, per_rank)]
+    assert loops[0] == loops[1] and [r.rank for r in loops[0]] == list(range(0, ranks, 2))
+    assert loops[0][0].predicted == {"vloadstore": 1250, "vflops": 2000, "avl": 4}
+    outputs = [subprocess.run([str(VENV_BIN / "ma"), "validate", layout, "--vec-loops", "both"], cwd=tmp_path,
+                              env=clean_env(), capture_output=True, text=True, timeout=120)
+               for layout in ("merged", "per-rank")]
+    assert outputs[0].returncode == outputs[1].returncode == 1, outputs[0].stderr
+    assert outputs[0].stdout == outputs[1].stdout and "ring/snd:peer:ma_mpi_send:" in outputs[0].stdout
+    assert "daxpy:vec_loop.vflops:2000:unmeasured:-" in outputs[0].stdout
+
+
+def test_a_malformed_optional_entry_of_the_merged_index_is_named(tmp_path: Path) -> None:
+    part = part_of(make_trace(cg_program(), 0, 1) | {"peers": [{"path": "p", "type": "mpi_send"}]})
+    bundle = Bundle()
+    bundle.add(part)
+    members = build_archive(bundle, 1)
+    index = json.loads(members[MERGED_INDEX])
+    assert index["optional"] == [[0, {"peers": [{"path": "p", "type": "mpi_send"}]}]]
+    write_archive(tmp_path, members)
+    assert load(tmp_path).optional("peers")[0].entries == [{"path": "p", "type": "mpi_send"}]
+    with pytest.raises(ValueError, match="not an optional trace key"):
+        load(tmp_path).optional("nonsense")
+    index["optional"] = [[0, {"peers": {"not": "a list"}}]]
+    write_archive(tmp_path, {**members, MERGED_INDEX: json.dumps(index).encode()})
+    with pytest.raises(TraceError, match=r"trace.json: optional\[0\]: key 'peers' with dict"):
+        load(tmp_path)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import REPO, VENV_BIN, clean_env
 
+import ma_post
 from ma.errors import AnnotationError
 from ma_post.vector import vec_loop_results
 
@@ -32,7 +33,7 @@ def test_tzetar_class_w_one_process_prints_the_papers_numbers(tmp_path: Path) ->
     done = ma("run", "-n", "1", "--trace-dir", str(tmp_path), "--", sys.executable, str(SP), "--class", "W",
               "--niter", "1")
     assert done.returncode == 0, done.stderr[-2000:]
-    results = [r for r in vec_loop_results(tmp_path) if r.id == "tzetar"]
+    results = [r for r in vec_loop_results(ma_post.load(tmp_path)) if r.id == "tzetar"]
     assert results and all(r.predicted == {"vloadstore": 1179360, "vflops": 725760, "avl": 35} for r in results)
     assert all(r.mv == 3 and r.measured is None for r in results)  # no maflops tool: unmeasured
     shown = ma("validate", str(tmp_path), "--vec-loops", "both")
@@ -70,7 +71,7 @@ def test_numpy_vec_loop_is_validated_against_the_measured_vector_metrics(tmp_pat
     trace = tmp_path / "trace"
     done = ma("run", "-n", "1", "--counters", "valgrind", "--trace-dir", str(trace), "--", sys.executable, str(app))
     assert done.returncode == 0, done.stderr[-2000:]
-    (result,) = vec_loop_results(trace)
+    (result,) = vec_loop_results(ma_post.load(trace))
     assert result.calls == 3 and result.measured is not None
     assert result.measured["avl"] == pytest.approx(lanes, rel=1e-3)
     assert result.error("vflops") == pytest.approx(0, abs=0.01)  # 2n flops, all in full vectors
@@ -139,7 +140,7 @@ def test_c_vec_loop_records_and_measures(tmp_path: Path) -> None:
     trace = tmp_path / "trace"
     done = ma("run", "-n", "1", "--counters", "valgrind", "--trace-dir", str(trace), "--", str(exe))
     assert done.returncode == 0, done.stderr[-2000:]
-    (result,) = vec_loop_results(trace)
+    (result,) = vec_loop_results(ma_post.load(trace))
     assert (result.id, result.path, result.depth, result.calls, result.mv) == ("daxpy", "kernel", 2, 2, 2)
     assert result.predicted == {"vloadstore": 3000, "vflops": 8000, "avl": 4}
     assert result.measured is not None and result.measured["avl"] == 4 and result.measured["vflops"] == 8000

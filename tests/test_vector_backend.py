@@ -3,19 +3,23 @@ symbolic predictions of a modelled CG run per bandwidth scenario, exported to Oc
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import sympy
+from conftest import VENV_BIN, clean_env
 from post_fixtures import cg_program, make_trace
 
 from backends import registry
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
-from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time
+from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
 from ma.errors import BackendError
-from ma_post import ModelBuilder
+from ma_cli.main import main
+from ma_post import ModelBuilder, load
 from ma_post.export.octave import export_octave, octave_function_name
 from ma_post.traceset import from_traces
 
@@ -100,3 +104,52 @@ def test_prediction_exports_to_octave(builder: ModelBuilder, tmp_path: Path) -> 
                           capture_output=True, text=True, timeout=300, check=True)
     assert path.name == "vector_time.m"
     assert float(done.stdout.split()[-1]) == pytest.approx(prediction.evaluate(POINT), rel=1e-12)
+
+
+DAXPY_APP = """
+import numpy as np
+import ma
+
+n = ma.variable("n", 20000)
+x, y = np.arange(n, dtype=np.float64), np.ones(n)
+with ma.subroutine("kernel"):
+    with ma.loop("repeat", "4") as lp:
+        for _ in lp.range(4):
+            with ma.vec_loop("daxpy", "3*n/4", "2*n", "4", 2):
+                with ma.flop("axpy", "2*n"), ma.loadstore("xy", "3*n"):
+                    y += 2.5 * x
+"""
+
+
+def test_ma_predict_with_the_vector_backend_on_a_traced_run(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`ma predict --backend vector`: the CLI builds the backend through Backend.from_options, with the loops of
+    the run's own ma.vec_loop records, and prints the prediction under each bandwidth scenario."""
+    (tmp_path / "app.py").write_text(DAXPY_APP)
+    trace = tmp_path / "trace"
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "1", "--trace-dir", str(trace), "--", sys.executable,
+                           str(tmp_path / "app.py")], env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    ts = load(trace)
+    assert loops_from_trace(ts) == {"kernel/repeat": VectorLoop(2, "4")}
+    profile_file = machine().save(tmp_path / "host.json")
+    assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file), "--scenario", "max",
+                 "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    builder = ModelBuilder(ts)
+    loops = loops_from_trace(ts)
+    expected = {s: VectorBackend(loops, s).predict(builder, machine()).evaluate({"n": 20000})
+                for s in ("min", "mixed", "max")}
+    assert report["backend"] == "vector" and report["total_s"] == pytest.approx(expected["max"], rel=1e-9)
+    assert [v["name"] for v in report["variants"]] == ["scenario min", "scenario mixed", "scenario max"]
+    assert [v["total_s"] for v in report["variants"]] == pytest.approx([expected[s] for s in ("min", "mixed", "max")])
+    assert expected["min"] > expected["mixed"] > expected["max"] > 0
+    scalar = VectorBackend(scenario="max").predict(builder, machine()).evaluate({"n": 20000})
+    assert scalar > expected["max"]  # the traced vector loop (MV 2, AVL 4) counts
+    assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file)]) == 0
+    text = capsys.readouterr().out
+    assert "backend vector" in text and "kernel/repeat/axpy" in text
+    assert all(f"scenario {s}: predicted time per rank" in text for s in ("min", "mixed", "max"))
+    with pytest.raises(SystemExit):  # the backend's own option, checked by the parser
+        main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file), "--scenario", "fast"])
+    assert "invalid choice: 'fast'" in capsys.readouterr().err

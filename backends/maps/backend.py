@@ -32,7 +32,9 @@ from .eq1 import bandwidth_expr
 from .signature import assumed_hit_rates, check_hit_rates
 
 if TYPE_CHECKING:
-    from ma_post import ModelBuilder
+    import argparse
+
+    from ma_post import ModelBuilder, TraceSet
     from ma_post.models import Term
 
     from ..machine.profile import MachineProfile
@@ -95,6 +97,38 @@ class MapsBackend(Backend):
         self.signatures = dict(signatures or {})
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.call_overhead_s = call_overhead_s
+
+    @classmethod
+    def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
+        parser.add_argument("--overlap", choices=OVERLAPS, default="sum",
+                            help="maps: compute and memory of a block added (sum) or overlapped (max)")
+        parser.add_argument("--signatures", metavar="FILE",
+                            help="maps: hit rates per loadstore site (ma-signature JSON)")
+        parser.add_argument("--assumed-hits", metavar="H1,..,HN",
+                            help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
+        parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
+                            help="maps: seconds per annotated call (default: the profile's cpu.call_overhead_s, "
+                                 "else 0)")
+        parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
+
+    @classmethod
+    def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
+        from .signature import load_signatures
+
+        assumed = None
+        text = getattr(options, "assumed_hits", None)
+        if text:
+            try:
+                assumed = [float(h) for h in text.split(",")]
+            except ValueError:
+                raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
+        overhead = getattr(options, "call_overhead", None)
+        if overhead is None:
+            overhead = float(machine.cpu.get("call_overhead_s", 0.0))
+        signatures = getattr(options, "signatures", None)
+        return cls(overlap=getattr(options, "overlap", "sum"), procs=getattr(options, "procs", "nprocs"),
+                   signatures=load_signatures(signatures, machine.levels) if signatures else None,
+                   assumed_hits=assumed, call_overhead_s=overhead)
 
     def predict(self, model: ModelBuilder, machine: MachineProfile,
                 parameters: Mapping[str, float] | None = None) -> MapsPrediction:

@@ -10,21 +10,21 @@ three. The profile is the host's, from the MachineProfile given to ``predict``, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ma.errors import BackendError
-from ma.trace_format import RANK_FILE_GLOB
+from ma.trace_format import VECTOR_LOOPS_KEY
 
 from ..base import Backend, Prediction, SitePrediction
 from .profile import CRAY_X1E, SCENARIOS, VectorProfile, host_profile
 from .timing import LoopTime, loop_time
 
 if TYPE_CHECKING:
-    from ma_post import ModelBuilder
+    import argparse
+
+    from ma_post import ModelBuilder, TraceSet
 
     from ..machine.profile import MachineProfile
 
@@ -40,15 +40,17 @@ class VectorLoop:
     avl: str | float | None = None
 
 
-def loops_from_trace(trace_dir: str | Path) -> dict[str, VectorLoop]:
-    """The ``ma.vec_loop`` records of a run (rank 0's file first) as site path -> VectorLoop."""
-    files = sorted(Path(trace_dir).glob(RANK_FILE_GLOB))
-    if not files:
-        raise BackendError(f"{trace_dir}: no trace files ({RANK_FILE_GLOB})")
+def loops_from_trace(ts: TraceSet) -> dict[str, VectorLoop]:
+    """The ``ma.vec_loop`` records of a loaded run (rank files or merged trace; lowest rank first) as site
+    path -> VectorLoop."""
     loops: dict[str, VectorLoop] = {}
-    for file in files:
-        for record in json.loads(file.read_text()).get("vector_loops", []):
-            loops.setdefault(record["path"], VectorLoop(int(record["mv"]), str(record["expr"]["avl"])))
+    for section in ts.optional(VECTOR_LOOPS_KEY):
+        for record in section.entries:
+            try:
+                loops.setdefault(str(record["path"]), VectorLoop(int(record["mv"]), str(record["expr"]["avl"])))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise BackendError(f"{section.source}: rank {section.rank}: bad vector_loops record ({exc!s}); "
+                                   "expected the layout of docs/vector-backend.md") from None
     return loops
 
 
@@ -63,6 +65,25 @@ class VectorBackend(Backend):
         self.loops = dict(loops or {})
         self.scenario = scenario
         self.profile = profile
+
+    @classmethod
+    def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
+        parser.add_argument("--scenario", choices=SCENARIOS, default="mixed",
+                            help="vector: the bandwidth scenario of the main prediction (all three are printed)")
+        parser.add_argument("--vector-profile", choices=("host", "x1e"), default="host",
+                            help="vector: the host's rates from the machine profile, or the Cray X1E's")
+
+    @classmethod
+    def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> VectorBackend:
+        """Loops from the run's ``ma.vec_loop`` records; ``--scenario`` and ``--vector-profile``."""
+        profile = CRAY_X1E if getattr(options, "vector_profile", "host") == "x1e" else None
+        return cls(loops_from_trace(traces), getattr(options, "scenario", "mixed"), profile)
+
+    def variants(self, model: ModelBuilder, machine: MachineProfile,
+                 parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:
+        """The prediction under each bandwidth scenario (min, mixed, max)."""
+        return {f"scenario {name}": prediction
+                for name, prediction in self.predict_scenarios(model, machine, parameters).items()}
 
     def loop_of(self, path: str) -> VectorLoop:
         """The innermost asserted loop enclosing the site ``path`` (MV 0 when none)."""

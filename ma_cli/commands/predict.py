@@ -1,5 +1,6 @@
-"""``ma predict DIR --backend maps --machine PROFILE``: predicted time per subroutine and per site, what-if
-studies on the machine profile, and predicted against measured time where the traces timed the sites."""
+"""``ma predict DIR --backend NAME --machine PROFILE`` (any installed backend; maps by default): predicted time
+per subroutine and per site, what-if studies on the machine profile, and predicted against measured time where
+the traces timed the sites. Each backend adds its own options and builds itself from them (backends/base.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ..support import add_trace_arguments, check_parameters, load_profile, load_
 if TYPE_CHECKING:
     import sympy
 
-    from backends.base import Prediction
-    from ma_post import ModelBuilder
+    from backends.base import Backend, Prediction
+    from ma_post import ModelBuilder, TraceSet
 
 PARTS = ("compute", "memory", "communication")
 
@@ -31,36 +32,37 @@ def register(subparsers: Any) -> None:
                         help="input parameter value (inputs not set keep their traced values, per rank)")
     parser.add_argument("--what-if", dest="what_ifs", action="append", default=[], metavar="FIELD=*F",
                         help="scale (*F, /F) or set (=V) a profile field, e.g. network.bandwidth=*2; repeatable")
-    parser.add_argument("--overlap", choices=("sum", "max"), default="sum",
-                        help="maps: compute and memory of a block added (sum) or overlapped (max)")
-    parser.add_argument("--signatures", metavar="FILE", help="maps: hit rates per loadstore site (ma-signature JSON)")
-    parser.add_argument("--assumed-hits", metavar="H1,..,HN",
-                        help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
-    parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
-                        help="maps: seconds per annotated call (default: the profile's cpu.call_overhead_s, else 0)")
-    parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(handler=handle)
+    parse = parser.parse_known_args
+
+    def parse_with_backend_options(args: Any = None, namespace: Any = None) -> Any:
+        """The backends' options join when ``predict`` itself is parsed: backends import SymPy, which no other
+        command of ``ma`` should pay for."""
+        if not any(group.title.endswith(" backend") for group in parser._action_groups if group.title):
+            add_backend_arguments(parser)
+        return parse(args, namespace)
+
+    parser.parse_known_args = parse_with_backend_options  # type: ignore[method-assign]
 
 
-def make_backend(args: argparse.Namespace, machine: Any) -> Any:
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every installed backend's own options (Backend.add_arguments), in a group per backend."""
     from backends import registry
-    from backends.maps import MapsBackend
-    from backends.maps.signature import load_signatures
 
-    cls = registry.load(args.backend)
-    if not issubclass(cls, MapsBackend):
-        return cls()
-    assumed = None
-    if args.assumed_hits:
+    for info in registry.installed():
         try:
-            assumed = [float(h) for h in args.assumed_hits.split(",")]
-        except ValueError:
-            raise MAError(f"--assumed-hits {args.assumed_hits!r}: expected comma-separated numbers") from None
-    overhead = args.call_overhead if args.call_overhead is not None else float(machine.cpu.get("call_overhead_s", 0.0))
-    signatures = load_signatures(args.signatures, machine.levels) if args.signatures else None
-    return cls(overlap=args.overlap, procs=args.procs, signatures=signatures, assumed_hits=assumed,
-               call_overhead_s=overhead)
+            backend_class = info.load()
+        except MAError:  # a broken third-party backend must not break the command; selecting it reports why
+            continue
+        backend_class.add_arguments(parser.add_argument_group(f"{info.name} backend"))
+
+
+def make_backend(args: argparse.Namespace, traces: TraceSet, machine: Any) -> Backend:
+    """The backend ``--backend`` names, built by its own ``from_options`` (backends/base.py)."""
+    from backends import registry
+
+    return registry.load(args.backend).from_options(args, traces, machine)
 
 
 def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> float:
@@ -91,12 +93,15 @@ def handle(args: argparse.Namespace) -> int:
     machine = load_profile(args.machine)
     builder = ModelBuilder(load_traces(args))
     check_parameters(builder.ts, sets)
-    backend = make_backend(args, machine)
+    backend = make_backend(args, builder.ts, machine)
     prediction: Prediction = backend.predict(builder, machine, sets)
+    variants = backend.variants(builder, machine, sets)
     report: dict[str, Any] = {"backend": prediction.backend, "machine": prediction.machine, "inputs": sets,
                               "notes": list(prediction.notes)}
     report["sites"] = site_rows(builder, [(s.path, s) for s in prediction.sites], sets)
     report["total_s"] = mean_value(builder, prediction.total, sets)
+    report["variants"] = [{"name": name, "total_s": mean_value(builder, other.total, sets), "notes": list(other.notes)}
+                          for name, other in variants.items()]
     if isinstance(prediction, MapsPrediction):
         report["subroutines"] = site_rows(builder, list(prediction.by_subroutine().items()), sets)
         report["assumed_hit_rates"] = list(prediction.assumed)
@@ -140,6 +145,10 @@ def print_report(report: dict[str, Any]) -> None:
     inputs = ", ".join(f"{k}={number(v)}" for k, v in report["inputs"].items()) or "traced values"
     print(f"backend {report['backend']}, machine {report['machine']}, inputs: {inputs}")
     print(f"predicted time per rank: {number(report['total_s'])} s\n")
+    for variant in report.get("variants") or ():
+        print(f"{variant['name']}: predicted time per rank {number(variant['total_s'])} s")
+    if report.get("variants"):
+        print()
     if "subroutines" in report:
         print(_shares(report["subroutines"], "subroutine"))
     print(_shares(report["sites"], "site"))

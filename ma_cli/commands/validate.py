@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.vec_loops:
         from ma_post.vector import figure8_lines, paper_lines, vec_loop_results
 
-        results = vec_loop_results(Path(args.trace_dir))
+        results = vec_loop_results(ts)
         if args.vec_loops in ("figure8", "both"):
             sys.stdout.write(figure8_lines(results))
         if args.vec_loops in ("paper", "both"):

@@ -354,6 +354,21 @@ static int any_peer(const ma_node *n)
 }
 static void vector_loops(out *o, const ma_vecrec *r);
 
+/* `,"peers":[...]` and `,"vector_loops":[...]`, the optional top-level keys (OPTIONAL_DOCUMENT_KEYS of
+ * ma/trace_format.py), each only when used; the rank file and the merged trace's part both carry them. */
+static void optional_keys(out *o, const ma_runtime_state *rt)
+{
+    if (any_peer(ma_rt_root(rt))) { /* only when some assertion named its partner */
+        int rank, size;
+        double start;
+        ma_rt_identity(rt, &rank, &size, &start);
+        raw(o, ",\"peers\":[");
+        peer_entries(o, ma_rt_root(rt), rank, 0);
+        raw(o, "]");
+    }
+    vector_loops(o, ma_rt_vector_loops(rt));
+}
+
 char *ma_trace_document(const ma_runtime_state *rt, const char *status, const char *reason, int final)
 {
     out o = {0};
@@ -404,15 +419,7 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
         ma_pmpi_profile_json(o.buf + o.len, o.cap - o.len);
         o.len += need;
     }
-    if (any_peer(ma_rt_root(rt))) { /* optional: only when some assertion named its partner */
-        int rank, size;
-        double start;
-        ma_rt_identity(rt, &rank, &size, &start);
-        raw(&o, ",\"peers\":[");
-        peer_entries(&o, ma_rt_root(rt), rank, 0);
-        raw(&o, "]");
-    }
-    vector_loops(&o, ma_rt_vector_loops(rt));
+    optional_keys(&o, rt);
     raw(&o, "}\n");
     if (o.failed) {
         free(o.buf);
@@ -521,7 +528,7 @@ int ma_trace_write_atomic(const char *dir, int rank, const char *text)
 #define TAG_ACK 0x4D42
 #define N_VALUE_FIELDS 23
 enum { P_NUMBERS, P_STRUCTURE, P_HEADER, P_STATUS, P_HOST, P_ANOMALIES, P_FIRSTS, P_VALUES, P_VARIABLES, P_MPI,
-       P_HIST, P_PEERS, P_FIELDS };
+       P_HIST, P_PEERS, P_OPTIONAL, P_FIELDS };
 static const char *const value_fields[N_VALUE_FIELDS] = {
     "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns", "pred_n", "pred_min", "pred_max",
     "pred_sum", "meas_n", "meas_min", "meas_max", "meas_sum", "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
@@ -640,6 +647,7 @@ static int make_part(const ma_runtime_state *rt, const char *status, const char 
     ma_rt_identity(rt, &rank, &size, &start_time);
     out f[P_FIELDS] = {{0}};
     double numbers[4] = {(double)rank, (double)getpid(), start_time, ma_wall_clock()};
+    int failed = 0;
     bytes(&f[P_NUMBERS], numbers, sizeof numbers);
     raw(&f[P_STRUCTURE], "{\"threads\":[{\"thread\":0,\"name\":\"main\",\"nodes\":[");
     long row = 0;
@@ -690,7 +698,15 @@ static int make_part(const ma_runtime_state *rt, const char *status, const char 
         dbl(&f[P_MPI], (double)calls), dbl(&f[P_MPI], (double)nbytes), dbl(&f[P_MPI], (double)time_ns);
     }
     profile_rows(&f[P_HIST], &f[P_PEERS]);
-    int failed = 0;
+    out optional = {0}; /* `,"peers":[...],...` -> `[rank,{"peers":[...],...}]`, the entry of trace.json's optional */
+    optional_keys(&optional, rt);
+    if (optional.len) {
+        fmt(&f[P_OPTIONAL], "[%d,{", rank);
+        bytes(&f[P_OPTIONAL], optional.buf + 1, optional.len - 1);
+        raw(&f[P_OPTIONAL], "}]");
+    }
+    failed |= optional.failed;
+    free(optional.buf);
     uint64_t total = 0;
     for (int i = 0; i < P_FIELDS; i++)
         total += sizeof(uint64_t) + f[i].len, failed |= f[i].failed;
@@ -1032,6 +1048,13 @@ static int write_merged(const ma_runtime_state *rt, const out *bundle, int size,
         if (parts[i].len[P_FIRSTS]) {
             raw(&index, first ? "" : ",");
             bytes(&index, parts[i].field[P_FIRSTS], parts[i].len[P_FIRSTS]);
+            first = 0;
+        }
+    raw(&index, "],\"optional\":[");
+    for (size_t i = 0, first = 1; i < n; i++)
+        if (parts[i].len[P_OPTIONAL]) {
+            raw(&index, first ? "" : ",");
+            bytes(&index, parts[i].field[P_OPTIONAL], parts[i].len[P_OPTIONAL]);
             first = 0;
         }
     fmt(&index, "],\"writer\":{\"producer\":\"%s\",\"reduction_seconds\":%.6f}}", MA_PRODUCER, reduction_s);
