@@ -26,7 +26,8 @@ step "1. NPB CG class S on 4 processes, annotated, under ma run"
 ma run -n 4 --trace-dir "$OUT/traces" -- python examples/npb_cg/cg.py --class S | tee "$OUT/cg.txt"
 
 step "2. Validation (MA paper Figure 8): loops and messages exact; flops unmeasured without a counter"
-ma validate "$OUT/traces" | tee "$OUT/validation.txt" | head -n 12
+ma validate "$OUT/traces" > "$OUT/validation.txt"
+head -n 12 "$OUT/validation.txt"
 echo "... ($(wc -l < "$OUT/validation.txt") lines in $OUT/validation.txt)"
 ma ir "$OUT/traces" > "$OUT/ir.txt"
 ma cfg "$OUT/traces" > "$OUT/cfg.txt"
