@@ -8,13 +8,11 @@ P must be a power of two. Exit status: 0 verified (or no verification asked for,
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
@@ -25,6 +23,9 @@ if __package__ in (None, ""):
 import numpy as np
 
 import ma
+from examples.npb_common import cli
+from examples.npb_common.mpi import start_mpi
+from examples.npb_common.report import completed_lines
 
 from .classes import CGITMAX, CLASSES, RCOND, VERIFY_EPSILON, ProblemClass, official_op_count, relative_error
 from .conj_grad import NORMS, ROOT, CGState, butterfly_sum, conj_grad, local_dot, matrix_in_common_block
@@ -33,9 +34,9 @@ from .makea import generate_vectors, makea
 from .randlc import MULTIPLIER, SEED, LcgStream, randlc
 
 if TYPE_CHECKING:
-    from mpi4py import MPI
+    import argparse
 
-EXIT_OK, EXIT_UNVERIFIED, EXIT_SETUP = 0, 1, 2
+    from mpi4py import MPI
 
 
 @dataclass
@@ -63,14 +64,7 @@ class Result:
 
 def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
     """The class parameters and the number of timed iterations, or CGSetupError."""
-    problem = CLASSES.get(class_name.upper())
-    if problem is None:
-        raise CGSetupError(f"unknown class {class_name!r}; expected one of {', '.join(CLASSES)}")
-    if niter is None:
-        return problem, problem.niter
-    if niter < 1:
-        raise CGSetupError(f"--niter must be a positive integer, got {niter}")
-    return problem, niter
+    return cli.resolve_class(CLASSES, class_name, niter, CGSetupError)
 
 
 def declare_parameters(problem: ProblemClass, niter: int, nprocs: int) -> None:
@@ -145,22 +139,6 @@ def timed_loop(st: CGState,
             if on_iteration is not None:
                 on_iteration(it, rnorm, zeta)
     return history
-
-
-def start_mpi() -> ModuleType:
-    """The mpi4py.MPI module, with MPI started as NPB starts it: MPI_Init, no thread support asked for.
-
-    mpi4py would ask for MPI_THREAD_MULTIPLE, at which MPICH locks around every call and the PMPI library
-    counts with atomic operations; the port calls MPI from one thread only. Once mpi4py.MPI is imported,
-    MPI runs as it was started.
-    """
-    if "mpi4py.MPI" not in sys.modules:
-        import mpi4py
-
-        mpi4py.rc.threads = False
-    from mpi4py import MPI
-
-    return MPI
 
 
 def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
@@ -258,21 +236,8 @@ def report(result: Result, problem: ProblemClass) -> str:
                   f" The correct zeta is {fortran_e(problem.zeta_verify, 20, 13)}",
                   f" Error is   {fortran_e(result.error if result.error is not None else float('nan'), 20, 13)}"]
         status = "UNSUCCESSFUL"
-    field_w = 12
-    lines += [
-        "\n\n CG Benchmark Completed.",
-        f" Class           = {'':12s}{result.class_name:>{field_w}s}",
-        f" Size            = {'':12s}{result.na:{field_w}d}",
-        f" Iterations      = {'':12s}{result.niter:{field_w}d}",
-        f" Time in seconds = {'':12s}{result.time:{field_w}.2f}",
-        f" Total processes = {'':12s}{result.nprocs:{field_w}d}",
-        f" Mop/s total     = {'':12s}{result.mops:{field_w}.2f}",
-        f" Mop/s/process   = {'':12s}{result.mops_per_process:{field_w}.2f}",
-        f" Operation type  = {'floating point':>24s}",
-        f" Verification    = {'':12s}{status:>{field_w}s}",
-        f" Version         = {'':12s}{'3.4 (py)':>{field_w}s}",
-        "",
-    ]
+    lines += completed_lines("CG", class_name=result.class_name, size=str(result.na), niter=result.niter,
+                             time=result.time, nprocs=result.nprocs, mops=result.mops, status=status)
     return "\n".join(lines)
 
 
@@ -280,50 +245,16 @@ def report(result: Result, problem: ProblemClass) -> str:
 # Command line
 # --------------------------------------------------------------------------------------------------
 
-class _ArgumentError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises on errors and prints help on the root rank only (every rank parses)."""
-
-    def __init__(self, rank: int, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.rank = rank
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgumentError(message)
-
-    def print_help(self, file: object = None) -> None:  # type: ignore[override]
-        if self.rank == ROOT:
-            super().print_help(file)  # type: ignore[arg-type]
-
-
-def _parse(argv: Sequence[str] | None, rank: int) -> argparse.Namespace:
-    parser = _Parser(rank, prog="cg.py", description="NAS Parallel Benchmarks 3.4 CG (Python + mpi4py)")
-    parser.add_argument("--class", dest="class_name", default="S", metavar="{S,W,A,B,C,D}",
-                        help="problem class (default S)")
-    parser.add_argument("--niter", type=int, default=None,
-                        help="timed iterations (default: the class's; verification needs the default)")
-    return parser.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    MPI = start_mpi()
-
-    comm = MPI.COMM_WORLD
-    try:
-        args = _parse(argv, comm.Get_rank())
+    def check(args: argparse.Namespace, comm: MPI.Comm) -> None:
         resolve_class(args.class_name, args.niter)
         decompose(CLASSES[args.class_name.upper()].na, comm.Get_size(), comm.Get_rank())
-    except (_ArgumentError, CGSetupError) as exc:
-        # Every rank reaches the same verdict from the same arguments, so all exit without talking.
-        if comm.Get_rank() == ROOT:
-            print(f"cg.py: error: {exc}", file=sys.stderr, flush=True)
-        return EXIT_SETUP
-    result = run(args.class_name, args.niter, comm, verbose=True)
-    sys.stdout.flush()
-    return EXIT_OK if result.verified in (True, None) else EXIT_UNVERIFIED
+
+    return cli.main(argv, prog="cg.py", description="NAS Parallel Benchmarks 3.4 CG (Python + mpi4py)",
+                    class_metavar="{S,W,A,B,C,D}",
+                    niter_help="timed iterations (default: the class's; verification needs the default)",
+                    check=check, setup_error=CGSetupError,
+                    run=lambda class_name, niter, comm: run(class_name, niter, comm, verbose=True))
 
 
 if __name__ == "__main__":

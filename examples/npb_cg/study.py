@@ -30,6 +30,15 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from examples.npb_common.figures import pyplot, save
+from examples.npb_common.study import main as study_main
+from examples.npb_common.study import (
+    measured_figure,
+    print_message_sizes,
+    print_official_comparison,
+    print_scaling,
+    value,
+)
 from ma.errors import MAError
 
 from .classes import CGITMAX, CLASSES, official_op_count
@@ -72,11 +81,6 @@ def class_inputs(name: str, nprocs: Any = 1, na_scale: float = 1, nonzer_scale: 
             "nprocs": nprocs, "cgitmax": CGITMAX, "dp": 8}
 
 
-def value(model: Any, inputs: dict[str, Any]) -> Any:
-    """The model at ``inputs``; inputs the model does not use are left out."""
-    return model.evaluate({k: v for k, v in inputs.items() if k in model.inputs})
-
-
 # --- the numbers ------------------------------------------------------------------------------------
 def official_comparison(models: CGModels) -> list[tuple[str, float, float, float]]:
     """(class, model flops of the timed loop on one process, official count, relative difference)."""
@@ -117,30 +121,9 @@ def message_sizes(models: CGModels, nprocs: int, class_name: str = "C") -> list[
                                         builder=models.builder)
 
 
-def measured_flop_sites(trace_dir: Path) -> list[tuple[str, float, float]]:
-    """(site path, predicted, measured) per-call means of every measured flop site."""
-    import ma_post
-
-    report = ma_post.validate(ma_post.load(trace_dir))
-    rows = []
-    for result in report.results:
-        if result.site.type == "flop" and np.isfinite(result.measured[0]):
-            rows.append((result.site.path, result.predicted[0], result.measured[0]))
-    return rows
-
-
 # --- the figures ------------------------------------------------------------------------------------
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, (volume, count) = plt.subplots(1, 2, figsize=(11, 4.2))
     several = scale["nprocs"] > 1  # one process sends nothing: no point on a log scale
     for axis, key, label in ((volume, "bytes", "message volume (bytes)"), (count, "count", "messages")):
@@ -152,13 +135,11 @@ def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
         axis.grid(True, which="both", alpha=0.3)
         axis.legend()
     fig.suptitle("NPB CG class C: message volume and count (model)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_flops(scale: dict[str, np.ndarray], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axis = plt.subplots(figsize=(6.5, 4.2))
     axis.loglog(scale["nprocs"], scale["flops_per_rank"], "o-", label="model, per rank")
     ideal = scale["flops_per_rank"][0] / scale["nprocs"]
@@ -169,13 +150,11 @@ def plot_flops(scale: dict[str, np.ndarray], path: Path) -> None:
     axis.set_title("NPB CG class C: flops per rank (model)")
     axis.grid(True, which="both", alpha=0.3)
     axis.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_sensitivity(sens: dict[str, dict[str, list[float]]], nprocs: int, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(sens), figsize=(12, 4.2))
     width = 0.38
     positions = np.arange(len(SCALES))
@@ -190,15 +169,13 @@ def plot_sensitivity(sens: dict[str, dict[str, list[float]]], nprocs: int, path:
         axis.grid(True, axis="y", alpha=0.3)
         axis.legend()
     fig.suptitle(f"NPB CG sensitivity to na and nonzer (class C, {nprocs} processes, model)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
     """Left: measured against predicted per site (on the diagonal when the model is exact); right: the
     error rate of each site of the timed loop, as the paper's Figure 9."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, (scatter, errors) = plt.subplots(1, 2, figsize=(12, 4.6), gridspec_kw={"width_ratios": [1, 1.6]})
     predicted = np.array([r[1] for r in rows])
     measured = np.array([r[2] for r in rows])
@@ -216,40 +193,22 @@ def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
     errors.set_xticks(np.arange(len(timed)), labels, rotation=60, fontsize=7, ha="right")
     errors.set_ylabel("error rate (predicted - measured) / measured, %")
     fig.suptitle("NPB CG: measured vs predicted floating-point operations per site")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 # --- command line ------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("trace_dir", type=Path)
-    parser.add_argument("--measured", type=Path, help="traces of a run whose flops were measured")
-    parser.add_argument("--out", type=Path, default=Path("figures"))
-    parser.add_argument("--sensitivity-nprocs", type=int, default=1024)
-    args = parser.parse_args(argv)
-    try:
-        return _study(args)
-    except MAError as exc:
-        print(f"study.py: error: {exc}", file=sys.stderr)
-        return 2
+    return study_main(argv, __doc__, _study)
 
 
 def _study(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     models = CGModels.build(args.trace_dir)
 
-    print("Flop model of the timed iterations (1 process) vs NPB's official operation count:")
-    for name, predicted, official, rel in official_comparison(models):
-        print(f"  class {name}: model {predicted:.6e}  official {official:.6e}  difference {100 * rel:+.3f} %")
+    print_official_comparison(official_comparison(models), "timed iterations", decimals=3)
 
     scale = scaling(models)
-    print("\nClass C per rank vs nprocs (model):")
-    print(f"  {'nprocs':>6} {'flops':>12} {'memory B':>12} {'MPI bytes':>12} {'messages':>9}")
-    for i, p in enumerate(scale["nprocs"]):
-        print(f"  {p:6d} {scale['flops_per_rank'][i]:12.4e} {scale['memory_per_rank'][i]:12.4e} "
-              f"{scale['bytes_per_rank'][i]:12.4e} {scale['count_per_rank'][i]:9.0f}")
+    print_scaling(scale)
     plot_messages(scale, args.out / "fig12_messages.png")
     plot_flops(scale, args.out / "fig14_flops.png")
 
@@ -260,22 +219,11 @@ def _study(args: argparse.Namespace) -> int:
             print(f"  {quantity:<16} {param:<7} " + "  ".join(f"{v / values[0]:8.3f}" for v in values))
     plot_sensitivity(sens, args.sensitivity_nprocs, args.out / "fig15_sensitivity.png")
 
-    print("\nMessage sizes of class C on 1024 processes (per rank):")
-    for entry in message_sizes(models, 1024):
-        print(f"  {entry.size:10.0f} bytes  {entry.per_rank:8.0f} messages  {100 * entry.share:5.1f} % of messages  "
-              f"{100 * entry.volume_share:5.1f} % of bytes")
+    print_message_sizes(message_sizes(models, 1024))
 
     written = ["fig12_messages.png", "fig14_flops.png", "fig15_sensitivity.png"]
-    if args.measured is not None:
-        rows = measured_flop_sites(args.measured)
-        if rows:
-            plot_measured(rows, args.out / "fig9_flops_measured.png")
-            written.append("fig9_flops_measured.png")
-            worst = max(rows, key=lambda r: abs(r[1] - r[2]) / r[2])
-            print(f"\nMeasured flops: {len(rows)} sites, largest error {worst[0]} "
-                  f"{(worst[1] - worst[2]) / worst[2]:+.4f}")
-        else:
-            print(f"\n{args.measured}: no measured flop site (run with --counters valgrind or PAPI counters)")
+    if measured_figure(args.measured, plot_measured, args.out / "fig9_flops_measured.png"):
+        written.append("fig9_flops_measured.png")
     print(f"\nfigures in {args.out}: {', '.join(written)}")
     return 0
 

@@ -9,12 +9,10 @@ count, class, cell size or iteration count.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
@@ -25,6 +23,9 @@ if __package__ in (None, ""):
 import numpy as np
 
 import ma
+from examples.npb_common import cli
+from examples.npb_common.mpi import ROOT, start_mpi
+from examples.npb_common.report import completed_lines
 
 from .adi import adi, copy_faces
 from .classes import CLASSES, VERIFY_EPSILON, ProblemClass, official_op_count
@@ -34,10 +35,9 @@ from .layout import Layout, SPSetupError, make_set
 from .state import SPState
 
 if TYPE_CHECKING:
-    from mpi4py import MPI
+    import argparse
 
-EXIT_OK, EXIT_UNVERIFIED, EXIT_SETUP = 0, 1, 2
-ROOT = 0
+    from mpi4py import MPI
 
 
 @dataclass
@@ -64,25 +64,7 @@ class Result:
 
 def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
     """The class parameters and the number of timed steps, or SPSetupError."""
-    problem = CLASSES.get(class_name.upper())
-    if problem is None:
-        raise SPSetupError(f"unknown class {class_name!r}; expected one of {', '.join(CLASSES)}")
-    if niter is None:
-        return problem, problem.niter
-    if niter < 1:
-        raise SPSetupError(f"--niter must be a positive integer, got {niter}")
-    return problem, niter
-
-
-def start_mpi() -> ModuleType:
-    """mpi4py.MPI started as NPB starts MPI: MPI_Init, no thread support asked for (see the CG port)."""
-    if "mpi4py.MPI" not in sys.modules:
-        import mpi4py
-
-        mpi4py.rc.threads = False
-    from mpi4py import MPI
-
-    return MPI
+    return cli.resolve_class(CLASSES, class_name, niter, SPSetupError)
 
 
 def declare_parameters(lay: Layout, niter: int) -> None:
@@ -239,21 +221,8 @@ def report(result: Result, problem: ProblemClass) -> str:
         lines.append(" Verification Successful" if result.verified else " Verification failed")
         status = "SUCCESSFUL" if result.verified else "UNSUCCESSFUL"
     n = result.problem_size
-    w = 12
-    lines += [
-        "\n\n SP Benchmark Completed.",
-        f" Class           = {'':12s}{result.class_name:>{w}s}",
-        f" Size            = {'':12s}{f'{n:4d}x{n:4d}x{n:4d}':>{w}s}",
-        f" Iterations      = {'':12s}{result.niter:{w}d}",
-        f" Time in seconds = {'':12s}{result.time:{w}.2f}",
-        f" Total processes = {'':12s}{result.nprocs:{w}d}",
-        f" Mop/s total     = {'':12s}{result.mops:{w}.2f}",
-        f" Mop/s/process   = {'':12s}{result.mops_per_process:{w}.2f}",
-        f" Operation type  = {'floating point':>24s}",
-        f" Verification    = {'':12s}{status:>{w}s}",
-        f" Version         = {'':12s}{'3.4 (py)':>{w}s}",
-        "",
-    ]
+    lines += completed_lines("SP", class_name=result.class_name, size=f"{n:4d}x{n:4d}x{n:4d}", niter=result.niter,
+                             time=result.time, nprocs=result.nprocs, mops=result.mops, status=status)
     return "\n".join(lines)
 
 
@@ -261,49 +230,16 @@ def report(result: Result, problem: ProblemClass) -> str:
 # Command line
 # --------------------------------------------------------------------------------------------------
 
-class _ArgumentError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that raises on errors and prints help on the root rank only (every rank parses)."""
-
-    def __init__(self, rank: int, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self.rank = rank
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise _ArgumentError(message)
-
-    def print_help(self, file: object = None) -> None:  # type: ignore[override]
-        if self.rank == ROOT:
-            super().print_help(file)  # type: ignore[arg-type]
-
-
-def _parse(argv: Sequence[str] | None, rank: int) -> argparse.Namespace:
-    parser = _Parser(rank, prog="sp.py", description="NAS Parallel Benchmarks 3.4 SP (Python + mpi4py)")
-    parser.add_argument("--class", dest="class_name", default="S", metavar="{S,W,A,B,C}",
-                        help="problem class (default S)")
-    parser.add_argument("--niter", type=int, default=None,
-                        help="timed steps (default: the class's; verification needs the default)")
-    return parser.parse_args(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    MPI = start_mpi()
-    comm = MPI.COMM_WORLD
-    try:
-        args = _parse(argv, comm.Get_rank())
+    def check(args: argparse.Namespace, comm: MPI.Comm) -> None:
         problem, _ = resolve_class(args.class_name, args.niter)
         make_set(problem.problem_size, comm.Get_size(), comm.Get_rank())
-    except (_ArgumentError, SPSetupError) as exc:
-        # Every rank reaches the same verdict from the same arguments, so all exit without talking.
-        if comm.Get_rank() == ROOT:
-            print(f"sp.py: error: {exc}", file=sys.stderr, flush=True)
-        return EXIT_SETUP
-    result = run(args.class_name, args.niter, comm, verbose=True)
-    sys.stdout.flush()
-    return EXIT_OK if result.verified in (True, None) else EXIT_UNVERIFIED
+
+    return cli.main(argv, prog="sp.py", description="NAS Parallel Benchmarks 3.4 SP (Python + mpi4py)",
+                    class_metavar="{S,W,A,B,C}",
+                    niter_help="timed steps (default: the class's; verification needs the default)",
+                    check=check, setup_error=SPSetupError,
+                    run=lambda class_name, niter, comm: run(class_name, niter, comm, verbose=True))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,15 @@ if __package__ in (None, ""):
 
 import numpy as np
 
-from examples.npb_cg.study import measured_flop_sites, value
+from examples.npb_common.figures import pyplot, save
+from examples.npb_common.study import main as study_main
+from examples.npb_common.study import (
+    measured_figure,
+    print_message_sizes,
+    print_official_comparison,
+    print_scaling,
+    value,
+)
 from ma.errors import MAError
 
 from .classes import CLASSES, official_op_count
@@ -122,19 +130,10 @@ def message_sizes(models: SPModels, nprocs: int, class_name: str = "C") -> list[
 
 
 # --- the figures ------------------------------------------------------------------------------------
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")              # files only, no display
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
 def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
     """Error rate (predicted - measured) / measured of each flop assertion of the timed step, one bar per
     kernel (calls in every context pooled): the paper's Figure 10."""
-    plt = _pyplot()
+    plt = pyplot()
     kernels: dict[str, list[float]] = {}
     for site, predicted, measured in rows:
         if site.split("/")[0] == TIMED_LOOP:
@@ -151,9 +150,7 @@ def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
     axis.set_title("NPB SP: flops per kernel of the time step, predicted vs measured (Valgrind counter)",
                    fontsize=10)
     axis.grid(True, axis="y", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def _loglog(axis: Any, x: np.ndarray, series: dict[str, np.ndarray], ylabel: str) -> None:
@@ -167,20 +164,18 @@ def _loglog(axis: Any, x: np.ndarray, series: dict[str, np.ndarray], ylabel: str
 
 
 def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, (volume, count) = plt.subplots(1, 2, figsize=(11, 4.2))
     several = scale["nprocs"] > 1        # one process sends nothing: no point on a log scale
     for axis, key, label in ((volume, "bytes", "message volume (bytes)"), (count, "count", "messages")):
         _loglog(axis, scale["nprocs"][several], {"all ranks": scale[f"{key}_total"][several],
                                                  "per rank": scale[f"{key}_per_rank"][several]}, label)
     fig.suptitle("NPB SP class C: message volume and count (model)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_flops(scale: dict[str, np.ndarray], path: Path, subroutines: bool = False) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axis = plt.subplots(figsize=(7, 4.4))
     if subroutines:
         series = {name: scale[f"flops_{name}"] for name in STEP_SUBROUTINES if f"flops_{name}" in scale}
@@ -191,13 +186,11 @@ def plot_flops(scale: dict[str, np.ndarray], path: Path, subroutines: bool = Fal
         title = "NPB SP class C: flops per rank (model)"
     _loglog(axis, scale["nprocs"], series, "floating-point operations per rank")
     axis.set_title(title, fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_sensitivity(sens: dict[str, list[float]], nprocs: int, path: Path) -> None:
-    plt = _pyplot()
+    plt = pyplot()
     fig, axis = plt.subplots(figsize=(7, 4.2))
     width = 0.25
     positions = np.arange(len(SCALES))
@@ -209,40 +202,22 @@ def plot_sensitivity(sens: dict[str, list[float]], nprocs: int, path: Path) -> N
     axis.grid(True, axis="y", alpha=0.3)
     axis.legend()
     axis.set_title(f"NPB SP sensitivity to problem_size (class C, {nprocs} processes, model)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 # --- command line ------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("trace_dir", type=Path)
-    parser.add_argument("--measured", type=Path, help="traces of a run whose flops were measured")
-    parser.add_argument("--out", type=Path, default=Path("figures"))
-    parser.add_argument("--sensitivity-nprocs", type=int, default=1024)
-    args = parser.parse_args(argv)
-    try:
-        return _study(args)
-    except MAError as exc:
-        print(f"study.py: error: {exc}", file=sys.stderr)
-        return 2
+    return study_main(argv, __doc__, _study)
 
 
 def _study(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     models = SPModels.build(args.trace_dir)
 
-    print("Flop model of the timed steps (1 process) vs NPB's official operation count:")
-    for name, predicted, official, rel in official_comparison(models):
-        print(f"  class {name}: model {predicted:.6e}  official {official:.6e}  difference {100 * rel:+.2f} %")
+    print_official_comparison(official_comparison(models), "timed steps", decimals=2)
 
     scale = scaling(models)
-    print("\nClass C per rank vs nprocs (model):")
-    print(f"  {'nprocs':>6} {'flops':>12} {'memory B':>12} {'MPI bytes':>12} {'messages':>9}")
-    for i, p in enumerate(scale["nprocs"]):
-        print(f"  {p:6d} {scale['flops_per_rank'][i]:12.4e} {scale['memory_per_rank'][i]:12.4e} "
-              f"{scale['bytes_per_rank'][i]:12.4e} {scale['count_per_rank'][i]:9.0f}")
+    print_scaling(scale)
     plot_messages(scale, args.out / "fig12_messages.png")
     plot_flops(scale, args.out / "fig14_flops.png")
     plot_flops(scale, args.out / "fig17_subroutines.png", subroutines=True)
@@ -253,22 +228,11 @@ def _study(args: argparse.Namespace) -> int:
         print(f"  {quantity:<16} " + "  ".join(f"{v / values[0]:10.3f}" for v in values))
     plot_sensitivity(sens, args.sensitivity_nprocs, args.out / "fig16_sensitivity.png")
 
-    print("\nMessage sizes of class C on 1024 processes (per rank):")
-    for entry in message_sizes(models, 1024):
-        print(f"  {entry.size:10.0f} bytes  {entry.per_rank:8.0f} messages  {100 * entry.share:5.1f} % of messages  "
-              f"{100 * entry.volume_share:5.1f} % of bytes")
+    print_message_sizes(message_sizes(models, 1024))
 
     written = ["fig12_messages.png", "fig14_flops.png", "fig17_subroutines.png", "fig16_sensitivity.png"]
-    if args.measured is not None:
-        rows = measured_flop_sites(args.measured)
-        if rows:
-            plot_measured(rows, args.out / "fig10_flops_measured.png")
-            written.append("fig10_flops_measured.png")
-            worst = max(rows, key=lambda r: abs(r[1] - r[2]) / r[2])
-            print(f"\nMeasured flops: {len(rows)} sites, largest error {worst[0]} "
-                  f"{(worst[1] - worst[2]) / worst[2]:+.4f}")
-        else:
-            print(f"\n{args.measured}: no measured flop site (run with --counters valgrind or PAPI counters)")
+    if measured_figure(args.measured, plot_measured, args.out / "fig10_flops_measured.png"):
+        written.append("fig10_flops_measured.png")
     print(f"\nfigures in {args.out}: {', '.join(written)}")
     return 0
 
