@@ -19,17 +19,21 @@ PARTS = ("compute", "memory", "communication")
 
 
 def add_backend_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--backend`` and ``--machine``, and every installed backend's own options as ``ma predict`` has them."""
+    from ma_cli.commands.predict import add_backend_arguments_when_parsed
+
     parser.add_argument("--backend", default=None, metavar="NAME",
                         help=f"an installed backend (`ma backends`, e.g. maps): add its predicted time {what}; "
                              "needs --machine")
     parser.add_argument("--machine", default=None, metavar="PROFILE",
                         help="machine profile for --backend: a file or the name of a shipped profile")
+    add_backend_arguments_when_parsed(parser)
 
 
 def predict(args: argparse.Namespace, builder: ModelBuilder,
             parameters: Mapping[str, float] | None = None) -> Prediction | None:
-    """The prediction of the backend ``--backend`` names on ``--machine`` (None without ``--backend``); the
-    backend's own options take their defaults (``ma predict`` sets them)."""
+    """The prediction of the backend ``--backend`` names on ``--machine`` (None without ``--backend``), built from
+    the backend's own options (their defaults where the command line has none of them, e.g. called from Python)."""
     from ma.errors import MAError
     from ma_cli.commands.predict import add_backend_arguments, make_backend
     from ma_cli.support import load_profile

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import subprocess
@@ -37,10 +38,12 @@ def cg(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace_dir
 
 
-def _prediction(trace_dir: Path) -> tuple[Prediction, dict[str, float]]:
+def _prediction(trace_dir: Path, **options: object) -> tuple[Prediction, dict[str, float]]:
     """The maps prediction, symbolic in every input, and the traced inputs (the same on both ranks here)."""
     builder = ma_post.ModelBuilder(ma_post.load(trace_dir))
-    prediction = registry.load("maps")().predict(builder, load_profile(MACHINE), {})
+    machine = load_profile(MACHINE)
+    backend = registry.load("maps").from_options(argparse.Namespace(**options), builder.ts, machine)
+    prediction = backend.predict(builder, machine, {})
     model = builder.submodel("time", prediction.total)
     assert all(np.ptp(v) == 0 for v in model.trace_values.values())  # else a mean of evaluations would differ
     return prediction, base_values([model], {})
@@ -70,6 +73,14 @@ def test_scaling_prints_the_predicted_time_and_its_parallel_efficiency(
     weak = np.array([prediction.evaluate({**traced, "nprocs": p, "na": traced["na"] * p}) for p in (1, 4, 16)])
     np.testing.assert_allclose([float(r["time/rank"]) for r in rows], weak, rtol=1e-12)
     np.testing.assert_allclose([float(r["time:eff"]) for r in rows], weak[0] / weak, rtol=1e-12)
+
+    overlapped, _ = _prediction(cg, overlap="max", call_overhead=1e-6)  # the backend's own options pass through
+    assert main(["scaling", str(cg), "-q", "flops", "--nprocs", "1,8", "--format", "csv", "--no-shares", *BACKEND,
+                 "--overlap", "max", "--call-overhead", "1e-6"]) == 0
+    rows = _csv(capsys)
+    expected = np.array([overlapped.evaluate({**traced, "nprocs": p}) for p in (1, 8)])
+    np.testing.assert_allclose([float(r["time/rank"]) for r in rows], expected, rtol=1e-12)
+    assert abs(expected[0] - prediction.evaluate({**traced, "nprocs": 1})) > 1e-4
 
     assert main(["scaling", str(cg), "-q", "flops", "--nprocs", "1:4", "--backend", "maps"]) == 2
     assert "needs --machine" in capsys.readouterr().err
