@@ -9,6 +9,7 @@ its buttons), and a full-page screenshot is kept under pytest's tmp path and pri
 
 from __future__ import annotations
 
+import argparse
 import base64
 import contextlib
 import itertools
@@ -27,6 +28,8 @@ import pytest
 from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
+from ma_cli.backend_support import predict as backend_prediction
+from ma_cli.backend_support import summary as prediction_summary
 from ma_cli.main import main
 from ma_post.report import build_report
 
@@ -177,7 +180,12 @@ def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_pat
     assert done.returncode == 0, done.stderr[-2000:]
     ts = ma_post.load(trace_dir)
     report = tmp_path / "cg-report.html"
-    report.write_text(build_report(ts, source=str(trace_dir), nprocs=[1, 2, 4, 8, 16, 32, 64]))
+    builder = ma_post.ModelBuilder(ts)  # the maps backend's prediction, built as `ma report --backend` builds it
+    options = argparse.Namespace(backend="maps", machine="amd-epyc-zen4-kvm")
+    prediction = backend_prediction(options, builder)
+    assert prediction is not None
+    summary = prediction_summary(builder, prediction, {})
+    report.write_text(build_report(ts, source=str(trace_dir), nprocs=[1, 2, 4, 8, 16, 32, 64], prediction=summary))
     browser.open(report.as_uri())
     shot = browser.screenshot(tmp_path / "cg-report.png")
     print(f"\nscreenshot of the report: {shot}")
@@ -200,16 +208,21 @@ def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_pat
           details: q("#site-tree details").length,
           scalingRows: q("#scaling-table tbody tr").length,
           messageRows: q("#messages-table tbody tr").length,
+          backendRows: q("#backend-table tbody tr").length,
+          backendMeasured: q("#backend-measured tbody tr").length,
+          backendMathWidth: document.querySelector("#backend math").getBoundingClientRect().width,
         };
     })()""")
     assert found["sections"] == ["header", "validation", "tree", "models", "messages", "scaling", "sensitivity",
-                                 "predicted"]
+                                 "predicted", "backend"]
     assert found["missing"] == []
     report_rows = ma_post.validate(ts).results
     assert found["rows"] == len(report_rows) and found["pass"] == sum(r.status == "PASS" for r in report_rows) > 20
     assert found["unmeasured"] > 0 and found["passColour"] == "rgb(200, 230, 201)"
     assert found["math"] >= 5 and found["mathWidth"] > 20  # MathML laid out natively
     assert found["figures"] == 4 and found["figureHeight"] > 100
+    assert found["backendRows"] == len(summary.rows) > 2 and found["backendMeasured"] == len(summary.measured) > 2
+    assert found["backendMathWidth"] > 100  # the predicted total as laid-out MathML
     assert found["scalingRows"] == 7 and found["messageRows"] >= 2 and found["details"] >= 5
     collapsed = browser.evaluate("""(() => {
         document.getElementById("collapse-all").click();

@@ -34,11 +34,15 @@ def register(subparsers: Any) -> None:
                         help="scale (*F, /F) or set (=V) a profile field, e.g. network.bandwidth=*2; repeatable")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(handler=handle)
+    add_backend_arguments_when_parsed(parser)
+
+
+def add_backend_arguments_when_parsed(parser: argparse.ArgumentParser) -> None:
+    """The backends' options join when the command itself is parsed: backends import SymPy, which no other
+    command of ``ma`` should pay for."""
     parse = parser.parse_known_args
 
     def parse_with_backend_options(args: Any = None, namespace: Any = None) -> Any:
-        """The backends' options join when ``predict`` itself is parsed: backends import SymPy, which no other
-        command of ``ma`` should pay for."""
         if not any(group.title.endswith(" backend") for group in parser._action_groups if group.title):
             add_backend_arguments(parser)
         return parse(args, namespace)

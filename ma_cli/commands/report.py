@@ -23,6 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="process counts of the scaling section (default 2^(0:12))")
     add_values_argument(parser, "--at", help_text="the point of the sensitivity section, one value per parameter "
                                                   "(traced values for the rest)")
+    from ma_cli.backend_support import add_backend_option
+
+    add_backend_option(parser, "per subroutine, with predicted against measured")
     parser.set_defaults(handler=run)
 
 
@@ -37,8 +40,17 @@ def run(args: argparse.Namespace) -> int:
     if several:
         raise MAError(f"--at {several[0]}=...: one value per parameter")
     ts = load_traces(args)
+    summary = None
+    if args.backend is not None or args.machine is not None:
+        from ma_cli.backend_support import predict
+        from ma_cli.backend_support import summary as prediction_summary
+        from ma_post import ModelBuilder
+
+        builder = ModelBuilder(ts)
+        prediction = predict(args, builder)
+        summary = None if prediction is None else prediction_summary(builder, prediction, {})
     path = write_report(ts, args.output, source=args.trace_dir, title=args.title,
                         nprocs=[float(v) for v in parse_values(args.nprocs)],
-                        at={k: float(v[0]) for k, v in at.items()})
+                        at={k: float(v[0]) for k, v in at.items()}, prediction=summary)
     print(f"report written to {path.resolve()}")
     return 0

@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "rest)")
     add_rank_argument(parser)
     add_model_arguments(parser)
+    from ma_cli.backend_support import add_backend_option
+
+    add_backend_option(parser, "per rank (column time) and its parallel efficiency")
     parser.add_argument("--no-shares", action="store_true", help="leave out the per-subroutine shares")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument("--plot", metavar="FILE", help="draw per rank and all ranks, and the shares")
@@ -70,8 +73,12 @@ def run(args: argparse.Namespace) -> int:
     nprocs = nprocs_values(args.nprocs)
     builder, models = build_models(args, args.quantity, default=("flops", "mpi_bytes", "mpi_count", "memory"))
     check_parameters(builder.ts, sets)
+    from ma_cli.backend_support import predict, time_function
+
+    prediction = predict(args, builder)  # symbolic in every input: the study binds them
+    time = None if prediction is None else time_function(builder, prediction, parse_rank(args.rank))
     result = scaling(models, nprocs, given={k: float(v[0]) for k, v in sets.items()}, procs_name=args.procs_name,
-                     rules=rules, rank=parse_rank(args.rank), shares=not args.no_shares)
+                     rules=rules, rank=parse_rank(args.rank), shares=not args.no_shares, time=time)
     unused = [name for name in rules if not any(name in m.inputs for m in models)]
     if unused:
         note(args.command, f"no model depends on {', '.join(unused)}: the rule changes nothing")

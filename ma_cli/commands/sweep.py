@@ -25,6 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quiet", action="store_true", help="print no table (with --plot)")
     parser.add_argument("--max-points", type=float, default=1e8,
                         help="refuse grids with more points (default 1e8)")
+    from ma_cli.backend_support import add_backend_option
+
+    add_backend_option(parser, "per rank as a column (time)")
     parser.set_defaults(handler=run)
 
 
@@ -43,7 +46,11 @@ def run(args: argparse.Namespace) -> int:
         raise MAError(f"the grid has {points:,} points, more than --max-points {args.max_points:,.0f}")
     builder, models = build_models(args, args.quantity)
     check_parameters(builder.ts, sets)
-    result = sweep(models, sets, rank=parse_rank(args.rank))
+    from ma_cli.backend_support import predict, time_function
+
+    prediction = predict(args, builder)  # symbolic in every input: the grid binds them
+    extra = None if prediction is None else {"time": time_function(builder, prediction, parse_rank(args.rank))}
+    result = sweep(models, sets, rank=parse_rank(args.rank), extra=extra)
     report_trace_values(args.command, result.from_trace)
     for quantity, unused in result.unused.items():
         if unused:

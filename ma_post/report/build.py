@@ -4,7 +4,8 @@ MathML formulas from SymPy's printer), readable offline in any current browser.
 Sections: the run's header; the validation table (pass, fail, unmeasured coloured, worst rank) and the
 error attribution; the control-flow tree (collapsible); every model as mathematics with its Octave
 function; the message-size distribution; scaling over process counts; sensitivity (elasticities and the
-x1, x2, x10 factors); predicted against measured per assertion.
+x1, x2, x10 factors); predicted against measured per assertion; a backend's predicted time where one is
+given (computed by the caller: this layer never imports ``backends``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,22 @@ class Section:
     anchor: str
     missing: str | None = None
     content: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PredictionSummary:
+    """A backend's prediction as the report shows it, in plain values: ``rows`` per subroutine (or per site, ``by``)
+    hold ``name``, ``seconds`` and the seconds of ``compute``, ``memory`` and ``communication``; ``measured`` holds
+    (subroutine, predicted s, measured s) where the trace timed the subroutine; ``total`` is the symbolic time."""
+
+    backend: str
+    machine: str
+    total: sympy.Expr
+    total_s: float
+    by: str
+    rows: list[dict[str, Any]]
+    measured: list[tuple[str, float, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def mathml(expr: sympy.Expr, name: str | None = None) -> Markup:
@@ -200,6 +217,20 @@ def _predicted_measured(report: Report, figure: Callable[[Any], str]) -> Section
     return Section("Predicted vs measured", "predicted", content={"figure": figure(fig), "points": len(points)})
 
 
+def _backend(summary: PredictionSummary) -> Section:
+    parts = ("compute", "memory", "communication")
+    rows = []
+    for r in summary.rows:
+        total = r["seconds"] or 1.0
+        rows.append({"name": r["name"] or "(outside subroutines)", "seconds": _num(r["seconds"]),
+                     **{p: f"{100 * r[p] / total:.1f}%" for p in parts}})
+    measured = [{"name": name, "predicted": _num(pred), "measured": _num(meas),
+                 "error": format_rate((pred - meas) / meas) if meas else "-"} for name, pred, meas in summary.measured]
+    return Section(f"Predicted time ({summary.backend} on {summary.machine})", "backend",
+                   content={"total": mathml(summary.total, "time"), "total_s": _num(summary.total_s), "by": summary.by,
+                            "rows": rows, "measured": measured, "notes": summary.notes})
+
+
 def _header(ts: TraceSet, source: str) -> list[tuple[str, str]]:
     h = ts.headers[0] if ts.headers else {}
     items = [("trace directory", source), ("run id", str(ts.run_id or "-")), ("ranks", str(ts.size)),
@@ -230,8 +261,9 @@ def _mapping(value: Any) -> str:
 
 
 def build_report(ts: TraceSet, *, source: str = "", title: str | None = None,
-                 nprocs: Sequence[float] = DEFAULT_NPROCS, at: Mapping[str, float] | None = None) -> str:
-    """The HTML text of the report of ``ts``."""
+                 nprocs: Sequence[float] = DEFAULT_NPROCS, at: Mapping[str, float] | None = None,
+                 prediction: PredictionSummary | None = None) -> str:
+    """The HTML text of the report of ``ts``; ``prediction`` adds a backend's predicted time."""
     import matplotlib
 
     from ..studies.plots import svg
@@ -250,6 +282,8 @@ def build_report(ts: TraceSet, *, source: str = "", title: str | None = None,
             sections.append(make())
         except MAError as exc:  # one study that cannot be made for this run leaves the others
             sections.append(Section(*_study_names(len(sections)), missing=str(exc)))
+    if prediction is not None:
+        sections.append(_backend(prediction))
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     return env.get_template("report.html.j2").render(
