@@ -39,8 +39,11 @@ except ImportError:  # optional: the standard library parses the same text, slow
 from ma.errors import TraceError
 from ma.trace_format import FORMAT, OPTIONAL_DOCUMENT_KEYS, RANK_FILE, VALUE_FIELDS, VERSION, rank_file_name
 
+from .progress import progress
+
 # Parse with msgspec where it is installed (tests and benchmarks switch it off to compare).
 FAST_JSON = msgspec is not None
+PROGRESS_FROM = 256  # rank files: from this many on, loading shows a progress bar on a terminal
 
 
 class TraceWarning(UserWarning):
@@ -65,7 +68,10 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
     workers = default_workers(len(ranks)) if workers is None else workers
     traces: dict[int, FlatTrace] = {}
     skipped: dict[str, str] = {}
-    for rank, result in zip(ranks, read_many([(files[r], r) for r in ranks], workers), strict=False):
+    results = read_many([(files[r], r) for r in ranks], workers)
+    if len(ranks) >= PROGRESS_FROM:
+        results = progress(results, total=len(ranks), desc=f"reading {directory}", unit="rank")
+    for rank, result in zip(ranks, results, strict=False):
         if isinstance(result, TraceError):
             if not allow_missing:
                 raise result

@@ -62,5 +62,6 @@ grep -E "Verification  |Mop/s total" "$OUT/sp.txt"
 ma validate "$OUT/sp-traces" > "$OUT/sp-validation.txt" && tail -n 1 "$OUT/sp-validation.txt"
 python examples/npb_sp/study.py "$OUT/sp-traces" --out "$OUT/sp-figures" > "$OUT/sp-study.txt"
 head -n 7 "$OUT/sp-study.txt"; echo "... (models, scaling to 1024 processes, figures: $OUT/sp-study.txt, $OUT/sp-figures)"
+ma report "$OUT/sp-traces" -o "$OUT/sp-report.html"
 
-step "Done: everything is in $OUT; open $OUT/report.html in a browser"
+step "Done: everything is in $OUT; open $OUT/report.html (CG) and $OUT/sp-report.html (SP) in a browser"

@@ -266,3 +266,21 @@ def test_fixtures_follow_the_shared_schema_check() -> None:
     check_trace_schema(make_trace(cg_program(), 1, 4))
     check_trace_schema(make_trace([Var("n", 3), Loop("l", "n", [Op("flop", "f", "2")])], mpi=False,
                                   measured_kinds=("loop",), threads=[[Var("n", 3), Loop("l", "n")]]))
+
+
+def test_loading_many_rank_files_shows_progress_on_a_terminal_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from ma_post import progress, reader
+
+    write_run(tmp_path, [Loop("l", "2")], size=6)
+    monkeypatch.setattr(reader, "PROGRESS_FROM", 4)
+    load(tmp_path, workers=0)
+    assert "rank" not in capsys.readouterr().err  # stderr is not a terminal here: nothing
+    monkeypatch.setattr(progress, "enabled", lambda: True)
+    ts = load(tmp_path, workers=0)
+    assert ts.n_ranks == 6
+    err = capsys.readouterr().err
+    assert f"reading {tmp_path}" in err and "/6 " in err and "rank" in err
+    monkeypatch.setattr(reader, "PROGRESS_FROM", 7)  # fewer files than that: no bar even on a terminal
+    load(tmp_path, workers=0)
+    assert "reading" not in capsys.readouterr().err

@@ -22,9 +22,9 @@ import numpy as np
 from ma.errors import MAError
 
 from ..models import known_quantities
+from ..progress import progress
 from ..traceset import Site, SiteKey, TraceSet
 from .pmnf import Fit, fit
-from .progress import progress
 
 DRIFT = 1e-3
 

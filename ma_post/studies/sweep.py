@@ -19,7 +19,7 @@ from ma.errors import MAError
 
 from ..evaluation import RankChoice, evaluate
 from ..models import Model
-from .progress import progress
+from ..progress import progress
 from .ranges import is_geometric
 
 # Extra columns over the same grid (e.g. a backend's predicted time): name -> function of the parameters.
