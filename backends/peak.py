@@ -30,6 +30,8 @@ class PeakBackend(Backend):
                 parameters: Mapping[str, float] | None = None) -> Prediction:
         import sympy
 
+        from ma_post.sympy_expr import as_expr
+
         bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
         parts: dict[str, dict[str, sympy.Expr]] = {}
 
@@ -47,7 +49,7 @@ class PeakBackend(Backend):
         else:
             notes.append(f"profile {machine.name!r} has no network measurements: communication left at 0")
         zero = sympy.Integer(0)
-        sites = tuple(SitePrediction(path, *(sympy.sympify(p.get(name, zero)).subs(bound)
+        sites = tuple(SitePrediction(path, *(as_expr(p.get(name, zero)).subs(bound)
                                              for name in ("compute", "memory", "communication")))
                       for path, p in parts.items())
         return Prediction(self.NAME, machine.name, sites, dict(parameters or {}), tuple(notes))

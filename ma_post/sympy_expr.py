@@ -112,8 +112,22 @@ def _number(node: Num, text: str) -> sympy.Expr:
 
 @lru_cache(maxsize=4096)
 def to_sympy(text: str) -> sympy.Expr:
-    """Parse annotation text with the lark grammar and convert it; ExpressionError on bad text."""
+    """Parse annotation text (the grammar of ma/expr/grammar.lark) and convert it; ExpressionError on bad text."""
     return node_to_sympy(parse_tree(text), text)
+
+
+def as_expr(value: sympy.Basic | int | float) -> sympy.Expr:
+    """A number or SymPy expression as a SymPy expression. Unlike ``sympy.sympify``, text is refused: text
+    becomes an expression only through ``to_sympy``, which parses it with the project's own grammar."""
+    if isinstance(value, sympy.Basic):
+        return value  # type: ignore[return-value]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"expected a number or a SymPy expression, got {type(value).__name__} {value!r:.40}")
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value}")
+    return sympy.Float(value)
 
 
 def to_text(expr: sympy.Expr) -> str:

@@ -10,7 +10,7 @@ import sympy
 
 from ma.errors import ExpressionError
 from ma.expr import parse_expression
-from ma_post.sympy_expr import to_sympy, to_text
+from ma_post.sympy_expr import as_expr, to_sympy, to_text
 
 VALUES = {"na": 1400, "nonzer": 7, "nprocs": 16, "x": 3.5, "y": 0.25, "k": -5}
 
@@ -103,3 +103,14 @@ def test_bad_text_is_an_expression_error(text: str, column: int) -> None:
     with pytest.raises(ExpressionError) as info:
         to_sympy(text)
     assert info.value.column == column
+
+
+def test_as_expr_takes_numbers_and_expressions_and_refuses_text() -> None:
+    x = sympy.Symbol("x")
+    assert as_expr(x + 1) == x + 1
+    assert as_expr(3) == sympy.Integer(3) and as_expr(0.5) == sympy.Float(0.5)
+    for bad in ("x+1", "__import__('os')", True, None):
+        with pytest.raises(TypeError):
+            as_expr(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        as_expr(math.inf)

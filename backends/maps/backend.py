@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import sympy
 
 from ma.errors import BackendError
+from ma_post.sympy_expr import as_expr
 
 from ..base import Backend, Prediction, SitePrediction
 from . import network
@@ -174,7 +175,7 @@ class MapsBackend(Backend):
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
         bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
         zero = sympy.Integer(0)
-        sites = [SitePrediction(path, *(sympy.sympify(p.get(name, zero)).subs(bound)
+        sites = [SitePrediction(path, *(as_expr(p.get(name, zero)).subs(bound)
                                         for name in ("compute", "memory", "communication")))
                  for path, p in parts.items()]
         if self.overlap == "max":

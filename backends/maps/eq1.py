@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import sympy
 
 from backends.machine.gafit import Eq1Params
+from ma_post.sympy_expr import as_expr
 
 
 def hit_rate_symbols(levels: int, prefix: str = "h") -> list[sympy.Symbol]:
@@ -25,7 +26,7 @@ def bandwidth_expr(params: Eq1Params, hit_rates: Sequence[sympy.Expr | float]) -
     n, k = params.levels, len(params.f)
     if len(hit_rates) != n:
         raise ValueError(f"Equation 1 of this profile has {n} levels, got {len(hit_rates)} hit rates")
-    h = [sympy.sympify(v) for v in hit_rates]
+    h = [as_expr(v) for v in hit_rates]
     previous = [sympy.Integer(0), *h[:-1]]
     t = [(h[i] - previous[i]) * sympy.Float(params.c[i]) for i in range(n)]
     total = sympy.Add(*t)

@@ -22,6 +22,8 @@ from __future__ import annotations
 import sympy
 from sympy.codegen.cfunctions import log2
 
+from ma_post.sympy_expr import as_expr
+
 ALGORITHMS: dict[str, str] = {
     "mpi_send": "Hockney n L + bytes/B", "mpi_isend": "Hockney n L + bytes/B",
     "mpi_sendrecv": "Hockney n L + bytes/B", "mpi_recv": "charged at the sender", "mpi_irecv": "charged at the sender",
@@ -52,4 +54,4 @@ def site_seconds(site_type: str, messages: sympy.Expr, volume: sympy.Expr, procs
                  latency_s: sympy.Expr | float, bandwidth_bytes_per_s: sympy.Expr | float) -> sympy.Expr:
     """Seconds per rank of one MPI site with ``messages`` messages of ``volume`` bytes in all."""
     a, b = factors(site_type, procs)
-    return a * messages * sympy.sympify(latency_s) + b * volume / sympy.sympify(bandwidth_bytes_per_s)
+    return a * messages * as_expr(latency_s) + b * volume / as_expr(bandwidth_bytes_per_s)

@@ -99,6 +99,7 @@ class VectorBackend(Backend):
         import sympy
 
         from ma_post import to_sympy
+        from ma_post.sympy_expr import as_expr
 
         profile = self.profile or host_profile(machine)
         bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
@@ -110,8 +111,8 @@ class VectorBackend(Backend):
             avl = to_sympy(loop.avl) if isinstance(loop.avl, str) else loop.avl
             time = loop_time(flops.get(path, sympy.Integer(0)), words.get(path, sympy.Integer(0)), loop.mv, avl,
                              profile, self.scenario)
-            sites.append(SitePrediction(path, sympy.sympify(time.compute).subs(bound),
-                                        sympy.sympify(time.memory).subs(bound), sympy.Integer(0)))
+            sites.append(SitePrediction(path, as_expr(time.compute).subs(bound),
+                                        as_expr(time.memory).subs(bound), sympy.Integer(0)))
         notes = (f"vector profile {profile.name!r}, bandwidth scenario {self.scenario!r} "
                  f"({profile.bandwidth(self.scenario)} GB/s); communication is not modelled",)
         return Prediction(self.NAME, profile.name, tuple(sites), dict(parameters or {}), notes)

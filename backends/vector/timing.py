@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import sympy
 
+from ma_post.sympy_expr import as_expr
+
 from .profile import VectorProfile
 
 
@@ -32,11 +34,11 @@ def loop_time(flops: sympy.Expr | float, loadstores: sympy.Expr | float, mv: int
     """Seconds of a loop doing ``flops`` and ``loadstores`` (elements) with MV score ``mv``."""
     vectorised, multi = mv >= 2, mv % 2 == 1
     bandwidth = sympy.Float(profile.bandwidth(scenario) * 1e9)
-    words = sympy.sympify(loadstores) * profile.word_bytes
+    words = as_expr(loadstores) * profile.word_bytes
     if vectorised:
         rate = profile.vector_flops_multi if multi else profile.vector_flops
-        length = sympy.sympify(avl if avl is not None else profile.avl_max)
+        length = as_expr(avl if avl is not None else profile.avl_max)
         penalty = sympy.Integer(profile.avl_max) / sympy.Min(length, profile.avl_max)
-        return LoopTime(sympy.sympify(flops) / sympy.Float(rate), words * penalty / bandwidth)
+        return LoopTime(as_expr(flops) / sympy.Float(rate), words * penalty / bandwidth)
     rate = profile.scalar_flops_multi if multi else profile.scalar_flops
-    return LoopTime(sympy.sympify(flops) / sympy.Float(rate), words / bandwidth)
+    return LoopTime(as_expr(flops) / sympy.Float(rate), words / bandwidth)
