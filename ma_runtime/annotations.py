@@ -8,9 +8,8 @@ evaluates the expression (cached while no variable changes) and starts the measu
 the measurement and folds it into the node. Both are shared by every kind and switch on ``kind`` for what
 it measures: a counter is read last on entry and first on exit, so that it encloses as little of the
 SDK's own work as possible. They run on every call of annotated code: compiled by Cython where available
-(annotations.pxd), slotted plain Python otherwise. Compiled, csrc/fast_region.c takes over ``__enter__``,
-``__exit__`` and the ``*_call`` factories for the common call (one that repeats its site's previous call),
-and hands every other call to the code here (see the end of this file).
+(annotations.pxd), slotted plain Python otherwise (one compiled copy, not a hand-written C one beside it:
+docs/performance.md has the measurement behind that).
 
 What a call costs in situ is mostly code fetched again: between two annotations the kernels evict it from
 the caches, so every line of machine code a call runs is a miss. Hence one function per entry and exit,
@@ -21,7 +20,6 @@ tree.Node inlined here.
 
 from __future__ import annotations
 
-import sys
 from builtins import range as _range
 from collections.abc import Callable, Iterable, Iterator
 from operator import length_hint as _length_hint
@@ -31,7 +29,6 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from ma.errors import AnnotationError
-from ma.trace_format import MPI_TYPES
 
 from . import tree as _tree
 from .decorate import in_subroutine
@@ -73,8 +70,6 @@ def current_state() -> ThreadState:
     if on_main_thread():
         if _main_state is None:
             _main_state = thread_state()
-            if cython.compiled:
-                ma_fast_adopt_main_state(_main_state)  # type: ignore[name-defined]  # noqa: F821
         return _main_state
     return thread_state()
 
@@ -725,17 +720,3 @@ def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str
     to check each call's partner, see ma_runtime/peers.py)."""
     return with_peer(make(mpi_barrier, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
                      None if peer is None else current_state().current)
-
-
-# --- the common path in C (csrc/fast_region.c) --------------------------------------------------------------
-# Compiled, Region.__enter__/__exit__ and the *_call factories above are replaced by C functions that serve
-# the call repeating its site's previous one in half the lines of machine code, and call the versions above
-# for everything else.
-_FACTORY_KINDS = {"loop": _LOOP, "flop": _COUNTER, "loadstore": _COUNTER, "heap_memory": _COUNTER,
-                  "stack_memory": _COUNTER, **{mpi_type: _MPI for mpi_type in MPI_TYPES}}
-if cython.compiled:
-    ma_fast_install(  # type: ignore[name-defined]  # noqa: F821
-        sys.modules[__name__], Region, _MAIN_THREAD, complete,
-        [(f"{name}_call", globals()[name], kind) for name, kind in _FACTORY_KINDS.items()],
-        (_PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI, _NOT_REPORTED, _FROM_RANGE, _NO_VERDICT, _PASS,
-         _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED))
