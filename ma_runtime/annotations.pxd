@@ -59,6 +59,9 @@ cdef void discard(Region region, Node node)
 cdef inline Region reused(type cls, object id)
 cdef Region new_region(type cls)
 cdef Region make(type cls, int kind, object id, object expr, object value, object count)
+cdef dict _peer_calls
+cdef Py_ssize_t _peer_limit
+cdef object partnered(Region region, object peer)
 
 # Every kind has these fields (and no others). No free list: Cython takes none from a .pxd, and one declared
 # in annotations.py (@cython.freelist) makes a call fetch more lines of code in situ than PyType_GenericAlloc

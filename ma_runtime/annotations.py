@@ -33,7 +33,7 @@ from ma.errors import AnnotationError
 from . import tree as _tree
 from .decorate import in_subroutine
 from .mars import thread_state
-from .peers import with_peer
+from .peers import check_limit, with_peer
 from .sites import OpenAnnotation
 from .threadstate import ThreadState
 from .tree import Node
@@ -598,6 +598,30 @@ def loop_call(id: str, expr: str, value: Number | None = None) -> loop:
     return make(loop, _LOOP, id, expr, value, None)  # type: ignore[return-value]
 
 
+# Partner assertions (peer=): peers.with_peer checks the first MA_PEER_CHECKS calls of a site; the later calls
+# are told apart here, in compiled code, as CG and SP make them in their inner loops.
+_peer_calls: dict = {}  # (parent node, class, id, peer expression) -> calls checked so far
+_peer_limit = -1  # MA_PEER_CHECKS once read (0: every call)
+
+
+def partnered(region: Region, peer: str | None) -> Any:
+    """``region`` itself, or wrapped to check its partner (ma_runtime/peers.py)."""
+    global _peer_limit
+    if peer is None:
+        return region
+    if type(peer) is not str:
+        return with_peer(region, peer)  # raises the AnnotationError
+    if _peer_limit < 0:
+        _peer_limit = check_limit()
+    if _peer_limit:
+        key = (id(current_state().current), type(region), region.id, peer)
+        done = _peer_calls.get(key, 0)
+        if done >= _peer_limit:
+            return region
+        _peer_calls[key] = done + 1
+    return with_peer(region, peer)
+
+
 def flop_call(id: str, expr: str, value: Number | None = None) -> flop:
     """``ma.flop(...)``: the annotation object of one call (a :class:`flop`)."""
     return make(flop, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
@@ -622,101 +646,88 @@ def mpi_send_call(id: str, expr: str, value: Number | None = None, count: str | 
                   *, peer: str | None = None) -> mpi_send:
     """``ma.mpi_send(...)``: the annotation object of one call (a :class:`mpi_send`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_send, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_send, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_isend_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_isend:
     """``ma.mpi_isend(...)``: the annotation object of one call (a :class:`mpi_isend`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_isend, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_isend, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_recv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                   *, peer: str | None = None) -> mpi_recv:
     """``ma.mpi_recv(...)``: the annotation object of one call (a :class:`mpi_recv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_recv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_recv, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_irecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_irecv:
     """``ma.mpi_irecv(...)``: the annotation object of one call (a :class:`mpi_irecv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_irecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_irecv, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_sendrecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                       *, peer: str | None = None) -> mpi_sendrecv:
     """``ma.mpi_sendrecv(...)``: the annotation object of one call (a :class:`mpi_sendrecv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_sendrecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_sendrecv, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_bcast_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_bcast:
     """``ma.mpi_bcast(...)``: the annotation object of one call (a :class:`mpi_bcast`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_bcast, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_bcast, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_reduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                     *, peer: str | None = None) -> mpi_reduce:
     """``ma.mpi_reduce(...)``: the annotation object of one call (a :class:`mpi_reduce`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_reduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_reduce, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_allreduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                        *, peer: str | None = None) -> mpi_allreduce:
     """``ma.mpi_allreduce(...)``: the annotation object of one call (a :class:`mpi_allreduce`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_allreduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_allreduce, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_gather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                     *, peer: str | None = None) -> mpi_gather:
     """``ma.mpi_gather(...)``: the annotation object of one call (a :class:`mpi_gather`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_gather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_gather, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_scatter_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                      *, peer: str | None = None) -> mpi_scatter:
     """``ma.mpi_scatter(...)``: the annotation object of one call (a :class:`mpi_scatter`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_scatter, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_scatter, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_allgather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                        *, peer: str | None = None) -> mpi_allgather:
     """``ma.mpi_allgather(...)``: the annotation object of one call (a :class:`mpi_allgather`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_allgather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_allgather, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                       *, peer: str | None = None) -> mpi_alltoall:
     """``ma.mpi_alltoall(...)``: the annotation object of one call (a :class:`mpi_alltoall`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_alltoall, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_alltoall, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                      *, peer: str | None = None) -> mpi_barrier:
     """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_barrier, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_barrier, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
