@@ -5,8 +5,8 @@
 
 asserts a loop's vector load/stores, vector flops and average vector length (AVL, in lanes) as expressions,
 and its MV score (0: neither vectorised nor multithreaded, 1: multithreaded, 2: vectorised, 3: both, the
-paper's mflag/vflag pair). It is a pure-Python annotation kind (the compiled hot path, fast_region.c and
-the Cython regions, is untouched): it adds no node to the site tree, so annotating an existing loop keeps
+paper's mflag/vflag pair). It is a pure-Python annotation kind (the compiled hot path, the
+Cython regions, is untouched): it adds no node to the site tree, so annotating an existing loop keeps
 its sites' paths; it keeps one record per (enclosing site path, id) that the runtime writes into the
 trace's ``vector_loops`` array. Under the ``valgrind`` counter the record also holds the measured vector
 metrics of the maflops tool (vector/scalar flops and load/stores, vector lanes); elsewhere they stay null.
