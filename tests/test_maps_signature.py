@@ -204,3 +204,31 @@ def test_calls_into_compiled_code_per_site(tmp_path: Path) -> None:
     assert outer.c_calls == 3 * 14 + 2  # inclusive of dots, plus its own range() and len()
     assert ts.find("empty").c_calls == 0  # measured: the annotations' own calls are left out
     assert ts.headers[0]["counters"]["providers"][0]["name"] == "ccalls"
+
+
+MPI_CCALLS_PROGRAM = """
+import numpy as np
+from mpi4py import MPI
+import ma
+x = np.ones(8)
+rank = MPI.COMM_WORLD.Get_rank()
+with ma.flop("work", "0"):
+    for _ in range(rank + 1):    # rank r: 2 (range, +) + 2 (r + 1)
+        x.sum()
+        np.sqrt(x)
+"""
+
+
+@pytest.mark.mpi
+def test_merged_trace_keeps_each_ranks_c_calls(tmp_path: Path) -> None:
+    script = tmp_path / "ranks.py"
+    script.write_text(MPI_CCALLS_PROGRAM)
+    both = run([sys.executable, str(script)], tmp_path / "both", "ccalls", nprocs=2, cache=None,
+               MA_TRACE_LAYOUT="both")
+    ranks_only = tmp_path / "ranks"
+    ranks_only.mkdir()
+    for rank in (0, 1):
+        shutil.copy(both / rank_file_name(rank), ranks_only)
+    merged, files = load(both).find("work"), load(ranks_only).find("work")
+    assert merged.c_calls_per_rank.tolist() == files.c_calls_per_rank.tolist() == [4.0, 6.0]
+    assert merged.c_calls == files.c_calls == 10
