@@ -1,7 +1,7 @@
 """What a signature run costs and what it measures: NPB CG under ``ma run`` natively, with ``--counters ccalls``
 and with ``--counters valgrind --cache PROFILE``, side by side in one run.
 
-    python bench/signature_cost.py [--class S] [--profile amd-epyc-zen4-kvm] [--modes native,ccalls,cache]
+    python bench/signature_cost.py [--class S] [--profile amd-epyc-zen4-kvm] [--modes native,ccalls,valgrind,cache]
 
 Prints each mode's wall time (the whole ``ma run``, startup included) and its ratio to the native run, then per
 site of the timed loop: executions, calls into compiled code per execution (``Site.c_calls``) and the simulated
@@ -24,6 +24,7 @@ from ma_post.traceset import TraceSet, load
 
 ROOT = Path(__file__).resolve().parent.parent
 MODES = {"native": ["--counters", "none"], "ccalls": ["--counters", "ccalls"],
+         "valgrind": ["--counters", "valgrind"],  # the tool without the cache simulation, for its share
          "cache": ["--counters", "valgrind", "--cache", "{profile}"]}
 
 
@@ -62,7 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--class", dest="class_name", default="S")
     parser.add_argument("--profile", default="amd-epyc-zen4-kvm", help="machine profile whose caches are simulated")
-    parser.add_argument("--modes", default="native,ccalls,cache")
+    parser.add_argument("--modes", default="native,ccalls,valgrind,cache")
     args = parser.parse_args()
     modes = args.modes.split(",")
     traces: dict[str, TraceSet] = {}
