@@ -232,3 +232,27 @@ def test_merged_trace_keeps_each_ranks_c_calls(tmp_path: Path) -> None:
     merged, files = load(both).find("work"), load(ranks_only).find("work")
     assert merged.c_calls_per_rank.tolist() == files.c_calls_per_rank.tolist() == [4.0, 6.0]
     assert merged.c_calls == files.c_calls == 10
+
+
+class _Frame:
+    def __init__(self, node: Any, t0: int, outer: Any = None) -> None:
+        self.node, self.t0, self.outer = node, t0, outer
+
+
+def test_the_cache_probe_tells_starts_from_stops_by_the_open_region() -> None:
+    from ma_runtime.counters.valgrind import CacheCounts
+    from ma_runtime.sitecounts import CacheProbe
+    from ma_runtime.tree import Node
+
+    node = Node(None, "flop", "k", "1", 0.0)
+    readings = iter([CacheCounts(100 * k, (60 * k, 30 * k)) for k in range(10)])
+    state = _Frame(None, 0)  # stands for the ThreadState: only its ``top`` is read
+    probe = CacheProbe(node, lambda: 7, lambda: next(readings), lambda: state)
+    state.top = _Frame(node, t0=1)  # type: ignore[attr-defined]
+    probe(), probe()  # start, stop of the call that started at t0 = 1: readings 0 and 1
+    assert probe.to_json() == {"calls": 1, "accesses": 100, "hits": [60, 30]}
+    state.top = _Frame(node, t0=2)  # type: ignore[attr-defined]
+    probe()  # a start (reading 2) whose stop never comes: the call is closed as unbalanced
+    state.top = _Frame(_Frame(None, 0), t0=9, outer=_Frame(node, t0=3))  # type: ignore[attr-defined]
+    probe(), probe()  # the next call (t0 = 3, below an inner annotation at its stop): readings 3 and 4
+    assert probe.to_json() == {"calls": 2, "accesses": 200, "hits": [120, 60]}
