@@ -384,6 +384,11 @@ class ModelBuilder:
         inputs, values = self._inputs(expr, definitions, notes)
         return Model(name, expr, inputs, definitions, [], notes, values, self.ts.ranks, inline)
 
+    def resolve(self, expr: sympy.Expr, path: str = "") -> sympy.Expr:
+        """``expr`` in the model's inputs: every derived variable replaced by its definition visible at the site
+        ``path``, as the model's own terms are (e.g. an expression of an annotation outside the site tree)."""
+        return self._resolve(expr, path, set(self._definitions))
+
     def site_value(self, site: Site, what: str) -> sympy.Expr | None:
         if what == "value":
             return None if site.expr is None else to_sympy(site.expr)

@@ -186,9 +186,12 @@ def test_speed_bench_alternates_annotations_within_a_job() -> None:
                            "--nprocs", "1", "4"], env=clean_env(), capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     for nprocs in (1, 4):
-        line = next(x for x in done.stdout.splitlines() if x.strip().startswith(f"{nprocs} ranks: pairs"))
-        ratios = [float(x) for x in line.split("pairs")[1].split("median")[0].split()]
+        line = next(x for x in done.stdout.splitlines() if x.strip().startswith(f"{nprocs} ranks job 1: pairs"))
+        ratios = [float(x) for x in line.split("pairs")[1].split()]
         assert len(ratios) == 2 and all(0.2 < r < 5 for r in ratios), line
+        summary = next(x for x in done.stdout.splitlines() if x.strip().startswith(f"{nprocs} ranks: median"))
+        low, high = (float(x) for x in summary.split("[")[1].split("]")[0].split(","))
+        assert min(ratios) <= low <= high <= max(ratios), summary
 
 
 def test_heap_assertion_is_measured_by_tracemalloc(tmp_path: Path) -> None:

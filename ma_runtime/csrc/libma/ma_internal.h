@@ -131,7 +131,8 @@ void ma_rt_identity(const ma_runtime_state *rt, int *rank, int *size, double *st
 #define MA_VEC_N_MEASURED 8
 typedef struct ma_vecrec {
     char *id, *path, *expr[3];
-    int depth, mv;
+    char *file; /* where ma_vec_loop_start is written (its first call), NULL when unknown */
+    int line, depth, mv;
     uint64_t calls, measured_calls;
     ma_num first[3];
     double sum[3];

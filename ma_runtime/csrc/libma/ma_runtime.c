@@ -1409,6 +1409,8 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
         r->path = xstrdup(path);
         for (int i = 0; i < 3; i++)
             r->expr[i] = xstrdup(exprs[i]);
+        r->file = file ? xstrdup(file) : NULL;
+        r->line = line;
         r->depth = rt->depth + 1;
         r->mv = mv;
         if (vec_last)

@@ -445,6 +445,16 @@ static void vector_loops(out *o, const ma_vecrec *r)
         raw(o, ",");
         key(o, "path");
         str(o, r->path);
+        raw(o, ",");
+        key(o, "file");
+        if (r->file)
+            str(o, r->file);
+        else
+            raw(o, "null");
+        if (r->file)
+            fmt(o, ",\"line\":%d", r->line);
+        else
+            raw(o, ",\"line\":null");
         fmt(o, ",\"depth\":%d,\"mv\":%d,\"calls\":%llu,\"expr\":{", r->depth, r->mv, (unsigned long long)r->calls);
         for (int i = 0; i < 3; i++) {
             raw(o, i ? "," : "");
