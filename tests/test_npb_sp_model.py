@@ -27,6 +27,7 @@ from examples.npb_sp.study import (
     official_comparison,
     value,
 )
+from ma.errors import MAError
 from ma_post.vector import vec_loop_results
 
 pytestmark = pytest.mark.mpi
@@ -100,6 +101,15 @@ def test_flop_model_against_the_official_operation_count(models: SPModels) -> No
     # The operations the port (and NPB 3.4's Fortran) execute, one each: 830 a point and step at large N
     assert [round(100 * r[3], 1) for r in raw] == [-10.3, -6.9, -6.4, -6.2, -6.0]
     assert [round(100 * r[3], 1) for r in normalised] == [-3.2, -1.3, -1.0, -0.9, -0.8]
+
+
+def test_normalised_model_refuses_a_special_site_the_trace_lacks(models: SPModels,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from examples.npb_sp.opcount import SPECIAL_OPS
+
+    monkeypatch.setitem(SPECIAL_OPS, "fwd_elimination", {"divide": "3*csize*isize^2"})
+    with pytest.raises(MAError, match="no flop site fwd_elimination below 'step'"):
+        normalised_flops_timed(models)
 
 
 def test_flop_model_is_the_numpy_operation_count_of_a_step(models: SPModels, tmp_path: Path) -> None:

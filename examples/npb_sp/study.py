@@ -110,10 +110,14 @@ def normalised_flops_timed(models: SPModels) -> Any:
     from ma_post import to_sympy
 
     extra = []
-    for term in models.flops.terms:
+    timed = [term for term in models.flops.terms if term.site.path.split("/")[0] == TIMED_LOOP]
+    missing = set(SPECIAL_OPS) - {term.site.path.split("/")[-1] for term in timed}
+    if missing:
+        raise MAError(f"no flop site {', '.join(sorted(missing))} below {TIMED_LOOP!r}: opcount.SPECIAL_OPS "
+                      "names a site the trace does not have")
+    for term in timed:
         special = SPECIAL_OPS.get(term.site.path.split("/")[-1], {})
-        if term.site.path.split("/")[0] == TIMED_LOOP:
-            extra += [NORMALISED_EXTRA[kind] * to_sympy(expr) * term.multiplier for kind, expr in special.items()]
+        extra += [NORMALISED_EXTRA[kind] * to_sympy(expr) * term.multiplier for kind, expr in special.items()]
     return models.builder.submodel("flops_timed_normalised", models.flops_timed.expr + sum(extra))
 
 
