@@ -245,3 +245,26 @@ def test_a_bad_vec_loop_record_is_named_by_its_annotations_file_and_line(tzetar:
         vec_loop_results(broken)
     with pytest.raises(BackendError, match=rf"vector_loops\[0\] \(ma.vec_loop at .*app.py:{line}\): bad record"):
         loops_from_trace(broken)
+
+
+def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: ModelBuilder) -> None:
+    """The trace's record has no working set: its asserted vector load/stores x 8 bytes place it (class W:
+    1179360 x 8 = 9434880 bytes). By hand, on a SIMD curve of 100 GB/s at 1 MiB and 50 at 16 MiB, that is
+    100 - 50 * log(9434880 / 2**20) / log(16) GB/s for the vectorised loop (MV 3, AVL 35 >= 4 lanes: no
+    penalty); an explicit working set wins."""
+    import math
+
+    from backends.vector.simd import SimdBandwidth, SimdPoint
+
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 20, 100.0), SimdPoint(1 << 24, 50.0)))
+    loops = loops_from_trace(tzetar.ts)
+    at_w = {"problem_size": 36, "nprocs": 1}
+    bandwidth = 100 - 50 * math.log(9434880 / 2**20) / math.log(16)
+    predicted = VectorBackend(loops, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / (bandwidth * 1e9))
+    placed = {"adi": VectorLoop(3, "35", "(size^2)*(size-1)*26", working_set="2**30")}
+    predicted = VectorBackend(placed, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 50e9)
+    scalar = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26")}  # scalar: the profile's curves, beyond L1
+    predicted = VectorBackend(scalar, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 10e9)  # the triad
