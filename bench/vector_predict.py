@@ -184,22 +184,28 @@ def main() -> None:
     within = sum(abs(e) <= 0.2 for _, _, e in best_errors)
     print(f"best scenario within 20 %: {within} of {len(best_errors)} kernel builds; one scenario for all: "
           + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items()))
-    print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], matvec_n)
+    print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], measured[("matvec", matvec_n)]["scalar"],
+                 matvec_n)
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
 
 
-def print_gather(machine: MachineProfile, run: Run, rows: int) -> None:
+def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -> None:
     """matvec's random reads alone against the random-access curve at p's size (where they land) and at the
-    whole working set: the probe's random loop has its index in cache, matvec's streams from memory."""
+    whole working set (the probe's random loop has its index in cache; matvec's streams from memory), and
+    matvec read the way it runs: its streams (a, colidx, q, rowstr) at the triad, its reads of p on the random
+    curve at p's size (not one of Figure 4's scenarios, which give a loop one bandwidth)."""
     random = [p for p in machine.multimaps if p.pattern == "random"]
-    accesses, p_bytes = run.trip, 8.0 * rows  # one (index, value) pair per access; the probe counts 12 bytes
-    per_access = run.seconds / accesses
-    at = {name: 12.0 / (curve_at(random, size) * 1e9) for name, size in (("p", p_bytes), ("all", run.working_set))}
+    accesses, p_bytes = gather.trip, 8.0 * rows  # one (index, value) pair per access; the probe counts 12 bytes
+    at = {name: 12.0 / (curve_at(random, size) * 1e9) for name, size in (("p", p_bytes), ("all", gather.working_set))}
     print(f"matvec's gathers alone ({accesses} reads of p[colidx[k]], p {p_bytes / 1e6:.1f} MB, colidx streamed): "
-          f"{per_access * 1e9:.2f} ns per read measured; the random curve says {at['p'] * 1e9:.2f} ns at p's size "
-          f"({level_name(machine, p_bytes)}), {at['all'] * 1e9:.2f} ns at the gather's whole set")
+          f"{gather.seconds / accesses * 1e9:.2f} ns per read measured; the random curve says {at['p'] * 1e9:.2f} ns "
+          f"at p's size ({level_name(machine, p_bytes)}), {at['all'] * 1e9:.2f} ns at the gathers' whole set")
+    streamed = (matvec.words - accesses) * 8.0 / (machine.triad_gbs * 1e9)
+    print(f"matvec as it runs: streams {streamed * 1e3:.2f} ms at the triad + reads of p {accesses * at['p'] * 1e3:.2f}"
+          f" ms = {(streamed + accesses * at['p']) * 1e3:.2f} ms; measured {matvec.seconds * 1e3:.2f} ms "
+          f"({matvec.seconds / accesses * 1e9:.2f} ns per entry; its gathers alone {gather.seconds * 1e3:.2f} ms)")
 
 
 def save_figure(bars: list[tuple[str, dict[str, float]]], path: Path) -> None:

@@ -251,20 +251,22 @@ def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: Model
     """The trace's record has no working set: its asserted vector load/stores x 8 bytes place it (class W:
     1179360 x 8 = 9434880 bytes). By hand, on a SIMD curve of 100 GB/s at 1 MiB and 50 at 16 MiB, that is
     100 - 50 * log(9434880 / 2**20) / log(16) GB/s for the vectorised loop (MV 3, AVL 35 >= 4 lanes: no
-    penalty); an explicit working set wins."""
+    penalty), 9 (the stride-1 curve) for a scalar one; an explicit working set wins."""
     import math
 
     from backends.vector.simd import SimdBandwidth, SimdPoint
 
     curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 20, 100.0), SimdPoint(1 << 24, 50.0)))
+    host = machine()
+    host.caches.append(CacheLevel(2, 1 << 25, 16, 64))  # 9.4 MB is in the (32 MiB) second cache
     loops = loops_from_trace(tzetar.ts)
     at_w = {"problem_size": 36, "nprocs": 1}
     bandwidth = 100 - 50 * math.log(9434880 / 2**20) / math.log(16)
-    predicted = VectorBackend(loops, "max", simd=curve).predict(tzetar, machine(), at_w)
+    predicted = VectorBackend(loops, "max", simd=curve).predict(tzetar, host, at_w)
     assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / (bandwidth * 1e9))
-    placed = {"adi": VectorLoop(3, "35", "(size^2)*(size-1)*26", working_set="2**30")}
-    predicted = VectorBackend(placed, "max", simd=curve).predict(tzetar, machine(), at_w)
-    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 50e9)
-    scalar = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26")}  # scalar: the profile's curves, beyond L1
-    predicted = VectorBackend(scalar, "max", simd=curve).predict(tzetar, machine(), at_w)
-    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 10e9)  # the triad
+    placed = {"adi": VectorLoop(3, "35", "(size^2)*(size-1)*26", working_set="2**30")}  # memory: the triad
+    predicted = VectorBackend(placed, "max", simd=curve).predict(tzetar, host, at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 10e9)
+    scalar = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26")}  # scalar: the profile's stride-1 curve
+    predicted = VectorBackend(scalar, "max", simd=curve).predict(tzetar, host, at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 9e9)

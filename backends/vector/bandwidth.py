@@ -13,10 +13,10 @@ own working set:
 - **mixed**: their mean, as the paper's 5.5 GB/s between 2.5 and 8.5.
 
 Those curves are the scalar unit's: the MultiMAPS loop loads (and adds) one 8-byte word at a time. Where the
-host's SIMD bandwidth curve is given (:mod:`.simd`), vectorised unit-stride loops take their max from it: the
-AVX2 triad (32-byte loads and stores) at the working set, measured beyond the last cache too, as the X1E's
-vector references had their own bandwidth (:func:`vector_scenario_bandwidths`); scalar loops keep the
-scalar curves. The min stays the random-access curve for both (a gather is scalar loads).
+host's SIMD bandwidth curve is given (:mod:`.simd`), vectorised unit-stride loops take their max in the
+caches from it: the AVX2 triad (32-byte loads and stores) at the working set, as the X1E's vector references
+had their own bandwidth (:func:`vector_scenario_bandwidths`); beyond the last cache, the triad as for scalar
+loops, which keep the scalar curves. The min stays the random-access curve for both (a gather is scalar loads).
 
 Between two measured sizes a curve is interpolated linearly in log(size); outside them it keeps its end
 value. Without a working set a loop is taken to stream from main memory (the largest measured set).
@@ -101,11 +101,15 @@ def scenario_bandwidths(machine: MachineProfile, working_set: float | None = Non
 def vector_scenario_bandwidths(machine: MachineProfile, simd: SimdBandwidth,
                                working_set: float | None = None) -> dict[str, float]:
     """GB/s of the scenarios for the vector memory operations of a vectorised unit-stride loop: max the SIMD
-    triad curve at the working set (None: main memory, the largest size of the machine profile), min the
+    triad curve at the working set, or beyond the last cache (None: main memory) the machine profile's STREAM
+    triad as for scalar loops (main memory's bandwidth does not depend on the width of the loads, and the
+    triad is measured far beyond the last cache, the curve's largest set only four times it); min the
     random-access curve there, mixed their mean."""
     _check(working_set)
     size = _size(machine, working_set)
-    high, low = curve_at(simd.triad, size), curve_at(_curve(machine, "random"), size)
+    in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
+    high = machine.triad_gbs if in_memory else curve_at(simd.triad, size)
+    low = curve_at(_curve(machine, "random"), size)
     return {"min": low, "mixed": (low + high) / 2, "max": high}
 
 
