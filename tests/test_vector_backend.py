@@ -17,6 +17,7 @@ from post_fixtures import cg_program, make_trace
 from backends import registry
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
+from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
 from ma_cli.main import main
 from ma_post import ModelBuilder, load
@@ -157,6 +158,12 @@ def test_ma_predict_with_the_vector_backend_on_a_traced_run(tmp_path: Path,
     with pytest.raises(SystemExit):  # the backend's own option, checked by the parser
         main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file), "--scenario", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err
+    (tmp_path / "host.simd.json").write_text('{"schema": "something else"}')  # read from beside --machine
+    assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file)]) != 0
+    assert "host.simd.json: not a SIMD bandwidth file" in capsys.readouterr().err
+    SimdBandwidth("avx2+fma", (SimdPoint(1024, 100.0),)).save(tmp_path / "good.simd.json")
+    assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file),
+                 "--simd-bandwidth", str(tmp_path / "good.simd.json")]) == 0
 
 
 TZETAR_APP = """
@@ -253,8 +260,6 @@ def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: Model
     100 - 50 * log(9434880 / 2**20) / log(16) GB/s for the vectorised loop (MV 3, AVL 35 >= 4 lanes: no
     penalty), 9 (the stride-1 curve) for a scalar one; an explicit working set wins."""
     import math
-
-    from backends.vector.simd import SimdBandwidth, SimdPoint
 
     curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 20, 100.0), SimdPoint(1 << 24, 50.0)))
     host = machine()
