@@ -8,15 +8,20 @@ recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3`` and the sam
 t / ceil(t / w); flops, loads/stores, working set and trip count are the kernel program's own per-call
 counts. The host's vector profile is from a machine profile (``--profile``, or a probe run now: no MPI, no
 fit): the peak flop rate, and per kernel the bandwidth of each scenario read off the profile's MultiMAPS
-curves and triad at the kernel's working set (backends/vector/bandwidth.py). Nothing is fitted to the
-timings. "no MV" predicts the unvectorised build as if it were vectorised (MV 2, as the source asserts):
+curves and triad at the kernel's working set (backends/vector/bandwidth.py); for vectorised builds the max is
+the SIMD (AVX2) triad curve at the working set instead (backends/vector/simd.py: ``--simd FILE``, else the
+profile's ``.simd.json`` beside it, else measured now, ~5 s). Nothing is fitted to the timings. "no MV"
+predicts the unvectorised build as if it were vectorised (MV 2, as the source asserts):
 the paper's Figure 6 case, where the model does not know what the compiler did.
 
 Error = (predicted - measured) / measured. Each build's time is the best of --runs runs of --repeat calls (times the
-case's factor), the two builds taking turns; timings on a shared host vary, the figures printed are one run.
+case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
+processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
+the figures printed are one run. After the table, matvec's random reads alone (the ``gather`` kernel) are set
+against the random-access curve, to show what part of matvec's time Figure 4 does not model.
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
-                                     [--figure errors.png]
+                                     [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ from pathlib import Path
 from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
 from backends.vector import host_profile, loop_time
-from backends.vector.bandwidth import memory_level
+from backends.vector import simd as simd_curve
+from backends.vector.bandwidth import curve_at, memory_level
 from backends.vector.profile import SCENARIOS, VectorProfile
 from ma_post.loopmark import loopmarks
 
@@ -71,17 +77,30 @@ class Run:
     trip: int
 
 
-def measure(exes: dict[str, Path], kernel: str, n: int, repeat: int, runs: int) -> dict[str, Run]:
-    """Each build's best of ``runs`` timed runs of ``repeat`` calls, the builds taking turns so that they
-    share whatever else the host is doing."""
-    best = dict.fromkeys(exes, float("inf"))
-    fields: dict[str, list[str]] = {}
+def run_once(exe: Path, kernel: str, n: int, repeat: int) -> list[str]:
+    done = subprocess.run([str(exe), kernel, str(n), str(repeat)], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+def measure(exes: dict[str, Path], cases: list[tuple[str, int, int]],
+            runs: int) -> dict[tuple[str, int], dict[str, Run]]:
+    """Each (kernel, n, calls) case in each build: the best of ``runs`` timed runs, taken in rounds over every
+    case and build, so that they share whatever else the host is doing."""
+    best: dict[tuple[str, int, str], float] = {}
+    fields: dict[tuple[str, int, str], list[str]] = {}
     for _ in range(runs):
-        for name, exe in exes.items():
-            out = subprocess.run([str(exe), kernel, str(n), str(repeat)], capture_output=True, text=True, check=True)
-            fields[name] = out.stdout.split()
-            best[name] = min(best[name], float(fields[name][3]))
-    return {name: Run(best[name], float(f[4]), float(f[5]), float(f[7]), int(f[8])) for name, f in fields.items()}
+        for kernel, n, calls in cases:
+            for name, exe in exes.items():
+                key = (kernel, n, name)
+                fields[key] = run_once(exe, kernel, n, calls)
+                best[key] = min(best.get(key, float("inf")), float(fields[key][3]))
+    return {(kernel, n): {name: Run(best[(kernel, n, name)], *parse(fields[(kernel, n, name)])) for name in exes}
+            for kernel, n, _ in cases}
+
+
+def parse(fields: list[str]) -> tuple[float, float, float, int]:
+    """flops, loadstores, working set and trip count of a kernel program's line."""
+    return float(fields[4]), float(fields[5]), float(fields[7]), int(fields[8])
 
 
 def paper_avl(trip: int, lanes: int) -> float:
@@ -104,10 +123,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=20, help="calls per timed run (times each case's factor)")
     parser.add_argument("--runs", type=int, default=7, help="timed runs per build; the best counts")
     parser.add_argument("--profile", default=None, help="a saved machine profile (default: probe this host now)")
+    parser.add_argument("--simd", default=None, help="the host's SIMD bandwidth curve (default: the profile's "
+                        ".simd.json beside it, else measured now)")
+    parser.add_argument("--save-simd", default=None, help="save the SIMD curve measured now to this file")
     parser.add_argument("--figure", default=None, help="also save the errors as a bar chart (PNG/PDF/SVG)")
     args = parser.parse_args()
 
     machine = load(args.profile) if args.profile else probe(dataclasses.replace(ProbeSettings(), mpi=False, fit=False))
+    simd = simd_curve.SimdBandwidth.load(args.simd) if args.simd else simd_curve.for_profile(args.profile)
+    if simd is None:
+        simd = simd_curve.measure_for(machine, notes="measured by bench/vector_predict.py")
+        if args.save_simd:
+            simd.save(args.save_simd)
+    sizes = [*((f"L{c.level}", c.size_bytes / 2) for c in machine.caches), ("mem", 4.0 * machine.caches[-1].size_bytes)]
+    print(f"AVX2 triad curve, GB/s ({simd.measured_at or '?'}): "
+          + ", ".join(f"{level} {curve_at(simd.triad, size):.0f}" for level, size in sizes))
     cores = 1  # the kernels run on one core (no -fopenmp)
     lanes = host_profile(machine, cores).avl_max
     print(f"host: {machine.name} ({machine.host.get('cpu_model')}; measured {machine.host.get('measured_at', '?')}), "
@@ -123,16 +153,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         exes = {name: build(Path(tmp), name, flags) for name, flags in BUILDS.items()}
         marks = {name: {m.line: m for m in loopmarks(SOURCE, "gcc", flags)} for name, flags in BUILDS.items()}
-        measured = {}
-        for kernel, base_n, calls in CASES:
-            exponent = 1 / 3 if kernel == "tzetar" else 1.0  # tzetar's N is the edge of a cube
-            n = max(8, int(base_n * args.scale ** exponent))
-            measured[(kernel, n)] = measure(exes, kernel, n, args.repeat * calls, args.runs)
+        cases = [(kernel, max(8, int(base_n * args.scale ** (1 / 3 if kernel == "tzetar" else 1.0))),
+                  args.repeat * calls) for kernel, base_n, calls in CASES]  # tzetar's N is the edge of a cube
+        measured = measure(exes, cases, args.runs)
+        matvec_n = next(n for kernel, n, _ in cases if kernel == "matvec")
+        gathers = measure({"vectorised": exes["vectorised"]}, [("gather", matvec_n, args.repeat)], args.runs)
     for build_name in BUILDS:
         for (kernel, n), runs in measured.items():
             run = runs[build_name]
             mark = marks[build_name][loop_line(LOOPS[kernel])]
-            profile = host_profile(machine, cores, working_set=run.working_set)
+            profile = host_profile(machine, cores, working_set=run.working_set, simd=simd)
             avl = paper_avl(run.trip, mark.lanes or lanes) if mark.mv >= 2 else None
             rows = [(build_name, mark.mv, avl)]
             if build_name == "scalar":  # the paper's Figure 6: the model assumes the asserted vectorisation
@@ -146,7 +176,7 @@ def main() -> None:
                     best_errors.append((kernel, label, best))
                     for s in SCENARIOS:
                         scenario_errors[s].append(errors[s])
-                bandwidths = "/".join(f"{profile.bandwidth(s):.1f}" for s in SCENARIOS)
+                bandwidths = "/".join(f"{profile.bandwidth(s, mv >= 2):.1f}" for s in SCENARIOS)
                 print(f"{kernel:<11}{n:>8} {label:<11}{mv:>3}{'-' if loop_avl is None else f'{loop_avl:.2f}':>5}"
                       f"{level_name(machine, run.working_set):>5}{bandwidths:>20}{run.seconds:>12.3e}"
                       + "".join(f"{predicted[s]:>12.3e}{100 * errors[s]:>+7.0f}%" for s in SCENARIOS)
@@ -154,9 +184,28 @@ def main() -> None:
     within = sum(abs(e) <= 0.2 for _, _, e in best_errors)
     print(f"best scenario within 20 %: {within} of {len(best_errors)} kernel builds; one scenario for all: "
           + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items()))
+    print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], measured[("matvec", matvec_n)]["scalar"],
+                 matvec_n)
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
+
+
+def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -> None:
+    """matvec's random reads alone against the random-access curve at p's size (where they land) and at the
+    whole working set (the probe's random loop has its index in cache; matvec's streams from memory), and
+    matvec read the way it runs: its streams (a, colidx, q, rowstr) at the triad, its reads of p on the random
+    curve at p's size (not one of Figure 4's scenarios, which give a loop one bandwidth)."""
+    random = [p for p in machine.multimaps if p.pattern == "random"]
+    accesses, p_bytes = gather.trip, 8.0 * rows  # one (index, value) pair per access; the probe counts 12 bytes
+    at = {name: 12.0 / (curve_at(random, size) * 1e9) for name, size in (("p", p_bytes), ("all", gather.working_set))}
+    print(f"matvec's gathers alone ({accesses} reads of p[colidx[k]], p {p_bytes / 1e6:.1f} MB, colidx streamed): "
+          f"{gather.seconds / accesses * 1e9:.2f} ns per read measured; the random curve says {at['p'] * 1e9:.2f} ns "
+          f"at p's size ({level_name(machine, p_bytes)}), {at['all'] * 1e9:.2f} ns at the gathers' whole set")
+    streamed = (matvec.words - accesses) * 8.0 / (machine.triad_gbs * 1e9)
+    print(f"matvec as it runs: streams {streamed * 1e3:.2f} ms at the triad + reads of p {accesses * at['p'] * 1e3:.2f}"
+          f" ms = {(streamed + accesses * at['p']) * 1e3:.2f} ms; measured {matvec.seconds * 1e3:.2f} ms "
+          f"({matvec.seconds / accesses * 1e9:.2f} ns per entry; its gathers alone {gather.seconds * 1e3:.2f} ms)")
 
 
 def save_figure(bars: list[tuple[str, dict[str, float]]], path: Path) -> None:

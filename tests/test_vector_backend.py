@@ -17,6 +17,7 @@ from post_fixtures import cg_program, make_trace
 from backends import registry
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
+from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
 from ma_cli.main import main
 from ma_post import ModelBuilder, load
@@ -157,6 +158,12 @@ def test_ma_predict_with_the_vector_backend_on_a_traced_run(tmp_path: Path,
     with pytest.raises(SystemExit):  # the backend's own option, checked by the parser
         main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file), "--scenario", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err
+    (tmp_path / "host.simd.json").write_text('{"schema": "something else"}')  # read from beside --machine
+    assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file)]) != 0
+    assert "host.simd.json: not a SIMD bandwidth file" in capsys.readouterr().err
+    SimdBandwidth("avx2+fma", (SimdPoint(1024, 100.0),)).save(tmp_path / "good.simd.json")
+    assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file),
+                 "--simd-bandwidth", str(tmp_path / "good.simd.json")]) == 0
 
 
 TZETAR_APP = """
@@ -245,3 +252,26 @@ def test_a_bad_vec_loop_record_is_named_by_its_annotations_file_and_line(tzetar:
         vec_loop_results(broken)
     with pytest.raises(BackendError, match=rf"vector_loops\[0\] \(ma.vec_loop at .*app.py:{line}\): bad record"):
         loops_from_trace(broken)
+
+
+def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: ModelBuilder) -> None:
+    """The trace's record has no working set: its asserted vector load/stores x 8 bytes place it (class W:
+    1179360 x 8 = 9434880 bytes). By hand, on a SIMD curve of 100 GB/s at 1 MiB and 50 at 16 MiB, that is
+    100 - 50 * log(9434880 / 2**20) / log(16) GB/s for the vectorised loop (MV 3, AVL 35 >= 4 lanes: no
+    penalty), 9 (the stride-1 curve) for a scalar one; an explicit working set wins."""
+    import math
+
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 20, 100.0), SimdPoint(1 << 24, 50.0)))
+    host = machine()
+    host.caches.append(CacheLevel(2, 1 << 25, 16, 64))  # 9.4 MB is in the (32 MiB) second cache
+    loops = loops_from_trace(tzetar.ts)
+    at_w = {"problem_size": 36, "nprocs": 1}
+    bandwidth = 100 - 50 * math.log(9434880 / 2**20) / math.log(16)
+    predicted = VectorBackend(loops, "max", simd=curve).predict(tzetar, host, at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / (bandwidth * 1e9))
+    placed = {"adi": VectorLoop(3, "35", "(size^2)*(size-1)*26", working_set="2**30")}  # memory: the triad
+    predicted = VectorBackend(placed, "max", simd=curve).predict(tzetar, host, at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 10e9)
+    scalar = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26")}  # scalar: the profile's stride-1 curve
+    predicted = VectorBackend(scalar, "max", simd=curve).predict(tzetar, host, at_w)
+    assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 9e9)

@@ -4,8 +4,10 @@ Each site's flops and loads/stores (the symbolic model) are timed by :func:`timi
 MV score and AVL: from ``loops`` (site path -> :class:`VectorLoop`; a loop applies to the sites under it),
 e.g. the trace's ``ma.vec_loop`` records (:func:`loops_from_trace`), or MV 0 (scalar) where nothing is
 known. ``scenario`` picks the bandwidth (min, mixed, max); :meth:`VectorBackend.predict_scenarios` gives all
-three. The profile is the host's, from the MachineProfile given to ``predict``, unless ``profile`` is set
-(e.g. :data:`profile.CRAY_X1E`).
+three. The profile is the host's, from the MachineProfile given to ``predict`` (and, for vectorised loops,
+the SIMD bandwidth curve ``simd`` when given: :mod:`.simd`), unless ``profile`` is set (e.g.
+:data:`profile.CRAY_X1E`). A loop without a working set is placed by its asserted vector load/stores x 8 bytes
+(each element touched once), so trace records, which carry no working set, still pick a level.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ma.trace_format import VECTOR_LOOPS_KEY
 
 from ..base import Backend, Prediction, SitePrediction
 from .profile import CRAY_X1E, SCENARIOS, VectorProfile, host_profile
+from .simd import SimdBandwidth, for_profile
 from .timing import LoopTime, loop_time
 
 if TYPE_CHECKING:
@@ -30,8 +33,8 @@ if TYPE_CHECKING:
 
     from ..machine.profile import MachineProfile
 
-__all__ = ["CRAY_X1E", "SCENARIOS", "LoopTime", "VectorBackend", "VectorLoop", "VectorProfile", "host_profile",
-           "loop_time", "loops_from_trace"]
+__all__ = ["CRAY_X1E", "SCENARIOS", "LoopTime", "SimdBandwidth", "VectorBackend", "VectorLoop", "VectorProfile",
+           "host_profile", "loop_time", "loops_from_trace"]
 
 
 @dataclass(frozen=True)
@@ -91,12 +94,13 @@ class VectorBackend(Backend):
     DESCRIPTION = "vector paper (Cray X1E) Tv/Ts model: vector/scalar rates by MV score, bandwidth scaled by AVL"
 
     def __init__(self, loops: Mapping[str, VectorLoop] | None = None, scenario: str = "mixed",
-                 profile: VectorProfile | None = None) -> None:
+                 profile: VectorProfile | None = None, simd: SimdBandwidth | None = None) -> None:
         if scenario not in SCENARIOS:
             raise BackendError(f"unknown bandwidth scenario {scenario!r}: expected one of {', '.join(SCENARIOS)}")
         self.loops = dict(loops or {})
         self.scenario = scenario
         self.profile = profile
+        self.simd = simd
 
     @classmethod
     def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
@@ -104,12 +108,17 @@ class VectorBackend(Backend):
                             help="vector: the bandwidth scenario of the main prediction (all three are printed)")
         parser.add_argument("--vector-profile", choices=("host", "x1e"), default="host",
                             help="vector: the host's rates from the machine profile, or the Cray X1E's")
+        parser.add_argument("--simd-bandwidth", default=None, metavar="FILE",
+                            help="vector: the host's SIMD bandwidth curve (default: PROFILE.simd.json beside "
+                                 "--machine, when there is one)")
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> VectorBackend:
-        """Loops from the run's ``ma.vec_loop`` records; ``--scenario`` and ``--vector-profile``."""
+        """Loops from the run's ``ma.vec_loop`` records; ``--scenario``, ``--vector-profile``, ``--simd-bandwidth``."""
         profile = CRAY_X1E if getattr(options, "vector_profile", "host") == "x1e" else None
-        return cls(loops_from_trace(traces), getattr(options, "scenario", "mixed"), profile)
+        path = getattr(options, "simd_bandwidth", None)
+        simd = SimdBandwidth.load(path) if path else for_profile(getattr(options, "machine", None))
+        return cls(loops_from_trace(traces), getattr(options, "scenario", "mixed"), profile, simd)
 
     def variants(self, model: ModelBuilder, machine: MachineProfile,
                  parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:
@@ -141,20 +150,28 @@ class VectorBackend(Backend):
         for path in sorted(set(flops) | set(words)):
             prefix, loop = self.loop_of(path)
             exprs = loop.resolved(model, prefix)
-            working_set = self._working_set(exprs.get("working_set"), bound, loop, notes)
+            working_set = self._working_set(self._bytes(exprs), bound, loop, notes)
             key = (working_set, loop.stride)
             if key not in profiles:
-                profiles[key] = self.profile or host_profile(machine, working_set=working_set, stride=loop.stride)
+                profiles[key] = self.profile or host_profile(machine, working_set=working_set, stride=loop.stride,
+                                                             simd=self.simd)
             time = loop_time(flops.get(path, sympy.Integer(0)), words.get(path, sympy.Integer(0)), loop.mv,
                              exprs.get("avl"), profiles[key], self.scenario)
             sites.append(SitePrediction(path, as_expr(time.compute).subs(bound),
                                         as_expr(time.memory).subs(bound), sympy.Integer(0)))
-        bandwidths = sorted({p.bandwidth(self.scenario) for p in profiles.values()})
+        bandwidths = sorted({p.bandwidth(self.scenario, vector) for p in profiles.values() for vector in (False, True)})
         name = next(iter(profiles.values())).name if profiles else (self.profile.name if self.profile else
                                                                      f"{machine.name}-vector")
         notes.insert(0, f"vector profile {name!r}, bandwidth scenario {self.scenario!r} "
                         f"({', '.join(f'{b:.4g}' for b in bandwidths)} GB/s); communication is not modelled")
         return Prediction(self.NAME, name, tuple(sites), dict(parameters or {}), tuple(dict.fromkeys(notes)))
+
+    @staticmethod
+    def _bytes(exprs: Mapping[str, sympy.Expr]) -> sympy.Expr | None:
+        """The loop's working set; without one, its asserted vector load/stores x the word (each element once)."""
+        if "working_set" in exprs:
+            return exprs["working_set"]
+        return exprs["vloadstore"] * 8 if "vloadstore" in exprs else None
 
     @staticmethod
     def _working_set(expr: sympy.Expr | None, bound: Mapping[sympy.Symbol, float], loop: VectorLoop,
@@ -173,4 +190,5 @@ class VectorBackend(Backend):
     def predict_scenarios(self, model: ModelBuilder, machine: MachineProfile,
                           parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:
         """One prediction per bandwidth scenario (min, mixed, max)."""
-        return {s: VectorBackend(self.loops, s, self.profile).predict(model, machine, parameters) for s in SCENARIOS}
+        return {s: VectorBackend(self.loops, s, self.profile, self.simd).predict(model, machine, parameters)
+                for s in SCENARIOS}

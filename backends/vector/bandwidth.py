@@ -12,6 +12,12 @@ own working set:
 - **min**: the random-access curve at the working set;
 - **mixed**: their mean, as the paper's 5.5 GB/s between 2.5 and 8.5.
 
+Those curves are the scalar unit's: the MultiMAPS loop loads (and adds) one 8-byte word at a time. Where the
+host's SIMD bandwidth curve is given (:mod:`.simd`), vectorised unit-stride loops take their max in the
+caches from it: the AVX2 triad (32-byte loads and stores) at the working set, as the X1E's vector references
+had their own bandwidth (:func:`vector_scenario_bandwidths`); beyond the last cache, the triad as for scalar
+loops, which keep the scalar curves. The min stays the random-access curve for both (a gather is scalar loads).
+
 Between two measured sizes a curve is interpolated linearly in log(size); outside them it keeps its end
 value. Without a working set a loop is taken to stream from main memory (the largest measured set).
 """
@@ -21,12 +27,24 @@ from __future__ import annotations
 import bisect
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ma.errors import BackendError
 
 if TYPE_CHECKING:
     from backends.machine.profile import MachineProfile, MultiMapsPoint
+
+    from .simd import SimdBandwidth
+
+
+class CurvePoint(Protocol):
+    """A measured point of a bandwidth curve (MultiMAPS or SIMD)."""
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    @property
+    def bandwidth_gbs(self) -> float: ...
 
 
 def memory_level(machine: MachineProfile, working_set: float) -> int:
@@ -37,7 +55,7 @@ def memory_level(machine: MachineProfile, working_set: float) -> int:
     return len(machine.caches) + 1
 
 
-def curve_at(points: Sequence[MultiMapsPoint], size: float) -> float:
+def curve_at(points: Sequence[CurvePoint], size: float) -> float:
     """A measured curve's bandwidth (GB/s) at ``size`` bytes: log-size interpolation, clamped at its ends."""
     ordered = sorted(points, key=lambda p: p.size_bytes)
     sizes = [p.size_bytes for p in ordered]
@@ -69,13 +87,36 @@ def scenario_bandwidths(machine: MachineProfile, working_set: float | None = Non
                         stride: int = 1) -> dict[str, float]:
     """GB/s of the min, mixed and max scenarios for a loop touching ``working_set`` bytes at ``stride`` words
     (None: main memory, the largest measured set)."""
-    if working_set is not None and not working_set > 0:
-        raise BackendError(f"working set must be a positive number of bytes, not {working_set!r}")
+    _check(working_set)
     if stride < 1:
         raise BackendError(f"stride must be a positive number of 8-byte words, not {stride!r}")
     random, strided = _curve(machine, "random"), _curve(machine, "stride", stride)
-    size = working_set if working_set is not None else max(p.size_bytes for p in machine.multimaps)
+    size = _size(machine, working_set)
     in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
     high = machine.triad_gbs if in_memory and stride == 1 else curve_at(strided, size)
     low = curve_at(random, size)
     return {"min": low, "mixed": (low + high) / 2, "max": high}
+
+
+def vector_scenario_bandwidths(machine: MachineProfile, simd: SimdBandwidth,
+                               working_set: float | None = None) -> dict[str, float]:
+    """GB/s of the scenarios for the vector memory operations of a vectorised unit-stride loop: max the SIMD
+    triad curve at the working set, or beyond the last cache (None: main memory) the machine profile's STREAM
+    triad as for scalar loops (main memory's bandwidth does not depend on the width of the loads, and the
+    triad is measured far beyond the last cache, the curve's largest set only four times it); min the
+    random-access curve there, mixed their mean."""
+    _check(working_set)
+    size = _size(machine, working_set)
+    in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
+    high = machine.triad_gbs if in_memory else curve_at(simd.triad, size)
+    low = curve_at(_curve(machine, "random"), size)
+    return {"min": low, "mixed": (low + high) / 2, "max": high}
+
+
+def _check(working_set: float | None) -> None:
+    if working_set is not None and not working_set > 0:
+        raise BackendError(f"working set must be a positive number of bytes, not {working_set!r}")
+
+
+def _size(machine: MachineProfile, working_set: float | None) -> float:
+    return working_set if working_set is not None else max(p.size_bytes for p in machine.multimaps)

@@ -16,6 +16,8 @@ from ma.errors import BackendError
 if TYPE_CHECKING:
     from backends.machine.profile import MachineProfile
 
+    from .simd import SimdBandwidth
+
 SCENARIOS = ("min", "mixed", "max")
 
 
@@ -29,15 +31,18 @@ class VectorProfile:
     scalar_flops: float          # one scalar unit (X1E: 0.565 GHz)
     scalar_flops_multi: float    # multistreamed scalar (X1E: 2.26 GHz)
     avl_max: int                 # lanes of a full vector (X1E: 64 doubles; AVX2: 4)
-    bandwidth_gbs: dict[str, float]  # scenario -> GB/s
+    bandwidth_gbs: dict[str, float]  # scenario -> GB/s (scalar memory references; all of them when no vector one)
     clock_hz: float | None = None
     word_bytes: int = 8
+    vector_bandwidth_gbs: dict[str, float] | None = None  # scenario -> GB/s of vector memory references
 
-    def bandwidth(self, scenario: str) -> float:
-        if scenario not in self.bandwidth_gbs:
+    def bandwidth(self, scenario: str, vector: bool = False) -> float:
+        """GB/s of the scenario for scalar memory references, or vector ones where the profile has their own."""
+        table = self.vector_bandwidth_gbs if vector and self.vector_bandwidth_gbs else self.bandwidth_gbs
+        if scenario not in table:
             raise BackendError(f"vector profile {self.name!r}: unknown bandwidth scenario {scenario!r}; "
-                               f"expected one of {', '.join(self.bandwidth_gbs)}")
-        return self.bandwidth_gbs[scenario]
+                               f"expected one of {', '.join(table)}")
+        return table[scenario]
 
 
 # The vector paper, section 5.4 and Figure 4: 4.5/18 GHz vector, 0.565/2.26 GHz scalar, 64-element vector
@@ -57,18 +62,21 @@ def simd_lanes(isa: str) -> int:
 
 
 def host_profile(machine: MachineProfile, cores: int | None = None, working_set: float | None = None,
-                 stride: int = 1) -> VectorProfile:
+                 stride: int = 1, simd: SimdBandwidth | None = None) -> VectorProfile:
     """This host as a vector machine, from its measured MachineProfile, for a loop touching ``working_set``
     bytes at ``stride`` words (None: main memory).
 
     Vector rate: the measured one-core peak (its fastest SIMD kernel); scalar rate: that over the lanes (the
     same FMA units, one lane used); multistreamed: times the cores. Bandwidths: the MultiMAPS curves and the
-    triad at the loop's working set (:func:`.bandwidth.scenario_bandwidths`).
+    triad at the loop's working set (:func:`.bandwidth.scenario_bandwidths`); with the SIMD curve (``simd``) and
+    unit stride, vector memory references have their own (:func:`.bandwidth.vector_scenario_bandwidths`).
     """
-    from .bandwidth import scenario_bandwidths
+    from .bandwidth import scenario_bandwidths, vector_scenario_bandwidths
 
     lanes = simd_lanes(str(machine.cpu.get("isa", "")))
     ncores = cores or int(machine.host.get("cpus") or 1)
     peak = machine.peak_flops
     return VectorProfile(f"{machine.name}-vector", peak, peak * ncores, peak / lanes, peak / lanes * ncores, lanes,
-                         scenario_bandwidths(machine, working_set, stride), clock_hz=machine.cpu.get("clock_hz"))
+                         scenario_bandwidths(machine, working_set, stride), clock_hz=machine.cpu.get("clock_hz"),
+                         vector_bandwidth_gbs=vector_scenario_bandwidths(machine, simd, working_set)
+                         if simd is not None and stride == 1 else None)

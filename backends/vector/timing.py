@@ -5,7 +5,8 @@
 
 Loads and stores are counted in elements (8-byte words), as the model's ``loadstore`` is; the AVL_max/AVL
 factor is the paper's penalty for vectors shorter than the registers. The paper prints ``10e9``; it means
-GB/s, 1e9. The MV score picks the formula (vectorised: Tv) and the rate (multistreamed: the multi rate).
+GB/s, 1e9. The MV score picks the formula (vectorised: Tv, with the profile's vector bandwidth where it has
+one) and the rate (multistreamed: the multi rate).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def loop_time(flops: sympy.Expr | float, loadstores: sympy.Expr | float, mv: int
               profile: VectorProfile, scenario: str) -> LoopTime:
     """Seconds of a loop doing ``flops`` and ``loadstores`` (elements) with MV score ``mv``."""
     vectorised, multi = mv >= 2, mv % 2 == 1
-    bandwidth = sympy.Float(profile.bandwidth(scenario) * 1e9)
+    bandwidth = sympy.Float(profile.bandwidth(scenario, vector=vectorised) * 1e9)
     words = as_expr(loadstores) * profile.word_bytes
     if vectorised:
         rate = profile.vector_flops_multi if multi else profile.vector_flops

@@ -6,7 +6,7 @@
  *
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * Usage: kernels KERNEL N REPEAT   (KERNEL: tzetar | matvec | triad | recurrence)
+ * Usage: kernels KERNEL N REPEAT   (KERNEL: tzetar | matvec | triad | recurrence | gather)
  * Prints: KERNEL N REPEAT seconds-per-call flops-per-call loadstores-per-call checksum working-set-bytes
  *         inner-trip (the bytes the kernel's arrays span, and the trip count of its innermost loop)
  */
@@ -54,6 +54,18 @@ NOINLINE void matvec(long rows, const long *restrict rowstr, const long *restric
     }
 }
 
+/* matvec's random reads alone: p[colidx[k]] in matvec's order into eight independent sums (no add chain, no
+ * stream of a), for bench/vector_predict.py's look at what matvec's time is made of. */
+NOINLINE double gather(long nnz, const long *restrict colidx, const double *restrict p)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    for (long k = 0; k + 8 <= nnz; k += 8) {
+        s0 += p[colidx[k]]; s1 += p[colidx[k + 1]]; s2 += p[colidx[k + 2]]; s3 += p[colidx[k + 3]];
+        s4 += p[colidx[k + 4]]; s5 += p[colidx[k + 5]]; s6 += p[colidx[k + 6]]; s7 += p[colidx[k + 7]];
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
 /* STREAM's triad, multithreaded where OpenMP is on. */
 NOINLINE void triad(long n, double *restrict a, const double *restrict b, const double *restrict c, double s)
 {
@@ -86,7 +98,10 @@ static double *filled(long n, double scale)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) { fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence N REPEAT\n", argv[0]); return 2; }
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence|gather N REPEAT\n", argv[0]);
+        return 2;
+    }
     const char *kernel = argv[1];
     long n = atol(argv[2]), repeat = atol(argv[3]);
     double checksum = 0.0, flops = 0.0, loadstores = 0.0, t0 = 0.0, t1 = 0.0, bytes = 0.0;
@@ -104,20 +119,31 @@ int main(int argc, char **argv)
         loadstores = 18.0 * (double)inner;     /* 13 arrays read (rhs x5, 8 others), rhs x5 written */
         bytes = 13.0 * 8.0 * (double)points;
         trip = n - 2;
-    } else if (strcmp(kernel, "matvec") == 0) {
+    } else if (strcmp(kernel, "matvec") == 0 || strcmp(kernel, "gather") == 0) {
+        int whole = strcmp(kernel, "matvec") == 0;
         long per_row = 32, nnz = n * per_row;
         long *rowstr = malloc((size_t)(n + 1) * sizeof *rowstr), *colidx = malloc((size_t)nnz * sizeof *colidx);
         for (long j = 0; j <= n; j++) rowstr[j] = j * per_row;
         for (long k = 0; k < nnz; k++) colidx[k] = (k * 7919) % n;
         double *a = filled(nnz, 1e-3), *p = filled(n, 2e-3), *q = filled(n, 0.0);
         t0 = seconds();
-        for (long r = 0; r < repeat; r++) matvec(n, rowstr, colidx, a, p, q);
+        for (long r = 0; r < repeat; r++) {
+            if (whole) matvec(n, rowstr, colidx, a, p, q);
+            else checksum += gather(nnz, colidx, p);
+        }
         t1 = seconds();
-        for (long j = 0; j < n; j++) checksum += q[j];
-        flops = 2.0 * (double)nnz;
-        loadstores = 3.0 * (double)nnz + (double)n; /* a, colidx, p per entry; q per row */
-        bytes = 8.0 * (2.0 * (double)nnz + 3.0 * (double)n + 1.0); /* a, colidx; p, q, rowstr */
-        trip = per_row;
+        if (whole) {
+            for (long j = 0; j < n; j++) checksum += q[j];
+            flops = 2.0 * (double)nnz;
+            loadstores = 3.0 * (double)nnz + 2.0 * (double)n; /* a, colidx, p per entry; q, rowstr per row */
+            bytes = 8.0 * (2.0 * (double)nnz + 3.0 * (double)n + 1.0); /* a, colidx; p, q, rowstr */
+            trip = per_row;
+        } else {
+            flops = (double)nnz;
+            loadstores = 2.0 * (double)nnz;                 /* colidx, p */
+            bytes = 8.0 * ((double)nnz + (double)n);       /* colidx; p */
+            trip = nnz;
+        }
     } else if (strcmp(kernel, "triad") == 0) {
         double *a = filled(n, 0.0), *b = filled(n, 1e-3), *c = filled(n, 2e-3);
         t0 = seconds();

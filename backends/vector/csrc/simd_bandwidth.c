@@ -1,0 +1,76 @@
+/* The vector backend's SIMD bandwidth probe (docs/vector-backend.md): unit-stride loops over a working set
+ * with AVX2 32-byte loads and stores, the host's counterpart of the X1E's vector memory bandwidth (the
+ * vector paper, section 4.2). The machine profile's MultiMAPS loop is scalar (one 8-byte load per element),
+ * so in the caches it measures the scalar unit, not the cache; a vectorised loop moves four doubles per load.
+ *
+ * Built -O2 -mavx2 -mfma (x86-64-v3 at most: Valgrind cannot decode AVX-512); the Python side calls a
+ * kernel only when ma_simd_supported() says the CPU has AVX2 and FMA. Every kernel returns its elapsed
+ * seconds and leaves a result in ma_simd_sink so that the compiler keeps the loop.
+ *
+ * SPDX-License-Identifier: BSD-3-Clause */
+#include <immintrin.h>
+#include <stddef.h>
+#include <time.h>
+
+volatile double ma_simd_sink;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int ma_simd_supported(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+/* Triad a = b + q*c over `words` doubles (a multiple of 16, arrays 32-byte aligned), `reps` times: two
+ * vector loads and one vector store per four elements, four independent vectors per iteration. */
+double ma_simd_triad(double *a, const double *b, const double *c, size_t words, size_t reps) {
+    const __m256d q = _mm256_set1_pd(3.0);
+    double start = now();
+    for (size_t r = 0; r < reps; r++) {
+        for (size_t i = 0; i < words; i += 16) {
+            __m256d x0 = _mm256_fmadd_pd(q, _mm256_load_pd(c + i), _mm256_load_pd(b + i));
+            __m256d x1 = _mm256_fmadd_pd(q, _mm256_load_pd(c + i + 4), _mm256_load_pd(b + i + 4));
+            __m256d x2 = _mm256_fmadd_pd(q, _mm256_load_pd(c + i + 8), _mm256_load_pd(b + i + 8));
+            __m256d x3 = _mm256_fmadd_pd(q, _mm256_load_pd(c + i + 12), _mm256_load_pd(b + i + 12));
+            _mm256_store_pd(a + i, x0);
+            _mm256_store_pd(a + i + 4, x1);
+            _mm256_store_pd(a + i + 8, x2);
+            _mm256_store_pd(a + i + 12, x3);
+        }
+        __asm__ volatile("" ::: "memory"); /* each repetition reads and writes memory again */
+    }
+    double elapsed = now() - start;
+    ma_simd_sink = a[words / 2];
+    return elapsed;
+}
+
+/* Read of `words` doubles (a multiple of 32, 32-byte aligned), `reps` times, into eight independent vector
+ * sums: one sum would be bound by its add latency, not by the loads. */
+double ma_simd_read(const double *a, size_t words, size_t reps) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0, s7 = s0;
+    double start = now();
+    for (size_t r = 0; r < reps; r++) {
+        for (size_t i = 0; i < words; i += 32) {
+            s0 = _mm256_add_pd(s0, _mm256_load_pd(a + i));
+            s1 = _mm256_add_pd(s1, _mm256_load_pd(a + i + 4));
+            s2 = _mm256_add_pd(s2, _mm256_load_pd(a + i + 8));
+            s3 = _mm256_add_pd(s3, _mm256_load_pd(a + i + 12));
+            s4 = _mm256_add_pd(s4, _mm256_load_pd(a + i + 16));
+            s5 = _mm256_add_pd(s5, _mm256_load_pd(a + i + 20));
+            s6 = _mm256_add_pd(s6, _mm256_load_pd(a + i + 24));
+            s7 = _mm256_add_pd(s7, _mm256_load_pd(a + i + 28));
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    double elapsed = now() - start;
+    __m256d t = _mm256_add_pd(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)),
+                              _mm256_add_pd(_mm256_add_pd(s4, s5), _mm256_add_pd(s6, s7)));
+    double lanes[4];
+    _mm256_storeu_pd(lanes, t);
+    ma_simd_sink = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+    return elapsed;
+}
