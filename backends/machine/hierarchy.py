@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,21 +26,16 @@ def parse_size(text: str) -> int:
     return int(match.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[match.group(2).upper()]
 
 
-def _shared(index: Path) -> bool:
-    """Whether sysfs says other CPUs share this cache (``shared_cpu_list`` names more than one)."""
-    try:
-        text = (index / "shared_cpu_list").read_text().strip()
-    except OSError:
-        return False
-    return "-" in text or "," in text
-
-
-def from_sysfs(cpu: int = 0, root: Path | None = None) -> list[CacheLevel]:
+def from_sysfs(cpu: int = 0, root: Path | None = None, arch: str | None = None) -> list[CacheLevel]:
     """Data and unified caches of ``cpu``, innermost first; ProfileError when sysfs has none.
 
-    A level that other CPUs share is simulated with random replacement: seen from one core, whose lines other
-    cores (and, on a VM, other guests) evict, it does not behave as LRU; the private levels are LRU.
+    How the hit-rate simulation models them (what sysfs cannot say; ``docs/machine-profile.md`` gives the fits
+    that chose it): every level LRU and physically indexed (the OS puts pages in frames at random, so an array's
+    pages fill the page colours of L2 and L3 unevenly and some sets overflow before the array reaches the
+    cache's size); on x86-64 (``arch``, default this machine's) L2 has the adjacent-line prefetcher that Intel
+    and AMD cores have (a miss fetches the other line of its 128-byte pair).
     """
+    pairs = (arch or platform.machine()).lower() in ("x86_64", "amd64")
     base = root or Path(str(SYSFS_CACHE).format(cpu=cpu))
     levels: dict[int, CacheLevel] = {}
     for index in sorted(base.glob("index*")):
@@ -53,7 +49,8 @@ def from_sysfs(cpu: int = 0, root: Path | None = None) -> list[CacheLevel]:
             levels[level] = CacheLevel(level=level, size_bytes=parse_size(read("size")),
                                        ways=int(read("ways_of_associativity")),
                                        line_bytes=int(read("coherency_line_size")), source="sysfs",
-                                       replacement="RR" if _shared(index) else "LRU")
+                                       replacement="LRU", indexing="physical",
+                                       prefetch="adjacent" if pairs and level == 2 else "none")
         except (OSError, ValueError) as exc:
             raise ProfileError(str(index), f"cannot read the cache description: {exc}") from None
     if not levels:
