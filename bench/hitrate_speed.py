@@ -6,7 +6,7 @@ hit rates, and prints the loads simulated per second of each; then the time of t
 (prefetchers included) with the probe's simulator. pycachesim is fed the same two passes per point that the
 probe used before it had prefetchers (a ``range`` of addresses for the strided walks, a list for the random).
 
-Run: .venv/bin/python bench/hitrate_speed.py [--profile P] [--max-size BYTES]
+Run: .venv/bin/python bench/hitrate_speed.py [--profile P] [--max-size BYTES] (about a minute)
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ def pycachesim_rates(caches: list[CacheLevel], point: MultiMapsPoint, index: Any
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--profile", help="a profile (default: the shipped example)")
-    parser.add_argument("--max-size", type=int, default=None, help="only points up to this working set (bytes)")
+    parser.add_argument("--max-size", type=int, default=20 << 20,
+                        help="only points up to this working set (bytes; default 20 MiB: pycachesim's list of the "
+                             "32 M addresses of a 128 MiB random walk takes gigabytes)")
     args = parser.parse_args()
     machine = profile.load(args.profile or next(iter(profile.shipped_profiles().values())))
     points = [p for p in machine.multimaps if args.max_size is None or p.size_bytes <= args.max_size]
