@@ -160,10 +160,14 @@ def handle_show(args: argparse.Namespace) -> int:
     if host.get("notes"):
         print(f"  notes: {host['notes']}")
     for cache in machine.caches:
-        prefetch = "" if cache.prefetch == "none" else (
-            f", {cache.prefetch} prefetch (degree {cache.prefetch_degree}, distance {cache.prefetch_distance})")
+        model = [cache.replacement, f"{cache.indexing}ly indexed"]
+        if cache.prefetch in ("next_line", "stride"):
+            model.append(f"{cache.prefetch} prefetch (degree {cache.prefetch_degree}, "
+                         f"distance {cache.prefetch_distance})")
+        elif cache.prefetch != "none":
+            model.append(f"{cache.prefetch} prefetch")
         print(f"  L{cache.level}: {cache.size_bytes // 1024} KiB, {cache.ways}-way, {cache.line_bytes} B lines "
-              f"({cache.source}, {cache.replacement}{prefetch} in simulation)")
+              f"({cache.source}; simulated {', '.join(model)})")
     print(f"  peak flops (one core, {machine.cpu.get('isa', '?')}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
     print(f"  triad: {machine.triad_gbs:.1f} GB/s")
     if machine.network:
