@@ -112,6 +112,9 @@ def build_library(target: Path, command: list[str], sources: list[Path], what: s
     return target
 
 
+_build = build_library  # the former private name: backends/vector/simd.py (branch vector4) still calls it
+
+
 def build_pmpi(force: bool = False) -> Path:
     """Build libmapmpi.so into ``toolchain.build_dir()`` with the environment's mpicc; return its path."""
     toolchain = _toolchain()
