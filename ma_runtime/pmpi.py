@@ -81,8 +81,9 @@ def _fingerprint(command: list[str], sources: list[Path]) -> str:
     return digest.hexdigest()
 
 
-def _build(target: Path, command: list[str], sources: list[Path], what: str, force: bool) -> Path:
-    """Compile into ``target`` unless its stamp says the same sources and command built it already.
+def build_library(target: Path, command: list[str], sources: list[Path], what: str, force: bool) -> Path:
+    """Compile into ``target`` unless its stamp says the same sources and command built it already (every C part
+    of the SDK is built this way, the machine probe's kernels too).
 
     Ranks of one job may all ask at once: a lock file serialises them, and the library appears by rename,
     so a process never loads a half-written file.
@@ -111,13 +112,16 @@ def _build(target: Path, command: list[str], sources: list[Path], what: str, for
     return target
 
 
+_build = build_library  # the former private name: backends/vector/simd.py (branch vector4) still calls it
+
+
 def build_pmpi(force: bool = False) -> Path:
     """Build libmapmpi.so into ``toolchain.build_dir()`` with the environment's mpicc; return its path."""
     toolchain = _toolchain()
     mpicc = toolchain.find_mpicc()
     sources = [CSRC_DIR / name for name in _PMPI_SOURCES]
     command = [str(mpicc), *_CFLAGS, str(sources[0]), "-ldl"]
-    return _build(library_path(), command, sources, "the PMPI wrapper library libmapmpi", force)
+    return build_library(library_path(), command, sources, "the PMPI wrapper library libmapmpi", force)
 
 
 def _valgrind_hook_flags(mpicc: Path) -> tuple[list[str], list[Path]]:
@@ -151,7 +155,7 @@ def build_c_runtime(force: bool = False) -> Path:
                f"-L{pmpi.parent}", f"-Wl,-rpath,{pmpi.parent}", "-Wl,--no-as-needed", f"-l{PMPI_NAME}", "-lm"]
     # the stamp also covers libmapmpi's own stamp: a rebuilt wrapper relinks the runtime
     pmpi_stamp = pmpi.with_name(pmpi.name + ".stamp")
-    return _build(c_runtime_path(), command, [*sources, pmpi_stamp], "the C runtime libma", force)
+    return build_library(c_runtime_path(), command, [*sources, pmpi_stamp], "the C runtime libma", force)
 
 
 def c_flags() -> list[str]:

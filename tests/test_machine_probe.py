@@ -33,11 +33,12 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
         assert len(point.samples_gbs) == machine.multimaps_settings["samples"]
         assert point.bandwidth_gbs == pytest.approx(float(np.median(point.samples_gbs)), rel=1e-3)
     by_key = {(p.curve, p.size_bytes): p for p in machine.multimaps}
-    # the cache levels show: an L1-resident stride-1 read beats a stride-8 read from beyond L2 (a line per load)
+    # the cache levels show: an L1-resident stride-1 read beats a stride-8 read from beyond L2 (a line per load;
+    # with x86's adjacent-line prefetcher modelled at L2, every other one hits there)
     in_l1 = by_key[("stride 1", max(s for s in sizes if s <= machine.caches[0].size_bytes // 2))]
     beyond_l2 = by_key[("stride 8", sizes[-1])]
     assert in_l1.hit_rates == [1.0] * machine.levels
-    assert beyond_l2.hit_rates is not None and beyond_l2.hit_rates[1] == 0.0
+    assert beyond_l2.hit_rates is not None and beyond_l2.hit_rates[0] == 0.0 and beyond_l2.hit_rates[1] <= 0.5
     # best samples: the others who share this host slow a sample down, never up
     assert max(in_l1.samples_gbs) > 2 * max(beyond_l2.samples_gbs)
     assert machine.peak_flops > 1e9 and machine.cpu["isa"] in machine.cpu["by_isa"]

@@ -95,11 +95,12 @@ def test_hierarchy_from_sysfs(tmp_path: Path) -> None:
         for name, value in (("level", level), ("type", kind), ("size", size), ("ways_of_associativity", ways),
                             ("coherency_line_size", 64)):
             (d / name).write_text(f"{value}\n")
-    (tmp_path / "index3" / "shared_cpu_list").write_text("0-1\n")
-    (tmp_path / "index2" / "shared_cpu_list").write_text("0\n")
-    caches = hierarchy.from_sysfs(root=tmp_path)
+    caches = hierarchy.from_sysfs(root=tmp_path, arch="x86_64")
     assert [(c.level, c.size_bytes, c.ways) for c in caches] == [(1, 32768, 8), (2, 1 << 20, 8), (3, 32 << 20, 16)]
-    assert [c.replacement for c in caches] == ["LRU", "LRU", "RR"]  # the shared level is not LRU to one core
+    # the modelled parts: LRU, pages in random frames, and x86's adjacent-line prefetcher at L2
+    assert [(c.replacement, c.indexing, c.prefetch) for c in caches] == [
+        ("LRU", "physical", "none"), ("LRU", "physical", "adjacent"), ("LRU", "physical", "none")]
+    assert [c.prefetch for c in hierarchy.from_sysfs(root=tmp_path, arch="aarch64")] == ["none"] * 3
     assert caches[2].sets == 32768
     overridden = hierarchy.apply_overrides(caches, {2: "512K", 3: "16M:16:64:RR", 1: "32K:8:64:LRU"})
     assert (overridden[1].size_bytes, overridden[1].ways, overridden[1].source) == (512 << 10, 8, "override")

@@ -24,7 +24,7 @@ def build_kernels(force: bool = False) -> Path:
     source = CSRC_DIR / "multimaps.c"
     target = toolchain.build_dir() / "libmaprobe.so"
     command = [str(toolchain.find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
-    return pmpi._build(target, command, [source], "the MultiMAPS probe kernels", force)
+    return pmpi.build_library(target, command, [source], "the MultiMAPS probe kernels", force)
 
 
 def build_pingpong(force: bool = False) -> Path:
@@ -34,7 +34,17 @@ def build_pingpong(force: bool = False) -> Path:
     source = CSRC_DIR / "pingpong.c"
     target = toolchain.build_dir() / "ma_pingpong"
     command = [str(toolchain.find_mpicc()), *_CFLAGS, str(source)]
-    return pmpi._build(target, command, [source], "the MPI ping-pong probe", force)
+    return pmpi.build_library(target, command, [source], "the MPI ping-pong probe", force)
+
+
+def build_hitsim(force: bool = False) -> Path:
+    """Build libmahitsim.so (the hit-rate simulation with prefetchers, :mod:`.hitrates`); return its path."""
+    from ma_runtime import pmpi, toolchain
+
+    source = CSRC_DIR / "hitsim.c"
+    target = toolchain.build_dir() / "libmahitsim.so"
+    command = [str(toolchain.find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
+    return pmpi.build_library(target, command, [source], "the hit-rate simulation", force)
 
 
 class Kernels:

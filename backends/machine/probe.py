@@ -298,7 +298,7 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
     if cfg.mpi:
         say("MPI ping-pong (2 ranks)")
         network = measure_network(cfg)
-    say("hit rates (pycachesim)")
+    say("hit rates (simulated on the hierarchy, prefetchers included)")
     simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
     profile = MachineProfile(
         name=name or socket.gethostname(), host=host_info(cpu, cfg.is_quick, notes), caches=hierarchy, cpu=cpu_info,

@@ -29,6 +29,11 @@ class CacheLevel:
     line_bytes: int
     source: str = "sysfs"
     replacement: str = "LRU"  # the policy the hit-rate simulation gives this level (LRU, RR, FIFO, MRU)
+    # the level's hardware prefetcher in the hit-rate simulation (none, next_line, adjacent, stride; see hitrates)
+    prefetch: str = "none"
+    prefetch_degree: int = 1  # lines fetched per trigger
+    prefetch_distance: int = 1  # how far ahead the first of them lies (lines, or strides for "stride")
+    indexing: str = "virtual"  # "physical": the simulation puts each 4 KiB page in a random frame (page colours)
 
     @property
     def sets(self) -> int:

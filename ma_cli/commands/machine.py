@@ -8,6 +8,8 @@ from typing import Any
 
 from ..support import load_profile
 
+_CACHE_SPEC = "SIZE[:WAYS[:LINE[:POLICY[:PREFETCH][:INDEXING]]]]"
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("machine", help="machine profiles: probe this host, show, fit, plot")
@@ -19,8 +21,7 @@ def register(subparsers: Any) -> None:
     probe.add_argument("--quick", action="store_true", help="a few seconds: few sizes, short timings, small GA")
     probe.add_argument("--name", help="profile name (default: the host name)")
     probe.add_argument("--note", default="", help="free text kept in the profile (e.g. 'busy host')")
-    probe.add_argument("--cache", action="append", default=[], metavar="LN=SIZE[:WAYS[:LINE[:POLICY]]]",
-                       help="override a cache level from sysfs, e.g. L3=16M:16:64:RR (repeatable)")
+    _cache_option(probe, "override a cache level from sysfs")
     probe.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
     probe.add_argument("--no-mpi", action="store_true", help="skip the MPI ping-pong")
     probe.add_argument("--no-fit", action="store_true", help="skip the GA bandwidth fit")
@@ -34,6 +35,7 @@ def register(subparsers: Any) -> None:
     fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
     fit.add_argument("profile")
     fit.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    _cache_option(fit, "change a level of the profile's hierarchy and simulate the hit rates again")
     _ga_options(fit)
     fit.set_defaults(handler=handle_fit)
 
@@ -45,6 +47,26 @@ def register(subparsers: Any) -> None:
     plot.add_argument("-o", "--output", default="multimaps", help="file name prefix (default: multimaps)")
     plot.add_argument("--stride", type=int, default=4, help="stride of the error plot (default 4)")
     plot.set_defaults(handler=handle_plot)
+
+
+def _cache_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument("--cache", action="append", default=[], metavar=f"LN={_CACHE_SPEC}",
+                        help=f"{what}, e.g. L3=16M:16:64:RR or L2=1M:8:64:LRU:adjacent:physical (repeatable; "
+                             "prefetchers: none, next_line, adjacent, stride, each /DEGREE/DISTANCE; indexing: "
+                             "virtual, physical)")
+
+
+def _cache_overrides(specs: list[str], base: Any) -> Any:
+    from backends.machine import hierarchy
+    from ma.errors import ProfileError
+
+    overrides = {}
+    for spec in specs:
+        level, _, value = spec.partition("=")
+        if not (level.upper().startswith("L") and level[1:].isdigit() and value):
+            raise ProfileError("--cache", f"{spec!r}: expected LN={_CACHE_SPEC}, e.g. L2=1M:8:64")
+        overrides[int(level[1:])] = value
+    return hierarchy.apply_overrides(list(base), overrides)
 
 
 def _ga_options(parser: argparse.ArgumentParser) -> None:
@@ -73,17 +95,7 @@ def handle_probe(args: argparse.Namespace) -> int:
     settings = probe.ProbeSettings.quick() if args.quick else probe.ProbeSettings()
     settings = replace(settings, mpi=not args.no_mpi, fit=not args.no_fit, penalties=args.penalties,
                        ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic)
-    caches = None
-    if args.cache:
-        overrides = {}
-        for spec in args.cache:
-            level, _, value = spec.partition("=")
-            if not (level.upper().startswith("L") and level[1:].isdigit() and value):
-                from ma.errors import ProfileError
-
-                raise ProfileError("--cache", f"{spec!r}: expected LN=SIZE[:WAYS[:LINE[:POLICY]]], e.g. L2=1M:8:64")
-            overrides[int(level[1:])] = value
-        caches = hierarchy.apply_overrides(hierarchy.from_sysfs(), overrides)
+    caches = _cache_overrides(args.cache, hierarchy.from_sysfs()) if args.cache else None
     result = probe.probe(settings, caches=caches, name=args.name, notes=args.note,
                          log=lambda text: print(f"ma machine probe: {text}", file=sys.stderr))
     path = result.save(args.output)
@@ -96,6 +108,11 @@ def handle_fit(args: argparse.Namespace) -> int:
     from backends.machine import gafit, probe
 
     machine = load_profile(args.profile)
+    if args.cache:
+        import numpy as np
+
+        machine.caches = _cache_overrides(args.cache, machine.caches)
+        probe.simulate_hit_rates(machine.multimaps, machine.caches, np.random.default_rng(args.seed))
     fit = probe.fit_profile(machine, _ga_settings(args, gafit.GASettings()), args.penalties)
     path = machine.save(args.output or args.profile)
     print(f"{path}: fitted in {fit.ga['seconds']:.1f} s")
@@ -143,8 +160,14 @@ def handle_show(args: argparse.Namespace) -> int:
     if host.get("notes"):
         print(f"  notes: {host['notes']}")
     for cache in machine.caches:
+        model = [cache.replacement, f"{cache.indexing}ly indexed"]
+        if cache.prefetch in ("next_line", "stride"):
+            model.append(f"{cache.prefetch} prefetch (degree {cache.prefetch_degree}, "
+                         f"distance {cache.prefetch_distance})")
+        elif cache.prefetch != "none":
+            model.append(f"{cache.prefetch} prefetch")
         print(f"  L{cache.level}: {cache.size_bytes // 1024} KiB, {cache.ways}-way, {cache.line_bytes} B lines "
-              f"({cache.source}, {cache.replacement} in simulation)")
+              f"({cache.source}; simulated {', '.join(model)})")
     print(f"  peak flops (one core, {machine.cpu.get('isa', '?')}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
     print(f"  triad: {machine.triad_gbs:.1f} GB/s")
     if machine.network:
