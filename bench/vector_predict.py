@@ -8,9 +8,10 @@ recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3`` and the sam
 t / ceil(t / w); flops, loads/stores, working set and trip count are the kernel program's own per-call
 counts. The host's vector profile is from a machine profile (``--profile``, or a probe run now: no MPI, no
 fit): the peak flop rate, and per kernel the bandwidth of each scenario read off the profile's MultiMAPS
-curves and triad at the kernel's working set (backends/vector/bandwidth.py); for vectorised builds the max is
-the SIMD (AVX2) triad curve at the working set instead (backends/vector/simd.py: ``--simd FILE``, else the
-profile's ``.simd.json`` beside it, else measured now, ~5 s). Nothing is fitted to the timings. "no MV"
+curves and triad at the kernel's working set (backends/vector/bandwidth.py); in the caches the max is the
+measured triad curve of the unit the build uses, the SIMD (AVX2) triad for vectorised builds and the scalar triad
+for scalar ones (backends/vector/simd.py: ``--simd FILE``, else the profile's ``.simd.json`` beside it, else
+measured now, ~5 s). Nothing is fitted to the timings. "no MV"
 predicts the unvectorised build as if it were vectorised (MV 2, as the source asserts):
 the paper's Figure 6 case, where the model does not know what the compiler did.
 
@@ -136,8 +137,9 @@ def main() -> None:
         if args.save_simd:
             simd.save(args.save_simd)
     sizes = [*((f"L{c.level}", c.size_bytes / 2) for c in machine.caches), ("mem", 4.0 * machine.caches[-1].size_bytes)]
-    print(f"AVX2 triad curve, GB/s ({simd.measured_at or '?'}): "
-          + ", ".join(f"{level} {curve_at(simd.triad, size):.0f}" for level, size in sizes))
+    for name, curve in (("AVX2 triad", simd.triad), ("scalar triad", simd.scalar_triad)):
+        print(f"{name} curve, GB/s ({simd.measured_at or '?'}): "
+              + (", ".join(f"{level} {curve_at(curve, size):.0f}" for level, size in sizes) if curve else "none"))
     cores = 1  # the kernels run on one core (no -fopenmp)
     lanes = host_profile(machine, cores).avl_max
     print(f"host: {machine.name} ({machine.host.get('cpu_model')}; measured {machine.host.get('measured_at', '?')}), "
