@@ -39,7 +39,7 @@ from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import curve_at, memory_level
+from backends.vector.bandwidth import curve_at, gather_seconds, memory_level
 from backends.vector.profile import SCENARIOS, VectorProfile
 from ma_post.loopmark import loopmarks
 
@@ -188,6 +188,11 @@ def main() -> None:
           + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items()))
     print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], measured[("matvec", matvec_n)]["scalar"],
                  matvec_n)
+    for build_name in BUILDS:
+        run = measured[("matvec", matvec_n)][build_name]
+        mark = marks[build_name][loop_line(LOOPS["matvec"])]
+        print_gather_extension(machine, simd, build_name, run, matvec_n, mark.mv,
+                               paper_avl(run.trip, mark.lanes or lanes) if mark.mv >= 2 else None)
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
@@ -208,6 +213,25 @@ def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -
     print(f"matvec as it runs: streams {streamed * 1e3:.2f} ms at the triad + reads of p {accesses * at['p'] * 1e3:.2f}"
           f" ms = {(streamed + accesses * at['p']) * 1e3:.2f} ms; measured {matvec.seconds * 1e3:.2f} ms "
           f"({matvec.seconds / accesses * 1e9:.2f} ns per entry; its gathers alone {gather.seconds * 1e3:.2f} ms)")
+
+
+def print_gather_extension(machine: MachineProfile, simd: simd_curve.SimdBandwidth, build_name: str, run: Run,
+                           rows: int, mv: int, avl: float | None) -> None:
+    """matvec by Figure 4 plus a gather term (an extension, beside the paper's scenarios, not counted in them):
+    its gathers (one per entry, rows x trip, of p: 8 x rows bytes; each with its colidx read) at the SIMD file's
+    gather curve at p's size, the rest of its words (a, q, rowstr) and its flops by Figure 4's max scenario."""
+    if not simd.gather:
+        print("matvec, Figure 4 + gathers: the SIMD file has no gather curve")
+        return
+    gathers = float(rows * run.trip)
+    profile = host_profile(machine, 1, working_set=run.working_set, simd=simd)
+    rest = float(loop_time(run.flops, run.words - 2 * gathers, mv, avl, profile, "max").total)
+    gathered = gather_seconds(simd, gathers, 8.0 * rows)
+    total = rest + gathered
+    print(f"matvec {build_name}, Figure 4 + gathers (extension): max scenario without the gathers {rest * 1e3:.2f} ms"
+          f" + {gathers:.0f} gathers at {curve_at(simd.gather, 8.0 * rows):.2f} GB/s (the gather curve at p's "
+          f"{8e-6 * rows:.1f} MB) {gathered * 1e3:.2f} ms = {total * 1e3:.2f} ms; measured {run.seconds * 1e3:.2f} ms,"
+          f" error {100 * (total - run.seconds) / run.seconds:+.0f}%")
 
 
 def save_figure(bars: list[tuple[str, dict[str, float]]], path: Path) -> None:

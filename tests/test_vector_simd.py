@@ -4,6 +4,7 @@ vectorised unit-stride loop at the SIMD curve, scalar ones at the machine profil
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import pytest
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import scalar_unit_scenario_bandwidths
+from backends.vector.bandwidth import gather_seconds, scalar_unit_scenario_bandwidths
 from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
 
@@ -33,6 +34,32 @@ def test_the_avx2_and_scalar_kernels_measure_this_host() -> None:
         assert 0 < point.bandwidth_gbs < 10_000
     assert measured.isa == "avx2+fma" and measured.settings["statistic"] == "best"
     assert SimdBandwidth.from_json(measured.to_json()) == measured
+
+
+def test_the_gather_curve_measures_this_host() -> None:
+    """The gather kernel at two array sizes (powers of two), its indices streamed: a point per size, in GB/s of
+    gathered 8-byte words; other sizes are refused, as one random index array serves every power of two."""
+    kernels = simd_curve.SimdKernels()
+    if not kernels.supported:
+        pytest.skip("this CPU has no AVX2+FMA")
+    measured = simd_curve.measure([4096], min_time=2e-4, samples=2, kernels=kernels, gather_sizes=[4096, 1 << 20],
+                                  index_bytes=1 << 20)
+    assert [p.size_bytes for p in measured.gather] == [4096, 1 << 20]
+    assert all(0 < p.bandwidth_gbs < 1000 and len(p.samples_gbs) == 2 for p in measured.gather)
+    assert measured.settings["index_bytes"] == 1 << 20
+    with pytest.raises(BackendError, match=r"gather sizes must be powers of two"):
+        simd_curve.measure([4096], kernels=kernels, gather_sizes=[3000], index_bytes=1 << 20)
+
+
+def test_the_gather_term_by_hand() -> None:
+    """The extension's gather term: reads x 8 bytes at the gather curve at the gathered array's size (log-size
+    interpolation: 1.6 MB between 1 MiB at 6 GB/s and 2 MiB at 5 GB/s); a file without the curve is an error."""
+    curve = SimdBandwidth("avx2+fma", SIMD.triad, gather=(SimdPoint(1 << 20, 6.0), SimdPoint(1 << 21, 5.0)))
+    assert gather_seconds(curve, 1e6, 1 << 20) == pytest.approx(8e6 / 6e9)
+    weight = math.log(1.6e6 / (1 << 20)) / math.log(2)
+    assert gather_seconds(curve, 1e6, 1.6e6) == pytest.approx(8e6 / ((6.0 - weight) * 1e9))
+    with pytest.raises(BackendError, match="no gather curve"):
+        gather_seconds(SIMD, 1e6, 1.6e6)
 
 
 def test_the_scalar_triad_is_compiled_scalar_with_its_loop_in_one_line() -> None:

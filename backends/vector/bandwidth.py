@@ -138,3 +138,16 @@ def _check(working_set: float | None) -> None:
 
 def _size(machine: MachineProfile, working_set: float | None) -> float:
     return working_set if working_set is not None else max(p.size_bytes for p in machine.multimaps)
+
+
+def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float) -> float:
+    """An extension of Figure 4, not one of its scenarios: the seconds of ``gathers`` random reads (each with its
+    index read from a stream) of an array of ``gathered_bytes``, at the SIMD file's measured gather curve there.
+    Figure 4 gives a loop one bandwidth; a sparse row loop streams most of its words and gathers the rest from a
+    smaller array, with fewer misses in flight than the random-access curve's loop (its indices in cache) has."""
+    if not simd.gather:
+        raise BackendError("the SIMD bandwidth file has no gather curve: measure it again "
+                           "(backends.vector.simd.measure_for)")
+    if not gathered_bytes > 0:
+        raise BackendError(f"the gathered array's size must be a positive number of bytes, not {gathered_bytes!r}")
+    return gathers * 8.0 / (curve_at(simd.gather, gathered_bytes) * 1e9)

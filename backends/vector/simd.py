@@ -35,7 +35,7 @@ from ma.errors import BackendError
 
 CSRC = Path(__file__).resolve().parent / "csrc" / "simd_bandwidth.c"
 SCHEMA = "ma-vector-simd-bandwidth"
-VERSION = 2  # 2 added scalar_triad; version 1 files (no scalar curve) still load
+VERSION = 2  # 2 added scalar_triad and gather; version 1 files (neither) still load
 VERSIONS = (1, 2)
 WORD = 8
 TRIAD_BLOCK, READ_BLOCK = 16, 32  # doubles per unrolled iteration of each kernel
@@ -62,6 +62,7 @@ class SimdBandwidth:
     notes: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
     scalar_triad: tuple[SimdPoint, ...] = ()
+    gather: tuple[SimdPoint, ...] = ()  # size_bytes: the gathered array's; GB/s: 8 bytes per gathered read
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, **asdict(self)}
@@ -73,15 +74,17 @@ class SimdBandwidth:
         if data.get("version") not in VERSIONS:
             raise BackendError(f"{source}: SIMD bandwidth file version {data.get('version')!r} is not one this "
                                f"backend reads (expected one of {', '.join(map(str, VERSIONS))})")
-        curves = {name: _points(data, name, source) for name in ("triad", "read", "scalar_triad")}
+        curves = {name: _points(data, name, source) for name in ("triad", "read", "scalar_triad", "gather")}
         try:
             result = cls(str(data["isa"]), curves["triad"], curves["read"], str(data.get("measured_at", "")),
-                         str(data.get("notes", "")), dict(data.get("settings", {})), curves["scalar_triad"])
+                         str(data.get("notes", "")), dict(data.get("settings", {})), curves["scalar_triad"],
+                         curves["gather"])
         except (KeyError, TypeError, ValueError) as exc:
             raise BackendError(f"{source}: bad SIMD bandwidth file ({exc!s}); expected isa, measured_at, notes and "
                                "settings (docs/vector-backend.md)") from None
-        if data.get("version") == 1 and result.scalar_triad:
-            raise BackendError(f"{source}: a version 1 SIMD bandwidth file has no scalar_triad (that is version 2)")
+        if data.get("version") == 1 and (result.scalar_triad or result.gather):
+            raise BackendError(f"{source}: a version 1 SIMD bandwidth file has no scalar_triad or gather (those are "
+                               "version 2)")
         if not result.triad:
             raise BackendError(f"{source}: the SIMD bandwidth file has no triad points")
         return result
@@ -150,7 +153,9 @@ class SimdKernels:
         lib.ma_simd_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
         lib.ma_scalar_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
         lib.ma_simd_read.argtypes = [ptr, size_t, size_t]
-        lib.ma_simd_triad.restype = lib.ma_scalar_triad.restype = lib.ma_simd_read.restype = ctypes.c_double
+        lib.ma_gather_stream.argtypes = [ptr, size_t, ptr, size_t, size_t]
+        for kernel in (lib.ma_simd_triad, lib.ma_scalar_triad, lib.ma_simd_read, lib.ma_gather_stream):
+            kernel.restype = ctypes.c_double
         self._lib = lib
 
     @property
@@ -165,6 +170,10 @@ class SimdKernels:
 
     def read(self, a: Any, reps: int) -> float:
         return float(self._lib.ma_simd_read(a.ctypes.data, a.size, reps))
+
+    def gather(self, p: Any, index: Any, reps: int) -> float:
+        """Gathers p[index & (p.size - 1)] (p.size a power of two, index uint64, a multiple of 8 long)."""
+        return float(self._lib.ma_gather_stream(p.ctypes.data, p.size, index.ctypes.data, index.size, reps))
 
 
 def _aligned(words: int) -> Any:
@@ -198,9 +207,11 @@ KERNELS = ("triad", "scalar_triad", "read")  # the curves measure() takes, in th
 
 
 def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kernels: SimdKernels | None = None,
-            notes: str = "") -> SimdBandwidth:
+            notes: str = "", gather_sizes: Sequence[int] = (), index_bytes: int = 0) -> SimdBandwidth:
     """The three curves at ``sizes`` (bytes; each rounded down to whole unrolled iterations), on one core, in
-    ``samples`` rounds of one run per kernel and size; the best run of each counts."""
+    ``samples`` rounds of one run per kernel and size; the best run of each counts. With ``gather_sizes``
+    (powers of two, bytes of the gathered array), the gather curve too, in the same rounds: random reads of
+    the array, their indices streamed from an array of ``index_bytes`` (beyond the last cache)."""
     from backends.machine.probe import pinned
 
     kernels = kernels or SimdKernels()
@@ -217,25 +228,50 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
         runs["scalar_triad", size] = partial(kernels.scalar_triad, a[:words], b[:words], c[:words]), 3 * WORD * words
         words = max(READ_BLOCK, size // WORD // READ_BLOCK * READ_BLOCK)
         runs["read", size] = partial(kernels.read, pool[:words]), WORD * words
+    if gather_sizes:
+        runs.update(_gather_runs(kernels, gather_sizes, index_bytes))
+    order = [(kernel, size) for size in sizes for kernel in KERNELS] + [("gather", size) for size in gather_sizes]
     rates: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
     with pinned():
         reps = {key: _repetitions(run, min_time) for key, (run, _) in runs.items()}
         for _ in range(samples):
-            for size in sizes:
-                for kernel in KERNELS:
-                    run, nbytes = runs[kernel, size]
-                    rates[kernel, size].append(nbytes * reps[kernel, size] / run(reps[kernel, size]) / 1e9)
-    curves = {kernel: tuple(SimdPoint(runs[kernel, size][1], max(rates[kernel, size]),
-                                      tuple(round(r, 3) for r in rates[kernel, size])) for size in sizes)
-              for kernel in KERNELS}
+            for key in order:
+                run, nbytes = runs[key]
+                rates[key].append(nbytes * reps[key] / run(reps[key]) / 1e9)
+    curves = {kernel: tuple(SimdPoint(_size_of(kernel, size, runs), max(rates[kernel, size]),
+                                      tuple(round(r, 3) for r in rates[kernel, size])) for size in chosen)
+              for kernel, chosen in (*((k, sizes) for k in KERNELS), ("gather", gather_sizes))}
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return SimdBandwidth("avx2+fma", curves["triad"], curves["read"], stamp, notes,
                          {"min_time": min_time, "samples": samples, "statistic": "best",
-                          "rounds": "each round runs every kernel at every size once"}, curves["scalar_triad"])
+                          "rounds": "each round runs every kernel at every size once", "index_bytes": index_bytes},
+                         curves["scalar_triad"], curves["gather"])
+
+
+def _gather_runs(kernels: SimdKernels, sizes: Sequence[int],
+                 index_bytes: int) -> dict[tuple[str, int], tuple[Callable[[int], float], int]]:
+    """The gather kernel per array size: one random index array (fixed seed) for all, 8 bytes per read counted."""
+    import numpy as np
+
+    if any(size < WORD or size & (size - 1) for size in sizes):
+        raise BackendError(f"gather sizes must be powers of two of at least {WORD} bytes, not {list(sizes)}")
+    count = max(8, index_bytes // WORD // 8 * 8)
+    index = np.random.default_rng(19).integers(0, 1 << 62, count, dtype=np.uint64)
+    array = _aligned(max(sizes) // WORD)
+    return {("gather", size): (partial(kernels.gather, array[:size // WORD], index), WORD * count) for size in sizes}
+
+
+def _size_of(kernel: str, size: int, runs: dict[tuple[str, int], tuple[Callable[[int], float], int]]) -> int:
+    """A point's size: the bytes a triad or read run touches; a gather's, its array's (the reads are counted)."""
+    return size if kernel == "gather" else runs[kernel, size][1]
 
 
 def measure_for(machine: Any, **options: Any) -> SimdBandwidth:
-    """The curves at :func:`working_sets` of a MachineProfile's caches."""
+    """The curves at :func:`working_sets` of a MachineProfile's caches; the gather curve at powers of two from
+    4 KiB to four times the last cache, its indices streamed from twice the last cache."""
     if not machine.caches:
         raise BackendError(f"machine profile {machine.name!r} has no caches: cannot place the SIMD working sets")
-    return measure(working_sets(machine.caches[-1].size_bytes), **options)
+    last = machine.caches[-1].size_bytes
+    gathers = [1 << bits for bits in range(12, max(13, (4 * last).bit_length()))]
+    return measure(working_sets(last), gather_sizes=options.pop("gather_sizes", gathers),
+                   index_bytes=options.pop("index_bytes", 2 * last), **options)

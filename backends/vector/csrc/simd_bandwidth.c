@@ -70,6 +70,27 @@ double ma_scalar_triad(double *restrict a, const double *restrict b, const doubl
     return elapsed;
 }
 
+/* Gathers with an index stream: sum p[idx[k] & (pwords - 1)] over `nidx` indices (a multiple of 8; pwords a
+ * power of two, so that one random index array serves every size of p), `reps` times, into eight independent
+ * sums. The index array is larger than the last cache, so it streams from memory while the gathered reads hit
+ * wherever p's size puts them: the memory-level parallelism a sparse row loop has, which the MultiMAPS random
+ * loop (its index array in cache) does not. */
+double ma_gather_stream(const double *p, size_t pwords, const unsigned long *idx, size_t nidx, size_t reps) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    const unsigned long m = pwords - 1;
+    double start = now();
+    for (size_t r = 0; r < reps; r++) {
+        for (size_t k = 0; k < nidx; k += 8) {
+            s0 += p[idx[k] & m]; s1 += p[idx[k + 1] & m]; s2 += p[idx[k + 2] & m]; s3 += p[idx[k + 3] & m];
+            s4 += p[idx[k + 4] & m]; s5 += p[idx[k + 5] & m]; s6 += p[idx[k + 6] & m]; s7 += p[idx[k + 7] & m];
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    double elapsed = now() - start;
+    ma_simd_sink = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+    return elapsed;
+}
+
 /* Read of `words` doubles (a multiple of 32, 32-byte aligned), `reps` times, into eight independent vector
  * sums: one sum would be bound by its add latency, not by the loads. */
 double ma_simd_read(const double *a, size_t words, size_t reps) {
