@@ -19,7 +19,9 @@ Error = (predicted - measured) / measured. Each build's time is the best of --ru
 case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
 processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
 the figures printed are one run. After the table, matvec's random reads alone (the ``gather`` kernel) are set
-against the random-access curve, to show what part of matvec's time Figure 4 does not model.
+against the random-access curve, to show what part of matvec's time Figure 4 does not model, and matvec is
+predicted by Figure 4 plus a gather term from the SIMD file's measured gather curve (an extension, printed
+beside the scenarios and not counted in them).
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
                                      [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
