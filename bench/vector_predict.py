@@ -8,9 +8,10 @@ recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3`` and the sam
 t / ceil(t / w); flops, loads/stores, working set and trip count are the kernel program's own per-call
 counts. The host's vector profile is from a machine profile (``--profile``, or a probe run now: no MPI, no
 fit): the peak flop rate, and per kernel the bandwidth of each scenario read off the profile's MultiMAPS
-curves and triad at the kernel's working set (backends/vector/bandwidth.py); for vectorised builds the max is
-the SIMD (AVX2) triad curve at the working set instead (backends/vector/simd.py: ``--simd FILE``, else the
-profile's ``.simd.json`` beside it, else measured now, ~5 s). Nothing is fitted to the timings. "no MV"
+curves and triad at the kernel's working set (backends/vector/bandwidth.py); in the caches the max is the
+measured triad curve of the unit the build uses, the SIMD (AVX2) triad for vectorised builds and the scalar triad
+for scalar ones (backends/vector/simd.py: ``--simd FILE``, else the profile's ``.simd.json`` beside it, else
+measured now, ~5 s). Nothing is fitted to the timings. "no MV"
 predicts the unvectorised build as if it were vectorised (MV 2, as the source asserts):
 the paper's Figure 6 case, where the model does not know what the compiler did.
 
@@ -18,7 +19,9 @@ Error = (predicted - measured) / measured. Each build's time is the best of --ru
 case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
 processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
 the figures printed are one run. After the table, matvec's random reads alone (the ``gather`` kernel) are set
-against the random-access curve, to show what part of matvec's time Figure 4 does not model.
+against the random-access curve, to show what part of matvec's time Figure 4 does not model, and matvec is
+predicted by Figure 4 plus a gather term from the SIMD file's measured gather curve (an extension, printed
+beside the scenarios and not counted in them).
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
                                      [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
@@ -38,7 +41,7 @@ from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import curve_at, memory_level
+from backends.vector.bandwidth import curve_at, gather_seconds, memory_level
 from backends.vector.profile import SCENARIOS, VectorProfile
 from ma_post.loopmark import loopmarks
 
@@ -136,8 +139,9 @@ def main() -> None:
         if args.save_simd:
             simd.save(args.save_simd)
     sizes = [*((f"L{c.level}", c.size_bytes / 2) for c in machine.caches), ("mem", 4.0 * machine.caches[-1].size_bytes)]
-    print(f"AVX2 triad curve, GB/s ({simd.measured_at or '?'}): "
-          + ", ".join(f"{level} {curve_at(simd.triad, size):.0f}" for level, size in sizes))
+    for name, curve in (("AVX2 triad", simd.triad), ("scalar triad", simd.scalar_triad)):
+        print(f"{name} curve, GB/s ({simd.measured_at or '?'}): "
+              + (", ".join(f"{level} {curve_at(curve, size):.0f}" for level, size in sizes) if curve else "none"))
     cores = 1  # the kernels run on one core (no -fopenmp)
     lanes = host_profile(machine, cores).avl_max
     print(f"host: {machine.name} ({machine.host.get('cpu_model')}; measured {machine.host.get('measured_at', '?')}), "
@@ -186,6 +190,11 @@ def main() -> None:
           + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items()))
     print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], measured[("matvec", matvec_n)]["scalar"],
                  matvec_n)
+    for build_name in BUILDS:
+        run = measured[("matvec", matvec_n)][build_name]
+        mark = marks[build_name][loop_line(LOOPS["matvec"])]
+        print_gather_extension(machine, simd, build_name, run, matvec_n, mark.mv,
+                               paper_avl(run.trip, mark.lanes or lanes) if mark.mv >= 2 else None)
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
@@ -206,6 +215,25 @@ def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -
     print(f"matvec as it runs: streams {streamed * 1e3:.2f} ms at the triad + reads of p {accesses * at['p'] * 1e3:.2f}"
           f" ms = {(streamed + accesses * at['p']) * 1e3:.2f} ms; measured {matvec.seconds * 1e3:.2f} ms "
           f"({matvec.seconds / accesses * 1e9:.2f} ns per entry; its gathers alone {gather.seconds * 1e3:.2f} ms)")
+
+
+def print_gather_extension(machine: MachineProfile, simd: simd_curve.SimdBandwidth, build_name: str, run: Run,
+                           rows: int, mv: int, avl: float | None) -> None:
+    """matvec by Figure 4 plus a gather term (an extension, beside the paper's scenarios, not counted in them):
+    its gathers (one per entry, rows x trip, of p: 8 x rows bytes; each with its colidx read) at the SIMD file's
+    gather curve at p's size, the rest of its words (a, q, rowstr) and its flops by Figure 4's max scenario."""
+    if not simd.gather:
+        print("matvec, Figure 4 + gathers: the SIMD file has no gather curve")
+        return
+    gathers = float(rows * run.trip)
+    profile = host_profile(machine, 1, working_set=run.working_set, simd=simd)
+    rest = float(loop_time(run.flops, run.words - 2 * gathers, mv, avl, profile, "max").total)
+    gathered = gather_seconds(simd, gathers, 8.0 * rows)
+    total = rest + gathered
+    print(f"matvec {build_name}, Figure 4 + gathers (extension): max scenario without the gathers {rest * 1e3:.2f} ms"
+          f" + {gathers:.0f} gathers at {curve_at(simd.gather, 8.0 * rows):.2f} GB/s (the gather curve at p's "
+          f"{8e-6 * rows:.1f} MB) {gathered * 1e3:.2f} ms = {total * 1e3:.2f} ms; measured {run.seconds * 1e3:.2f} ms,"
+          f" error {100 * (total - run.seconds) / run.seconds:+.0f}%")
 
 
 def save_figure(bars: list[tuple[str, dict[str, float]]], path: Path) -> None:

@@ -4,28 +4,82 @@ vectorised unit-stride loop at the SIMD curve, scalar ones at the machine profil
 
 from __future__ import annotations
 
+import math
+import re
+import shutil
+import subprocess
+
 import pytest
 
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
+from backends.vector.bandwidth import gather_seconds, scalar_unit_scenario_bandwidths
 from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
 
 
-def test_the_avx2_kernels_measure_this_host() -> None:
-    """A quick run of both kernels at three working sets: sizes rounded to whole unrolled iterations, the
-    best of the samples kept, the curve saved and read back."""
+def test_the_avx2_and_scalar_kernels_measure_this_host() -> None:
+    """A quick run of the three kernels at three working sets, in rounds: sizes rounded to whole unrolled
+    iterations, the best of the samples kept."""
     kernels = simd_curve.SimdKernels()
     if not kernels.supported:
         pytest.skip("this CPU has no AVX2+FMA")
     measured = simd_curve.measure([4096, 200_000, 3_000_000], min_time=2e-4, samples=3, kernels=kernels)
     assert [p.size_bytes for p in measured.triad] == [3840, 199_680, 2_999_808]  # 3 arrays x 16-word blocks
+    assert [p.size_bytes for p in measured.scalar_triad] == [3840, 199_680, 2_999_808]  # the same arrays
     assert [p.size_bytes for p in measured.read] == [4096, 199_936, 2_999_808]  # 32-word blocks
-    for point in (*measured.triad, *measured.read):
+    for point in (*measured.triad, *measured.scalar_triad, *measured.read):
         assert len(point.samples_gbs) == 3 and point.bandwidth_gbs == pytest.approx(max(point.samples_gbs), 1e-3)
         assert 0 < point.bandwidth_gbs < 10_000
     assert measured.isa == "avx2+fma" and measured.settings["statistic"] == "best"
+    assert SimdBandwidth.from_json(measured.to_json()) == measured
+
+
+def test_the_gather_curve_measures_this_host() -> None:
+    """The gather kernel at two array sizes (powers of two), its indices streamed: a point per size, in GB/s of
+    gathered 8-byte words; other sizes are refused, as one random index array serves every power of two."""
+    kernels = simd_curve.SimdKernels()
+    if not kernels.supported:
+        pytest.skip("this CPU has no AVX2+FMA")
+    measured = simd_curve.measure([4096], min_time=2e-4, samples=2, kernels=kernels, gather_sizes=[4096, 1 << 20],
+                                  index_bytes=1 << 20)
+    assert [p.size_bytes for p in measured.gather] == [4096, 1 << 20]
+    assert all(0 < p.bandwidth_gbs < 1000 and len(p.samples_gbs) == 2 for p in measured.gather)
+    assert measured.settings["index_bytes"] == 1 << 20
+    with pytest.raises(BackendError, match=r"gather sizes must be powers of two"):
+        simd_curve.measure([4096], kernels=kernels, gather_sizes=[3000], index_bytes=1 << 20)
+
+
+def test_the_gather_term_by_hand() -> None:
+    """The extension's gather term: reads x 8 bytes at the gather curve at the gathered array's size (log-size
+    interpolation: 1.6 MB between 1 MiB at 6 GB/s and 2 MiB at 5 GB/s); a file without the curve is an error."""
+    curve = SimdBandwidth("avx2+fma", SIMD.triad, gather=(SimdPoint(1 << 20, 6.0), SimdPoint(1 << 21, 5.0)))
+    assert gather_seconds(curve, 1e6, 1 << 20) == pytest.approx(8e6 / 6e9)
+    weight = math.log(1.6e6 / (1 << 20)) / math.log(2)
+    assert gather_seconds(curve, 1e6, 1.6e6) == pytest.approx(8e6 / ((6.0 - weight) * 1e9))
+    with pytest.raises(BackendError, match="no gather curve"):
+        gather_seconds(SIMD, 1e6, 1.6e6)
+
+
+def test_the_scalar_triad_is_compiled_scalar_with_its_loop_in_one_line() -> None:
+    """The disassembly of ma_scalar_triad: scalar double ops only (no packed op, no ymm register: the build's
+    -fno-tree-vectorize), one scalar FMA per element, and its inner loop starting on a 64-byte boundary (the
+    build's -falign-loops=64: five instructions in one line; across two, Zen 4 runs the loop at half speed)."""
+    objdump = shutil.which("objdump")
+    if objdump is None:
+        pytest.skip("no objdump")
+    listing = subprocess.run([objdump, "-d", "--no-show-raw-insn", "--disassemble=ma_scalar_triad",
+                              str(simd_curve.SimdKernels().path)], capture_output=True, text=True, check=True).stdout
+    body = [line.split("\t") for line in listing.splitlines() if re.match(r"\s+[0-9a-f]+:\t", line)]
+    mnemonics = [fields[1].split()[0] for fields in body if len(fields) > 1]
+    assert "vfmadd213sd" in mnemonics or "vfmadd231sd" in mnemonics or "vfmadd132sd" in mnemonics
+    assert not [m for m in mnemonics if m.endswith("pd") and "mov" not in m]  # no packed arithmetic
+    assert "ymm" not in listing
+    backward = [int(f[1].split()[1], 16) for f in body if len(f) > 1 and f[1].startswith("jne")
+                and int(f[1].split()[1], 16) < int(f[0].strip().rstrip(":"), 16)]
+    inner = max(backward)  # the innermost loop is the last to start
+    assert inner % 64 == 0, hex(inner)
 
 
 def test_the_curve_file_beside_a_profile(tmp_path) -> None:
@@ -36,9 +90,16 @@ def test_the_curve_file_beside_a_profile(tmp_path) -> None:
     assert simd_curve.for_profile(profile) is None
     curve.save(simd_curve.sidecar_path(profile))
     assert simd_curve.for_profile(profile) == curve
-    (tmp_path / "bad.json").write_text('{"schema": "ma-vector-simd-bandwidth", "isa": "x", "triad": [{"size": 1}]}')
-    with pytest.raises(BackendError, match=r"bad.json: bad SIMD bandwidth file \('size_bytes'\)"):
+    (tmp_path / "bad.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 2, "isa": "x", "triad": '
+                                       '[{"size_bytes": 1, "bandwidth_gbs": 2}], "scalar_triad": [{"size": 1}]}')
+    with pytest.raises(BackendError, match=r"bad.json: bad SIMD bandwidth file: scalar_triad\[0\] \('size_bytes'\)"):
         SimdBandwidth.load(tmp_path / "bad.json")
+    (tmp_path / "v9.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 9}')
+    with pytest.raises(BackendError, match=r"v9\.json: SIMD bandwidth file version 9 is not one this backend reads"):
+        SimdBandwidth.load(tmp_path / "v9.json")
+    (tmp_path / "v1.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 1, "isa": "avx2+fma", '
+                                      '"triad": [{"size_bytes": 1024, "bandwidth_gbs": 100}]}')
+    assert SimdBandwidth.load(tmp_path / "v1.json").scalar_triad == ()  # a version 1 file: no scalar curve
     (tmp_path / "other.json").write_text('{"schema": "ma-machine-profile"}')
     with pytest.raises(BackendError, match=r"other\.json: not a SIMD bandwidth file"):
         SimdBandwidth.load(tmp_path / "other.json")
@@ -77,3 +138,19 @@ def test_vector_operations_take_the_simd_curve_and_scalar_ones_the_scalar_curves
     assert host_profile(machine(), 1, working_set=1 << 24, simd=SIMD).bandwidth("max", vector=True) == 10.0
     assert host_profile(machine(), 1, working_set=32768, stride=2, simd=SIMD).vector_bandwidth_gbs is None
     assert host_profile(machine(), 1, working_set=32768).bandwidth("max", vector=True) == 60.0  # no SIMD curve
+
+
+def test_scalar_unit_stride_loops_take_the_scalar_triad_curve_in_the_caches() -> None:
+    """By hand, with a scalar triad curve 90 GB/s at 1 KiB, 70 at 1 MiB: a scalar unit-stride loop at 32 KiB
+    (halfway in log size) takes 80 GB/s as its max where the MultiMAPS stride-1 curve says 60; beyond the last
+    cache the triad (10); stride 2 and a file without the scalar curve keep the MultiMAPS curve."""
+    both = SimdBandwidth("avx2+fma", SIMD.triad, scalar_triad=(SimdPoint(1024, 90.0), SimdPoint(1 << 20, 70.0)))
+    prof = host_profile(machine(), 1, working_set=32768, simd=both)
+    assert prof.bandwidth_gbs == pytest.approx({"min": 20.0, "mixed": 50.0, "max": 80.0})
+    assert prof.vector_bandwidth_gbs == pytest.approx({"min": 20.0, "mixed": 85.0, "max": 150.0})
+    assert float(loop_time(0, 1e6, 0, None, prof, "max").memory) == pytest.approx(8e6 / 80e9)
+    assert host_profile(machine(), 1, working_set=1 << 24, simd=both).bandwidth("max") == 10.0
+    assert host_profile(machine(), 1, working_set=32768, stride=2, simd=both).bandwidth("max") == 60.0
+    assert host_profile(machine(), 1, working_set=32768, simd=SIMD).bandwidth("max") == 60.0
+    with pytest.raises(BackendError, match="no scalar triad curve"):
+        scalar_unit_scenario_bandwidths(machine(), SIMD, 32768)

@@ -16,7 +16,9 @@ Those curves are the scalar unit's: the MultiMAPS loop loads (and adds) one 8-by
 host's SIMD bandwidth curve is given (:mod:`.simd`), vectorised unit-stride loops take their max in the
 caches from it: the AVX2 triad (32-byte loads and stores) at the working set, as the X1E's vector references
 had their own bandwidth (:func:`vector_scenario_bandwidths`); beyond the last cache, the triad as for scalar
-loops, which keep the scalar curves. The min stays the random-access curve for both (a gather is scalar loads).
+loops, which keep the scalar curves, or where the file has it the scalar triad curve (8-byte loads and stores,
+:func:`scalar_unit_scenario_bandwidths`) for unit stride in the caches. The min stays the random-access curve for
+both (a gather is scalar loads).
 
 Between two measured sizes a curve is interpolated linearly in log(size); outside them it keeps its end
 value. Without a working set a loop is taken to stream from main memory (the largest measured set).
@@ -105,10 +107,26 @@ def vector_scenario_bandwidths(machine: MachineProfile, simd: SimdBandwidth,
     triad as for scalar loops (main memory's bandwidth does not depend on the width of the loads, and the
     triad is measured far beyond the last cache, the curve's largest set only four times it); min the
     random-access curve there, mixed their mean."""
+    return _unit_stride_scenarios(machine, simd.triad, working_set)
+
+
+def scalar_unit_scenario_bandwidths(machine: MachineProfile, simd: SimdBandwidth,
+                                    working_set: float | None = None) -> dict[str, float]:
+    """GB/s of the scenarios for a scalar unit-stride loop where the SIMD file has the scalar triad curve: as
+    :func:`vector_scenario_bandwidths`, with the scalar triad (8-byte loads and stores) in the caches in place of
+    the MultiMAPS stride-1 curve, whose loop is bound by adding every word it loads."""
+    if not simd.scalar_triad:
+        raise BackendError("the SIMD bandwidth file has no scalar triad curve (a version 1 file): measure it again "
+                           "(backends.vector.simd.measure_for)")
+    return _unit_stride_scenarios(machine, simd.scalar_triad, working_set)
+
+
+def _unit_stride_scenarios(machine: MachineProfile, triad: Sequence[CurvePoint],
+                           working_set: float | None) -> dict[str, float]:
     _check(working_set)
     size = _size(machine, working_set)
     in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
-    high = machine.triad_gbs if in_memory else curve_at(simd.triad, size)
+    high = machine.triad_gbs if in_memory else curve_at(triad, size)
     low = curve_at(_curve(machine, "random"), size)
     return {"min": low, "mixed": (low + high) / 2, "max": high}
 
@@ -120,3 +138,16 @@ def _check(working_set: float | None) -> None:
 
 def _size(machine: MachineProfile, working_set: float | None) -> float:
     return working_set if working_set is not None else max(p.size_bytes for p in machine.multimaps)
+
+
+def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float) -> float:
+    """An extension of Figure 4, not one of its scenarios: the seconds of ``gathers`` random reads (each with its
+    index read from a stream) of an array of ``gathered_bytes``, at the SIMD file's measured gather curve there.
+    Figure 4 gives a loop one bandwidth; a sparse row loop streams most of its words and gathers the rest from a
+    smaller array, with fewer misses in flight than the random-access curve's loop (its indices in cache) has."""
+    if not simd.gather:
+        raise BackendError("the SIMD bandwidth file has no gather curve: measure it again "
+                           "(backends.vector.simd.measure_for)")
+    if not gathered_bytes > 0:
+        raise BackendError(f"the gathered array's size must be a positive number of bytes, not {gathered_bytes!r}")
+    return gathers * 8.0 / (curve_at(simd.gather, gathered_bytes) * 1e9)

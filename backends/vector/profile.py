@@ -68,15 +68,19 @@ def host_profile(machine: MachineProfile, cores: int | None = None, working_set:
 
     Vector rate: the measured one-core peak (its fastest SIMD kernel); scalar rate: that over the lanes (the
     same FMA units, one lane used); multistreamed: times the cores. Bandwidths: the MultiMAPS curves and the
-    triad at the loop's working set (:func:`.bandwidth.scenario_bandwidths`); with the SIMD curve (``simd``) and
-    unit stride, vector memory references have their own (:func:`.bandwidth.vector_scenario_bandwidths`).
+    triad at the loop's working set (:func:`.bandwidth.scenario_bandwidths`); with the SIMD file (``simd``) and
+    unit stride, vector memory references have their own (:func:`.bandwidth.vector_scenario_bandwidths`), and
+    scalar ones the scalar triad curve where the file has it (:func:`.bandwidth.scalar_unit_scenario_bandwidths`).
     """
-    from .bandwidth import scenario_bandwidths, vector_scenario_bandwidths
+    from .bandwidth import scalar_unit_scenario_bandwidths, scenario_bandwidths, vector_scenario_bandwidths
 
     lanes = simd_lanes(str(machine.cpu.get("isa", "")))
     ncores = cores or int(machine.host.get("cpus") or 1)
     peak = machine.peak_flops
+    unit = simd is not None and stride == 1
+    scalar = (scalar_unit_scenario_bandwidths(machine, simd, working_set) if unit and simd and simd.scalar_triad
+              else scenario_bandwidths(machine, working_set, stride))
     return VectorProfile(f"{machine.name}-vector", peak, peak * ncores, peak / lanes, peak / lanes * ncores, lanes,
-                         scenario_bandwidths(machine, working_set, stride), clock_hz=machine.cpu.get("clock_hz"),
+                         scalar, clock_hz=machine.cpu.get("clock_hz"),
                          vector_bandwidth_gbs=vector_scenario_bandwidths(machine, simd, working_set)
-                         if simd is not None and stride == 1 else None)
+                         if unit and simd else None)

@@ -6,9 +6,18 @@ one 8-byte load per element, so in the caches it measures the scalar unit (two l
 cache; a vectorised loop moves four doubles per load. So the vector backend measures its own curve with
 ``csrc/simd_bandwidth.c`` (built by the project's toolchain, ``-O2 -mavx2 -mfma``): a triad (two vector
 loads, one vector store per four elements; the loops it stands for load and store) over working sets from
-4 KiB to four times the last cache, and a read with eight independent vector sums for comparison. Each
-point is repeated until a run lasts ``min_time`` and the best of ``samples`` runs is kept (a shared host only
-ever slows a run down). The curve is kept beside the machine profile (:func:`sidecar_path`), not in it.
+4 KiB to four times the last cache, and a read with eight independent vector sums for comparison.
+
+The scalar unit gets its own curve the same way (``scalar_triad``): the same triad in plain C, one 8-byte
+load/store per element, compiled without the vectoriser as a scalar build's loop is. The MultiMAPS curve
+cannot stand for it in the caches: its loop adds every word it loads, so two adds per cycle cap it below
+what a scalar triad (one FMA per three memory operations) moves.
+
+Each point is repeated until a run lasts ``min_time``; the runs are taken in ``samples`` rounds, every round
+running every kernel at every working set once (so a burst of load from other processes spoils one run of
+many points, not all runs of one, and the scalar and vector curves see the same host), and the best run is
+kept (a shared host only ever slows a run down). The curves are kept beside the machine profile
+(:func:`sidecar_path`), not in it.
 """
 
 from __future__ import annotations
@@ -26,7 +35,8 @@ from ma.errors import BackendError
 
 CSRC = Path(__file__).resolve().parent / "csrc" / "simd_bandwidth.c"
 SCHEMA = "ma-vector-simd-bandwidth"
-VERSION = 1
+VERSION = 2  # 2 added scalar_triad and gather; version 1 files (neither) still load
+VERSIONS = (1, 2)
 WORD = 8
 TRIAD_BLOCK, READ_BLOCK = 16, 32  # doubles per unrolled iteration of each kernel
 
@@ -42,7 +52,8 @@ class SimdPoint:
 
 @dataclass(frozen=True)
 class SimdBandwidth:
-    """The measured curves: ``triad`` (the vector backend's max for vectorised unit-stride loops) and ``read``."""
+    """The measured curves: ``triad`` (the vector backend's max for vectorised unit-stride loops in the caches),
+    ``scalar_triad`` (likewise for scalar unit-stride loops; empty in version 1 files) and ``read``."""
 
     isa: str
     triad: tuple[SimdPoint, ...]
@@ -50,6 +61,8 @@ class SimdBandwidth:
     measured_at: str = ""
     notes: str = ""
     settings: dict[str, Any] = field(default_factory=dict)
+    scalar_triad: tuple[SimdPoint, ...] = ()
+    gather: tuple[SimdPoint, ...] = ()  # size_bytes: the gathered array's; GB/s: 8 bytes per gathered read
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, **asdict(self)}
@@ -58,15 +71,20 @@ class SimdBandwidth:
     def from_json(cls, data: Any, source: str = "SIMD bandwidth") -> SimdBandwidth:
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise BackendError(f"{source}: not a SIMD bandwidth file (expected \"schema\": \"{SCHEMA}\")")
+        if data.get("version") not in VERSIONS:
+            raise BackendError(f"{source}: SIMD bandwidth file version {data.get('version')!r} is not one this "
+                               f"backend reads (expected one of {', '.join(map(str, VERSIONS))})")
+        curves = {name: _points(data, name, source) for name in ("triad", "read", "scalar_triad", "gather")}
         try:
-            curves = {name: tuple(SimdPoint(int(p["size_bytes"]), float(p["bandwidth_gbs"]),
-                                            tuple(float(s) for s in p.get("samples_gbs", ())))
-                                  for p in data.get(name, ())) for name in ("triad", "read")}
             result = cls(str(data["isa"]), curves["triad"], curves["read"], str(data.get("measured_at", "")),
-                         str(data.get("notes", "")), dict(data.get("settings", {})))
+                         str(data.get("notes", "")), dict(data.get("settings", {})), curves["scalar_triad"],
+                         curves["gather"])
         except (KeyError, TypeError, ValueError) as exc:
-            raise BackendError(f"{source}: bad SIMD bandwidth file ({exc!s}); expected points with size_bytes "
-                               "and bandwidth_gbs (docs/vector-backend.md)") from None
+            raise BackendError(f"{source}: bad SIMD bandwidth file ({exc!s}); expected isa, measured_at, notes and "
+                               "settings (docs/vector-backend.md)") from None
+        if data.get("version") == 1 and (result.scalar_triad or result.gather):
+            raise BackendError(f"{source}: a version 1 SIMD bandwidth file has no scalar_triad or gather (those are "
+                               "version 2)")
         if not result.triad:
             raise BackendError(f"{source}: the SIMD bandwidth file has no triad points")
         return result
@@ -81,6 +99,22 @@ class SimdBandwidth:
         except (OSError, ValueError) as exc:
             raise BackendError(f"{path}: cannot read the SIMD bandwidth file: {exc}") from None
         return cls.from_json(data, str(path))
+
+
+def _points(data: dict[str, Any], name: str, source: str) -> tuple[SimdPoint, ...]:
+    """The curve ``name`` of a SIMD bandwidth file's JSON (empty when absent)."""
+    points = data.get(name, [])
+    if not isinstance(points, (list, tuple)):
+        raise BackendError(f"{source}: bad SIMD bandwidth file: {name} must be a list of points")
+    out = []
+    for index, p in enumerate(points):
+        try:
+            out.append(SimdPoint(int(p["size_bytes"]), float(p["bandwidth_gbs"]),
+                                 tuple(float(s) for s in p.get("samples_gbs", ()))))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise BackendError(f"{source}: bad SIMD bandwidth file: {name}[{index}] ({exc!s}); expected a point "
+                               "with size_bytes and bandwidth_gbs (docs/vector-backend.md)") from None
+    return tuple(out)
 
 
 def sidecar_path(profile: str | Path) -> Path:
@@ -101,8 +135,10 @@ def build(force: bool = False) -> Path:
     from ma_runtime import pmpi, toolchain
 
     target = toolchain.build_dir() / "libmasimd.so"
-    command = [str(toolchain.find_mpicc()), "-O2", "-mavx2", "-mfma", "-g", "-Wall", "-Wextra", "-fPIC", "-shared",
-               str(CSRC)]
+    # no auto-vectoriser: the scalar triad stays scalar; loops on 64 bytes: the scalar triad's loop in one op-cache
+    # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
+    command = [str(toolchain.find_mpicc()), "-O2", "-mavx2", "-mfma", "-fno-tree-vectorize", "-falign-loops=64", "-g",
+               "-Wall", "-Wextra", "-fPIC", "-shared", str(CSRC)]
     return pmpi._build(target, command, [CSRC], "the SIMD bandwidth probe", force)
 
 
@@ -110,12 +146,16 @@ class SimdKernels:
     """ctypes view of libmasimd.so; each kernel returns the seconds of its loop."""
 
     def __init__(self, path: Path | None = None) -> None:
-        lib = ctypes.CDLL(str(path or build()))
+        self.path = path or build()
+        lib = ctypes.CDLL(str(self.path))
         size_t, ptr = ctypes.c_size_t, ctypes.c_void_p
         lib.ma_simd_supported.restype = ctypes.c_int
         lib.ma_simd_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
+        lib.ma_scalar_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
         lib.ma_simd_read.argtypes = [ptr, size_t, size_t]
-        lib.ma_simd_triad.restype = lib.ma_simd_read.restype = ctypes.c_double
+        lib.ma_gather_stream.argtypes = [ptr, size_t, ptr, size_t, size_t]
+        for kernel in (lib.ma_simd_triad, lib.ma_scalar_triad, lib.ma_simd_read, lib.ma_gather_stream):
+            kernel.restype = ctypes.c_double
         self._lib = lib
 
     @property
@@ -125,8 +165,15 @@ class SimdKernels:
     def triad(self, a: Any, b: Any, c: Any, reps: int) -> float:
         return float(self._lib.ma_simd_triad(a.ctypes.data, b.ctypes.data, c.ctypes.data, a.size, reps))
 
+    def scalar_triad(self, a: Any, b: Any, c: Any, reps: int) -> float:
+        return float(self._lib.ma_scalar_triad(a.ctypes.data, b.ctypes.data, c.ctypes.data, a.size, reps))
+
     def read(self, a: Any, reps: int) -> float:
         return float(self._lib.ma_simd_read(a.ctypes.data, a.size, reps))
+
+    def gather(self, p: Any, index: Any, reps: int) -> float:
+        """Gathers p[index & (p.size - 1)] (p.size a power of two, index uint64, a multiple of 8 long)."""
+        return float(self._lib.ma_gather_stream(p.ctypes.data, p.size, index.ctypes.data, index.size, reps))
 
 
 def _aligned(words: int) -> Any:
@@ -140,14 +187,12 @@ def _aligned(words: int) -> Any:
     return array
 
 
-def _best_of(run: Callable[[int], float], nbytes: int, min_time: float, samples: int) -> SimdPoint:
-    """Repetitions for a run of at least ``min_time``, then the best of ``samples`` runs (after a warm-up run)."""
+def _repetitions(run: Callable[[int], float], min_time: float) -> int:
+    """Repetitions for one run to last at least ``min_time`` (its runs also warm the working set up)."""
     reps = 1
     while (elapsed := run(reps)) < min_time:
         reps = max(reps * 2, int(reps * min_time / max(elapsed, 1e-9) * 1.2))
-    seconds = [run(reps) for _ in range(samples)]
-    rates = [nbytes * reps / s / 1e9 for s in seconds]
-    return SimdPoint(nbytes, max(rates), tuple(round(r, 3) for r in rates))
+    return reps
 
 
 def working_sets(last_cache_bytes: int, count: int = 24, smallest: int = 4096, multiple: float = 4.0) -> list[int]:
@@ -158,31 +203,75 @@ def working_sets(last_cache_bytes: int, count: int = 24, smallest: int = 4096, m
     return sorted({int(s) for s in np.geomspace(smallest, top, count)})
 
 
+KERNELS = ("triad", "scalar_triad", "read")  # the curves measure() takes, in the order of each round
+
+
 def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kernels: SimdKernels | None = None,
-            notes: str = "") -> SimdBandwidth:
-    """Both curves at ``sizes`` (bytes; each rounded down to whole unrolled iterations), on one core."""
+            notes: str = "", gather_sizes: Sequence[int] = (), index_bytes: int = 0) -> SimdBandwidth:
+    """The three curves at ``sizes`` (bytes; each rounded down to whole unrolled iterations), on one core, in
+    ``samples`` rounds of one run per kernel and size; the best run of each counts. With ``gather_sizes``
+    (powers of two, bytes of the gathered array), the gather curve too, in the same rounds: random reads of
+    the array, their indices streamed from an array of ``index_bytes`` (beyond the last cache)."""
     from backends.machine.probe import pinned
 
     kernels = kernels or SimdKernels()
     if not kernels.supported:
         raise BackendError("this CPU has no AVX2+FMA: the SIMD bandwidth probe needs them")
-    triad: list[SimdPoint] = []
-    read: list[SimdPoint] = []
+    # one pool: the triads' a, b, c are its thirds (prefixes of them per size), the read a prefix of the pool
+    third = max(TRIAD_BLOCK, max(sizes) // (3 * WORD) // TRIAD_BLOCK * TRIAD_BLOCK)
+    pool = _aligned(max(3 * third, READ_BLOCK, max(sizes) // WORD // READ_BLOCK * READ_BLOCK))
+    a, b, c = pool[:third], pool[third:2 * third], pool[2 * third:]
+    runs: dict[tuple[str, int], tuple[Callable[[int], float], int]] = {}  # (kernel, size) -> (run, bytes per rep)
+    for size in sizes:
+        words = max(TRIAD_BLOCK, size // (3 * WORD) // TRIAD_BLOCK * TRIAD_BLOCK)
+        runs["triad", size] = partial(kernels.triad, a[:words], b[:words], c[:words]), 3 * WORD * words
+        runs["scalar_triad", size] = partial(kernels.scalar_triad, a[:words], b[:words], c[:words]), 3 * WORD * words
+        words = max(READ_BLOCK, size // WORD // READ_BLOCK * READ_BLOCK)
+        runs["read", size] = partial(kernels.read, pool[:words]), WORD * words
+    if gather_sizes:
+        runs.update(_gather_runs(kernels, gather_sizes, index_bytes))
+    order = [(kernel, size) for size in sizes for kernel in KERNELS] + [("gather", size) for size in gather_sizes]
+    rates: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
     with pinned():
-        for size in sizes:
-            words = max(TRIAD_BLOCK, size // (3 * WORD) // TRIAD_BLOCK * TRIAD_BLOCK)
-            a, b, c = _aligned(words), _aligned(words), _aligned(words)
-            triad.append(_best_of(partial(kernels.triad, a, b, c), 3 * WORD * words, min_time, samples))
-            words = max(READ_BLOCK, size // WORD // READ_BLOCK * READ_BLOCK)
-            x = _aligned(words)
-            read.append(_best_of(partial(kernels.read, x), WORD * words, min_time, samples))
+        reps = {key: _repetitions(run, min_time) for key, (run, _) in runs.items()}
+        for _ in range(samples):
+            for key in order:
+                run, nbytes = runs[key]
+                rates[key].append(nbytes * reps[key] / run(reps[key]) / 1e9)
+    curves = {kernel: tuple(SimdPoint(_size_of(kernel, size, runs), max(rates[kernel, size]),
+                                      tuple(round(r, 3) for r in rates[kernel, size])) for size in chosen)
+              for kernel, chosen in (*((k, sizes) for k in KERNELS), ("gather", gather_sizes))}
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return SimdBandwidth("avx2+fma", tuple(triad), tuple(read), stamp, notes,
-                         {"min_time": min_time, "samples": samples, "statistic": "best"})
+    return SimdBandwidth("avx2+fma", curves["triad"], curves["read"], stamp, notes,
+                         {"min_time": min_time, "samples": samples, "statistic": "best",
+                          "rounds": "each round runs every kernel at every size once", "index_bytes": index_bytes},
+                         curves["scalar_triad"], curves["gather"])
+
+
+def _gather_runs(kernels: SimdKernels, sizes: Sequence[int],
+                 index_bytes: int) -> dict[tuple[str, int], tuple[Callable[[int], float], int]]:
+    """The gather kernel per array size: one random index array (fixed seed) for all, 8 bytes per read counted."""
+    import numpy as np
+
+    if any(size < WORD or size & (size - 1) for size in sizes):
+        raise BackendError(f"gather sizes must be powers of two of at least {WORD} bytes, not {list(sizes)}")
+    count = max(8, index_bytes // WORD // 8 * 8)
+    index = np.random.default_rng(19).integers(0, 1 << 62, count, dtype=np.uint64)
+    array = _aligned(max(sizes) // WORD)
+    return {("gather", size): (partial(kernels.gather, array[:size // WORD], index), WORD * count) for size in sizes}
+
+
+def _size_of(kernel: str, size: int, runs: dict[tuple[str, int], tuple[Callable[[int], float], int]]) -> int:
+    """A point's size: the bytes a triad or read run touches; a gather's, its array's (the reads are counted)."""
+    return size if kernel == "gather" else runs[kernel, size][1]
 
 
 def measure_for(machine: Any, **options: Any) -> SimdBandwidth:
-    """The curves at :func:`working_sets` of a MachineProfile's caches."""
+    """The curves at :func:`working_sets` of a MachineProfile's caches; the gather curve at powers of two from
+    4 KiB to four times the last cache, its indices streamed from twice the last cache."""
     if not machine.caches:
         raise BackendError(f"machine profile {machine.name!r} has no caches: cannot place the SIMD working sets")
-    return measure(working_sets(machine.caches[-1].size_bytes), **options)
+    last = machine.caches[-1].size_bytes
+    gathers = [1 << bits for bits in range(12, max(13, (4 * last).bit_length()))]
+    return measure(working_sets(last), gather_sizes=options.pop("gather_sizes", gathers),
+                   index_bytes=options.pop("index_bytes", 2 * last), **options)

@@ -3,9 +3,15 @@
  * vector paper, section 4.2). The machine profile's MultiMAPS loop is scalar (one 8-byte load per element),
  * so in the caches it measures the scalar unit, not the cache; a vectorised loop moves four doubles per load.
  *
- * Built -O2 -mavx2 -mfma (x86-64-v3 at most: Valgrind cannot decode AVX-512); the Python side calls a
- * kernel only when ma_simd_supported() says the CPU has AVX2 and FMA. Every kernel returns its elapsed
- * seconds and leaves a result in ma_simd_sink so that the compiler keeps the loop.
+ * Beside them, the scalar unit's own curve: the same triad in plain C, one 8-byte load/store per element, as
+ * GCC compiles a scalar build's loop (the X1E's scalar references had their own bandwidth too).
+ *
+ * Built -O2 -mavx2 -mfma -fno-tree-vectorize -falign-loops=64 (x86-64-v3 at most: Valgrind cannot decode
+ * AVX-512; the vector kernels are intrinsics, so the no-vectoriser flag only keeps the scalar triad scalar, as
+ * tests/test_vector_simd.py checks in the disassembly; the scalar triad's five-instruction loop must not
+ * straddle a 64-byte line, where Zen 4's front end delivers it in two cycles, not one); the Python side calls a kernel only when ma_simd_supported() says the CPU has AVX2 and
+ * FMA. Every kernel returns its elapsed seconds and leaves a result in ma_simd_sink so that the compiler keeps
+ * the loop.
  *
  * SPDX-License-Identifier: BSD-3-Clause */
 #include <immintrin.h>
@@ -45,6 +51,43 @@ double ma_simd_triad(double *a, const double *b, const double *c, size_t words, 
     }
     double elapsed = now() - start;
     ma_simd_sink = a[words / 2];
+    return elapsed;
+}
+
+/* The scalar triad a[i] = b[i] + q*c[i] over `words` doubles, `reps` times, as a scalar build's loop: one
+ * scalar FMA, two 8-byte loads and one 8-byte store per element (compiled without the vectoriser). */
+double ma_scalar_triad(double *restrict a, const double *restrict b, const double *restrict c, size_t words,
+                       size_t reps) {
+    const double q = 3.0;
+    double start = now();
+    for (size_t r = 0; r < reps; r++) {
+        for (size_t i = 0; i < words; i++)
+            a[i] = b[i] + q * c[i];
+        __asm__ volatile("" ::: "memory");
+    }
+    double elapsed = now() - start;
+    ma_simd_sink = a[words / 2];
+    return elapsed;
+}
+
+/* Gathers with an index stream: sum p[idx[k] & (pwords - 1)] over `nidx` indices (a multiple of 8; pwords a
+ * power of two, so that one random index array serves every size of p), `reps` times, into eight independent
+ * sums. The index array is larger than the last cache, so it streams from memory while the gathered reads hit
+ * wherever p's size puts them: the memory-level parallelism a sparse row loop has, which the MultiMAPS random
+ * loop (its index array in cache) does not. */
+double ma_gather_stream(const double *p, size_t pwords, const unsigned long *idx, size_t nidx, size_t reps) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    const unsigned long m = pwords - 1;
+    double start = now();
+    for (size_t r = 0; r < reps; r++) {
+        for (size_t k = 0; k < nidx; k += 8) {
+            s0 += p[idx[k] & m]; s1 += p[idx[k + 1] & m]; s2 += p[idx[k + 2] & m]; s3 += p[idx[k + 3] & m];
+            s4 += p[idx[k + 4] & m]; s5 += p[idx[k + 5] & m]; s6 += p[idx[k + 6] & m]; s7 += p[idx[k + 7] & m];
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    double elapsed = now() - start;
+    ma_simd_sink = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
     return elapsed;
 }
 
