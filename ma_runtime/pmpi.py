@@ -112,7 +112,6 @@ def build_library(target: Path, command: list[str], sources: list[Path], what: s
     return target
 
 
-_build = build_library  # the former private name: backends/vector/simd.py (branch vector4) still calls it
 
 
 def build_pmpi(force: bool = False) -> Path:

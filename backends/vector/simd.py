@@ -139,7 +139,7 @@ def build(force: bool = False) -> Path:
     # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
     command = [str(toolchain.find_mpicc()), "-O2", "-mavx2", "-mfma", "-fno-tree-vectorize", "-falign-loops=64", "-g",
                "-Wall", "-Wextra", "-fPIC", "-shared", str(CSRC)]
-    return pmpi._build(target, command, [CSRC], "the SIMD bandwidth probe", force)
+    return pmpi.build_library(target, command, [CSRC], "the SIMD bandwidth probe", force)
 
 
 class SimdKernels:
