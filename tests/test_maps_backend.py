@@ -36,7 +36,7 @@ LATENCY, BANDWIDTH, PEAK = 1e-6, 1e9, 2e9
 def profile(penalties: bool = False) -> MachineProfile:
     fit = BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[3.0] if penalties else [],
                        penalty_x=[0.05] if penalties else [])
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 1, "measured_at": ""},
+    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 64, "measured_at": ""},
                           caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0},
                           network=NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
                           bandwidth_fit=fit)
@@ -133,7 +133,7 @@ def test_penalties_and_symbolic_inputs_stay_symbolic() -> None:
     prediction = MapsBackend().predict(builder(), profile(penalties=True))
     assert prediction.free_inputs == ["m", "n", "nprocs"]
     bw = Eq1Params((1.0, C2), (B1, B2), (3.0,), (0.05,)).bandwidth([(0.875, 1.0)])[0] * 1e9
-    assert float(prediction.part("memory").subs({"n": 2, "m": 5})) == pytest.approx(2 * 15 * 8 / bw)
+    assert float(prediction.part("memory").subs({"n": 2, "m": 5, "nprocs": 4})) == pytest.approx(2 * 15 * 8 / bw)
 
 
 @pytest.mark.octave
@@ -225,9 +225,9 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
     assert prediction.assumed_calls == ()  # measured calls: no site is charged the assumed one call
     # per execution x executions: the loop body n times, the subroutine once; symbolic in n
     total = prediction.interpreter_total()
-    assert prediction.free_inputs == ["m", "n", "nprocs"] and total.free_symbols == {sympy.Symbol("n")}
+    assert prediction.free_inputs == ["m", "n", "nprocs"] and sympy.Symbol("n") in total.free_symbols
     for n in (1, 10, 1000):
-        assert float(total.subs({"n": n})) == pytest.approx(3e-6 * n + 2e-6 * n + 5e-6, rel=1e-12)
+        assert float(total.subs({"n": n, "nprocs": 4})) == pytest.approx(3e-6 * n + 2e-6 * n + 5e-6, rel=1e-12)
     assert float(prediction.subroutine_total("solve").subs({"n": 10, "m": 1000, "nprocs": 4})) == pytest.approx(
         float(MapsBackend(signatures=signatures).predict(builder(), profile()).subroutine_total("solve").subs(
             {"n": 10, "m": 1000, "nprocs": 4})) + 55e-6)
@@ -265,3 +265,20 @@ def test_the_interpreter_term_is_never_hidden_by_memory_in_the_max_overlap() -> 
 
     assert block_time(summed) == pytest.approx(compute + memory + calls)
     assert block_time(overlapped) == pytest.approx(max(compute, memory) + calls)
+
+
+def test_more_ranks_than_cores_time_share_them() -> None:
+    values = {"n": 10, "m": 1000}
+    shared = MapsBackend(call_overhead_s=1e-6, cores=2).predict(builder(), profile())
+    alone = MapsBackend(call_overhead_s=1e-6).predict(builder(), profile())  # the profile's 64 cores
+    assert any("the 2 cores" in note for note in shared.notes) and any("the 64 cores" in n for n in alone.notes)
+    for procs, factor in ((1, 1.0), (2, 1.0), (4, 2.0), (8, 4.0)):
+        point = {**values, "nprocs": procs}
+        for part in ("compute", "memory"):
+            assert float(shared.part(part).subs(point)) == pytest.approx(factor * float(alone.part(part).subs(point)))
+        assert float(shared.part("communication").subs(point)) == pytest.approx(
+            float(alone.part("communication").subs(point)))
+        assert float(shared.interpreter_total().subs(point)) == pytest.approx(
+            factor * float(alone.interpreter_total().subs(point)))
+    with pytest.raises(BackendError, match="cores must be >= 0"):
+        MapsBackend(cores=-1)

@@ -99,13 +99,16 @@ class MapsBackend(Backend):
     def __init__(self, *, overlap: str = "sum", procs: str = "nprocs",
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
-                 python_flops: float | None = None) -> None:
+                 python_flops: float | None = None, cores: int | None = None) -> None:
         """``call_overhead_s`` and ``python_flops`` override the CPU terms of the profile a prediction is made
-        with (None: the profile's, so a what-if on them takes effect; a profile without them: 0 and the peak)."""
+        with (None: the profile's, so a what-if on them takes effect; a profile without them: 0 and the peak).
+        ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
         if call_overhead_s is not None and call_overhead_s < 0:
             raise BackendError(f"maps backend: call_overhead_s must be >= 0, got {call_overhead_s}")
+        if cores is not None and cores < 0:
+            raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
         if python_flops is not None and python_flops <= 0:
             raise BackendError(f"maps backend: python_flops must be > 0, got {python_flops}")
         self.overlap = overlap
@@ -117,6 +120,7 @@ class MapsBackend(Backend):
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.call_overhead_s = call_overhead_s
         self.python_flops = python_flops
+        self.cores = cores
 
     @classmethod
     def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
@@ -133,6 +137,9 @@ class MapsBackend(Backend):
                             help="maps: compute rate of a Python program's sites (default: the profile's "
                                  "cpu.python_flops, else the peak)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
+        parser.add_argument("--cores", type=int, default=None,
+                            help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
+                                 "profile's host.cpus; 0: never)")
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
@@ -151,7 +158,7 @@ class MapsBackend(Backend):
         return cls(overlap=getattr(options, "overlap", "sum"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
-                   python_flops=getattr(options, "python_flops", None))
+                   python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None))
 
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
@@ -220,17 +227,28 @@ class MapsBackend(Backend):
         if assumed_calls:
             notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
                          "flop/loadstore/MPI site(s) charged one call per execution")
+        share = self._time_share(model, machine, notes)
         bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
         zero = sympy.Integer(0)
-        sites = [SitePrediction(path, *(as_expr(p.get(name, zero)).subs(bound)
-                                        for name in ("compute", "memory", "communication")))
+        sites = [SitePrediction(path, *(as_expr(p.get(name, zero) * (share if name != "communication" else 1))
+                                        .subs(bound) for name in ("compute", "memory", "communication")))
                  for path, p in parts.items()]
-        interpreter = {path: as_expr(e).subs(bound) for path, e in interpreter.items()}
+        interpreter = {path: as_expr(e * share).subs(bound) for path, e in interpreter.items()}
         if self.overlap == "max":
             sites = overlap_blocks(sites, model, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls))
+
+    def _time_share(self, model: ModelBuilder, machine: MachineProfile, notes: list[str]) -> sympy.Expr:
+        """max(1, nprocs / cores): with more ranks than cores, each rank has the cores part of the time (compute,
+        memory and interpreter stretch alike; the network model has no term for a partner not scheduled)."""
+        cores = self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
+        if not cores or self.procs.name not in model.ts.variable_names():
+            return sympy.Integer(1)
+        notes.append(f"more ranks than the {cores} cores of {machine.name!r} time-share them: compute, memory and "
+                     f"interpreter time x max(1, {self.procs}/{cores})")
+        return sympy.Max(1, self.procs / cores)
 
     def _interpreter(self, model: ModelBuilder, call_overhead_s: float,
                      add: Callable[[str, str, str, sympy.Expr], None]) -> tuple[dict[str, sympy.Expr], list[str]]:
