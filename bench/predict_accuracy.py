@@ -138,6 +138,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     wall = time.perf_counter() - started
     builder = ModelBuilder(load(trace_dir))
     prediction: MapsPrediction = MapsBackend(signatures=signatures).predict(builder, machine)
+    overlapped = MapsBackend(signatures=signatures, overlap="max").predict(builder, machine)
     rows = []
     subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
                    and s.path.startswith(app.timed_loop + "/")]
@@ -149,6 +150,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
         rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "app": app_name, "class": klass,
                      "procs": procs, "region": label, "path": path,
                      "predicted": slowest(builder, prediction.within(path)),
+                     "predicted_max": slowest(builder, overlapped.within(path)),
                      "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
                      "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
     rows[0]["subroutines"] = {path: {"predicted": slowest(builder, prediction.within(path)),
@@ -187,21 +189,26 @@ def main() -> int:
     for app_name, klass, procs in cases:
         rows += run_case(app_name, klass, procs, machine, signatures[(app_name, klass)], out)
         print(f"  ran {rows[-2]['case']} in {rows[-2]['run_s']:.1f} s", flush=True)
-    print(f"\n{'case':<12} {'region':<11} {'predicted s':>12} {'measured s':>11} {'error':>8}   "
+    print(f"\n{'case':<12} {'region':<11} {'predicted s':>12} {'measured s':>11} {'error':>8} {'max-overlap':>12}   "
           "share of the prediction: compute / memory / comm / interpreter")
-    errors = []
+    errors, errors_max = [], []
     for row in rows:
         predicted, measured = row["predicted"], row["measured"]
         row["error"] = (predicted - measured) / measured
+        row["error_max"] = (row["predicted_max"] - measured) / measured
         errors.append(abs(row["error"]))
+        errors_max.append(abs(row["error_max"]))
         parts = row["parts"]
         shares = " / ".join(f"{100 * parts[p] / predicted:.0f}%" for p in (*PARTS, "interpreter"))
-        print(f"{row['case']:<12} {row['region']:<11} {predicted:12.4g} {measured:11.4g} {100 * row['error']:+7.1f}%   "
-              f"{shares}")
+        print(f"{row['case']:<12} {row['region']:<11} {predicted:12.4g} {measured:11.4g} {100 * row['error']:+7.1f}% "
+              f"{100 * row['error_max']:+11.1f}%   {shares}")
     worst = int(np.argmax(errors))
-    summary = (f"average absolute error {100 * float(np.mean(errors)):.1f}% over {len(errors)} predictions; worst "
-               f"{100 * errors[worst]:.1f}% ({rows[worst]['case']}, {rows[worst]['region']})")
+    summary = (f"average absolute error {100 * float(np.mean(errors)):.1f}% over {len(errors)} predictions "
+               f"(--overlap max: {100 * float(np.mean(errors_max)):.1f}%); worst {100 * errors[worst]:.1f}% "
+               f"({rows[worst]['case']}, {rows[worst]['region']})")
     print(f"\n{summary}")
+    single = [e for e, r in zip(errors, rows, strict=True) if r["procs"] == 1]
+    print(f"one rank per case only: average absolute error {100 * float(np.mean(single)):.1f}% over {len(single)}")
     for note in notes:
         print(f"note: {note}")
     (out / "accuracy.json").write_text(json.dumps({"profile": machine.name, "rows": rows, "summary": summary,
