@@ -34,9 +34,6 @@ def extensions() -> list:
                             "annotation_typing": False})
     for module in modules:
         module.extra_compile_args = list(module.extra_compile_args) + EXTRA_CFLAGS
-        if module.name == "ma_runtime.annotations":  # its common path in C, over the Cython structs' headers
-            module.sources.append("ma_runtime/csrc/fast_region.c")
-            module.include_dirs = [*module.include_dirs, "ma_runtime", "ma_runtime/csrc"]
     return modules
 
 

@@ -18,13 +18,17 @@ section with the annotations bound to the runtime and to the no-ops of MA_DISABL
 ratios of the --rounds pairs and their median. The host's drift mostly cancels within a pair; the PMPI
 library and the decorated subroutines stay live in both halves, so this is the annotations' own cost.
 
-Usage: python bench/sp_speed.py [--class W] [--nprocs 1 4] [--rounds 2] [--niter N] [--in-process]
+With --jobs J, J such jobs per process count, and the median over all their pairs with a 90 % bootstrap
+interval (jobs resampled, then pairs within them).
+
+Usage: python bench/sp_speed.py [--class W] [--nprocs 1 4] [--rounds 2] [--niter N] [--in-process [--jobs J]]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -52,6 +56,17 @@ def in_process(class_name: str, nprocs: int, niter: int | None, rounds: int) -> 
     times = {line.split()[0]: [float(t) for t in line.split()[1:]] for line in done.stdout.splitlines()
              if line.startswith(("ON ", "OFF "))}
     return [on / off for on, off in zip(times["ON"], times["OFF"], strict=True)]
+
+
+def bootstrap_median(jobs: list[list[float]], draws: int = 4000, seed: int = 1) -> tuple[float, float]:
+    """90 % interval of the median ratio: resample the jobs, then the pairs within each drawn job."""
+    rng = random.Random(seed)
+    medians = []
+    for _ in range(draws):
+        sample = [rng.choice(job) for job in (rng.choice(jobs) for _ in jobs) for _ in job]
+        medians.append(statistics.median(sample))
+    medians.sort()
+    return medians[int(0.05 * draws)], medians[int(0.95 * draws)]
 
 
 def run_job(class_name: str, nprocs: int, niter: int | None, annotated: bool) -> tuple[float, float]:
@@ -83,14 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--niter", type=int, default=None, help="time steps (default: the class's, verified)")
     parser.add_argument("--in-process", action="store_true",
                         help="alternate annotations on and off within one job per process count")
+    parser.add_argument("--jobs", type=int, default=1, help="in-process jobs per process count")
     args = parser.parse_args(argv)
     if args.in_process:
-        print(f"NPB SP class {args.class_name}: annotations live vs no-ops, in one job, {args.rounds} pairs "
-              f"(shared host: indicative figures)")
+        print(f"NPB SP class {args.class_name}: annotations live vs no-ops, in {args.jobs} job(s), {args.rounds} "
+              f"pairs each")
         for nprocs in args.nprocs:
-            ratios = in_process(args.class_name, nprocs, args.niter, args.rounds)
-            print(f"  {nprocs} ranks: pairs " + " ".join(f"{r:.3f}" for r in ratios)
-                  + f"   median {statistics.median(ratios):.3f} (goal <= 1.05)")
+            jobs = []
+            for j in range(args.jobs):
+                jobs.append(in_process(args.class_name, nprocs, args.niter, args.rounds))
+                print(f"  {nprocs} ranks job {j + 1}: pairs " + " ".join(f"{r:.3f}" for r in jobs[-1]), flush=True)
+            low, high = bootstrap_median(jobs)
+            print(f"  {nprocs} ranks: median {statistics.median(r for job in jobs for r in job):.3f} "
+                  f"(90 % [{low:.3f}, {high:.3f}]; goal <= 1.05)")
         return 0
     print(f"NPB SP class {args.class_name}: annotated (ma run) vs MA_DISABLE=1, {args.rounds} rounds "
           f"(shared host: indicative figures)")

@@ -50,6 +50,13 @@ HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", 
 NODE_KEYS = ("id", "type", "path", "expr", "file", "line", "calls", "predicted", "measured", "pass", "fail",
              "unmeasured", "mismatch", "first_mismatch", "first_fail", "wall_ns", "cpu_ns", "children")
 NODE_MPI_KEYS = ("count_expr", "count")
+# Optional keys of a site node, written only where measured (docs/trace-format.md, "Measured signature"):
+# `cache` {"calls", "accesses", "hits": [per level]} of the Valgrind tool's cache simulation (ma run --cache),
+# `c_calls` the calls from Python into compiled code inside the site (ma run --counters ccalls).
+NODE_CACHE_KEY = "cache"
+CACHE_KEYS = ("calls", "accesses", "hits")
+CACHE_MAX_LEVELS = 4  # MA_VG_CACHE_MAX_LEVELS of csrc/ma_vgcount.h
+NODE_C_CALLS_KEY = "c_calls"
 STATS_KEYS = ("n", "min", "max", "sum")
 
 # The run record `ma run` writes beside the rank files: how the job and each rank ended (docs/trace-format.md).
@@ -65,7 +72,7 @@ LAUNCHER_KINDS = ("hydra", "direct", "other")  # MPICH's mpiexec, no launcher (o
 
 # The merged trace of a job (docs/trace-format.md, "Merged trace"): one uncompressed .npz written by rank 0.
 MERGED_FORMAT = "ma-trace-merged"
-MERGED_VERSION = 1
+MERGED_VERSION = 2  # 2: the value arrays gained the cache and ccalls columns
 MERGED_FILE = "job.ma.npz"
 MERGED_INDEX = "trace.json"  # the JSON member of the archive: structure, names, whatever is not an array
 # MA_TRACE_LAYOUT: what a run under MPI writes at finalize (periodic flushes are per rank in every layout).
@@ -77,6 +84,10 @@ VALUE_FIELDS: tuple[str, ...] = (
     "meas_n", "meas_min", "meas_max", "meas_sum",
     "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
     "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum",
+    # The node's optional measurements (NODE_CACHE_KEY, NODE_C_CALLS_KEY): calls measured, levels, line accesses,
+    # accesses served by each level (0 beyond `levels`); calls counted and calls from Python into C.
+    "cache_calls", "cache_levels", "cache_accesses", *(f"cache_hits{k}" for k in range(1, 5)),
+    "ccalls_n", "ccalls",
 )
 VARIABLE_FIELDS = ("value", "min", "max", "defs")
 # Header fields that differ between the ranks of one job; a merged trace keeps them as per-rank arrays.
@@ -143,3 +154,34 @@ def describe_end(end: dict[str, Any]) -> str:
     if how == END_EXIT:
         return f"exited with status {end.get('exit_code')}"
     return "ended (how, the launcher did not say)"
+
+
+def _count(value: Any, field: str) -> int:
+    if type(value) is not int or value < 0:
+        raise ValueError(f"field {field!r} is {value!r}, expected an integer >= 0")
+    return value
+
+
+def signature_columns(cache: Any, c_calls: Any, calls: int) -> tuple[int, ...]:
+    """The value columns ``cache_calls`` ... ``ccalls`` of a node's optional ``cache`` and ``c_calls`` fields
+    (None when absent); ValueError naming the field when one is malformed."""
+    if cache is None:
+        cached: tuple[int, ...] = (0,) * (3 + CACHE_MAX_LEVELS)
+    else:
+        if not isinstance(cache, dict) or set(cache) != set(CACHE_KEYS):
+            raise ValueError(f"field {NODE_CACHE_KEY!r} is {cache!r}, expected an object with keys "
+                             f"{', '.join(CACHE_KEYS)}")
+        hits = cache["hits"]
+        if not isinstance(hits, list) or not 1 <= len(hits) <= CACHE_MAX_LEVELS:
+            raise ValueError(f"field '{NODE_CACHE_KEY}.hits' is {hits!r}, expected an array of 1 to "
+                             f"{CACHE_MAX_LEVELS} counts (accesses served per cache level)")
+        served = [_count(h, f"{NODE_CACHE_KEY}.hits[{i}]") for i, h in enumerate(hits)]
+        accesses = _count(cache["accesses"], f"{NODE_CACHE_KEY}.accesses")
+        if sum(served) > accesses:
+            raise ValueError(f"field '{NODE_CACHE_KEY}.hits' sums to {sum(served)}, more than its "
+                             f"{accesses} accesses")
+        cached = (_count(cache["calls"], f"{NODE_CACHE_KEY}.calls"), len(served), accesses,
+                  *served, *(0,) * (CACHE_MAX_LEVELS - len(served)))
+    if c_calls is None:
+        return (*cached, 0, 0)
+    return (*cached, calls, _count(c_calls, NODE_C_CALLS_KEY))

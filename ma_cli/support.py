@@ -7,7 +7,7 @@ import difflib
 import itertools
 import sys
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,24 @@ from ma.errors import MAError
 
 if TYPE_CHECKING:
     from ma_post.traceset import TraceSet
+
+
+class CommandParser(argparse.ArgumentParser):
+    """The parser of one ``ma`` command. Options that come from plugins (each installed backend's) join through
+    :meth:`defer` when this command is parsed, not when ``ma`` starts: loading the backends imports SymPy,
+    which the other commands should not pay for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._deferred: list[Callable[[argparse.ArgumentParser], None]] = []
+
+    def defer(self, add_arguments: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._deferred.append(add_arguments)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        while self._deferred:
+            self._deferred.pop(0)(self)
+        return super().parse_known_args(args, namespace)
 
 
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:

@@ -198,3 +198,40 @@ def map_to_sites(marks: list[Loopmark], sites: list[tuple[str, str, int]], windo
         if candidates:
             mapped[path] = candidates[0]
     return mapped
+
+
+@dataclass(frozen=True)
+class VecLoopCheck:
+    """An ``ma_vec_loop_start`` assertion next to what the compiler did to the loop it stands before."""
+
+    id: str
+    path: str
+    where: str           # the annotation's FILE:LINE
+    asserted_mv: int
+    loop: Loopmark
+
+    @property
+    def agrees(self) -> bool:
+        return self.asserted_mv == self.loop.mv
+
+    def describe(self) -> str:
+        verdict = "as asserted" if self.agrees else f"but MV {self.asserted_mv} is asserted"
+        return f"vec_loop {self.id} at {self.where}: compiler MV {self.loop.mv}, {verdict} ({self.loop.describe()})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "path": self.path, "where": self.where, "asserted_mv": self.asserted_mv,
+                "agrees": self.agrees, "loop": self.loop.to_json()}
+
+
+def check_vec_loops(marks: list[Loopmark], results: list[Any], window: int = 3) -> list[VecLoopCheck]:
+    """Each ``vec_loop`` record (:class:`ma_post.vector.VecLoopResult`, one per site, lowest rank first) that
+    stands within ``window`` lines before a loop of the compiled source, with that loop's loopmark: the paper's
+    way to catch, before any run on the target, a loop asserted vectorised that the compiler refused."""
+    seen: dict[tuple[str, str], Any] = {}
+    for result in results:
+        if result.file is not None and result.line is not None:
+            seen.setdefault((result.id, result.path), result)
+    records = list(seen.values())
+    mapped = map_to_sites(marks, [(str(i), r.file, r.line) for i, r in enumerate(records)], window)
+    return [VecLoopCheck(r.id, r.path, r.where, r.mv, mapped[str(i)]) for i, r in enumerate(records)
+            if str(i) in mapped]

@@ -169,6 +169,10 @@ def _index(path: Path) -> dict[str, Any]:
     if version > MERGED_VERSION:
         raise TraceError(str(path), f"merged format version {version} is newer than this reader supports "
                                     f"({MERGED_VERSION}); upgrade the ma package to read it")
+    if version < MERGED_VERSION:
+        raise TraceError(str(path), f"merged format version {version} predates this reader's ({MERGED_VERSION}: "
+                                    "value arrays with the cache and ccalls columns); write the job's rank files "
+                                    "(MA_TRACE_LAYOUT=per-rank) or run it again to read it")
     if index.get("fields") != list(VALUE_FIELDS) or index.get("variable_fields") != list(VARIABLE_FIELDS):
         raise TraceError(str(path), f"{MERGED_INDEX}: fields differ from this reader's ({', '.join(VALUE_FIELDS)})")
     for key, kind in (("size", int), ("groups", list), ("headers", list), ("hosts", list), ("statuses", list),

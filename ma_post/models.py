@@ -389,6 +389,11 @@ class ModelBuilder:
         names = set(self._definitions) if inline else self._conflicting()
         return self._resolve(self._multipliers[site.key], site.path, names)
 
+    def resolve(self, expr: sympy.Expr, path: str = "") -> sympy.Expr:
+        """``expr`` in the model's inputs: every derived variable replaced by its definition visible at the site
+        ``path``, as the model's own terms are (e.g. an expression of an annotation outside the site tree)."""
+        return self._resolve(expr, path, set(self._definitions))
+
     def site_value(self, site: Site, what: str) -> sympy.Expr | None:
         if what == "value":
             return None if site.expr is None else to_sympy(site.expr)

@@ -37,7 +37,17 @@ except ImportError:  # optional: the standard library parses the same text, slow
     typed_reader = None  # type: ignore[assignment]
 
 from ma.errors import TraceError
-from ma.trace_format import FORMAT, OPTIONAL_DOCUMENT_KEYS, RANK_FILE, VALUE_FIELDS, VERSION, rank_file_name
+from ma.trace_format import (
+    FORMAT,
+    NODE_C_CALLS_KEY,
+    NODE_CACHE_KEY,
+    OPTIONAL_DOCUMENT_KEYS,
+    RANK_FILE,
+    VALUE_FIELDS,
+    VERSION,
+    rank_file_name,
+    signature_columns,
+)
 
 from .progress import progress
 
@@ -297,6 +307,10 @@ def _flatten_tree(root: Mapping[str, Any], name: str, thread: int, thread_name: 
             values += _stats(get("measured"))
             values += _stats(count.get("predicted"))
             values += _stats(count.get("measured"))
+            try:
+                values += signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), node["calls"])
+            except ValueError as problem:
+                raise TraceError(name, f"site {path!r}: {problem} (docs/trace-format.md)") from None
             nodes.append((parent, type_, id_, path, expr, get("count_expr"), file, line, first_fail, first_mismatch))
             children = get("children")
             if children.__class__ is not list:
@@ -437,7 +451,10 @@ def _typed_flat(text: bytes, name: str, expected_rank: int | None) -> FlatTrace 
                     "anomalies": document.anomalies}, name, expected_rank)
     threads = []
     for thread in document.threads:
-        nodes, values = typed_reader.rows(thread)
+        try:
+            nodes, values = typed_reader.rows(thread)
+        except ValueError:  # a malformed cache field: the checked path names the site
+            return None
         try:
             array = np.asarray(values, dtype=float).reshape(len(nodes), len(FIELDS))
         except OverflowError:  # an integer past the double range: the checked path reads it as +-inf

@@ -164,6 +164,56 @@ class Site:
         """MPI sites: the messages the PMPI library counted per call."""
         return self._stats("cmeas")
 
+    # --- the measured signature (node fields `cache`, `c_calls`; docs/trace-format.md) -------------
+    @property
+    def cache_accesses(self) -> np.ndarray:
+        """(ranks, threads): cache-line accesses of the calls the cache simulation measured (0 where none)."""
+        return self._field("cache_accesses")
+
+    @property
+    def cache_hits(self) -> np.ndarray:
+        """(levels, ranks, threads): the accesses each cache level served (not cumulative), L1 first."""
+        levels = int(np.max(self._field("cache_levels"), initial=0))
+        return np.stack([self._field(f"cache_hits{k}") for k in range(1, levels + 1)]) if levels else \
+            np.zeros((0, *self.calls.shape))
+
+    @property
+    def hit_rates(self) -> tuple[float, ...] | None:
+        """Cumulative hit rates h1, ..., hn, 1 of the simulated caches (L1 first, then main memory's 1: the machine
+        profile's convention), over every measured call on every rank and thread of the trace: the accesses and
+        each level's hits are summed first, then divided (never averaged rates). None when the site was not
+        measured (no ``ma run --counters valgrind --cache``, not a flop/loadstore site) or made no access."""
+        measured = self._field("cache_calls") > 0
+        levels = np.unique(self._field("cache_levels")[measured])
+        if levels.size != 1:
+            if levels.size > 1:
+                raise TraceError(self.path, f"site {self.path!r}: ranks simulated different numbers of cache "
+                                            f"levels ({sorted(levels.tolist())}); their hit rates do not combine")
+            return None
+        accesses = float(self.cache_accesses[measured].sum())
+        if accesses <= 0:
+            return None
+        hits = self.cache_hits[:, measured].sum(axis=1)
+        return (*(float(h) for h in np.cumsum(hits) / accesses), 1.0)
+
+    @property
+    def c_calls(self) -> int | None:
+        """Calls from Python into compiled code inside the site (``ma run --counters ccalls``), inclusive of the
+        sites below it, summed over all its executions on every rank and thread of the trace (a signature run:
+        the one rank's total). Per execution: ``c_calls / site.calls[measured].sum()`` (``c_calls_per_rank``
+        for each rank's). None when not measured."""
+        measured = self._field("ccalls_n") > 0
+        if not measured.any():
+            return None
+        return int(self._field("ccalls")[measured].sum())
+
+    @property
+    def c_calls_per_rank(self) -> np.ndarray:
+        """(ranks,): each rank's total calls into compiled code at the site (summed over threads), NaN where it
+        was not measured."""
+        measured = (self._field("ccalls_n") > 0).any(axis=1)
+        return np.where(measured, self._field("ccalls").sum(axis=1), np.nan)
+
     def ranks_present(self) -> np.ndarray:
         """Bool per rank: the site appears on at least one thread of the rank."""
         return np.asarray(self.present.any(axis=1))

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from ma.trace_format import signature_columns
+
 
 class Stats(msgspec.Struct):
     n: int
@@ -24,6 +26,12 @@ class Stats(msgspec.Struct):
 class Count(msgspec.Struct):
     predicted: Stats | None = None
     measured: Stats | None = None
+
+
+class Cache(msgspec.Struct, forbid_unknown_fields=True):
+    calls: int
+    accesses: int
+    hits: list[int]
 
 
 class Node(msgspec.Struct, rename={"passed": "pass"}):
@@ -46,6 +54,8 @@ class Node(msgspec.Struct, rename={"passed": "pass"}):
     wall_ns: int = 0
     cpu_ns: int = 0
     count: Count | None = None
+    cache: Cache | None = None
+    c_calls: int | None = None
     children: list[Node] = []
 
 
@@ -94,6 +104,9 @@ def rows(thread: Thread) -> tuple[list[tuple[Any, ...]], list[Any]]:
         count = n.count
         for stats in (n.predicted, n.measured, count.predicted if count else None, count.measured if count else None):
             values += (stats.n, stats.min, stats.max, stats.sum) if stats is not None else _NO_STATS
+        cache = n.cache
+        values += signature_columns(None if cache is None else {"calls": cache.calls, "accesses": cache.accesses,
+                                                                  "hits": cache.hits}, n.c_calls, n.calls)
         nodes.append((parent, n.type, n.id, n.path, n.expr, n.count_expr, n.file, n.line, n.first_fail,
                       n.first_mismatch))
         index = len(nodes) - 1

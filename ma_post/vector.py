@@ -33,6 +33,13 @@ class VecLoopResult:
     mv: int
     calls: int
     measured: dict[str, float] | None  # vloadstore, vflops, avl, scalar_flops, scalar_loadstore (per call), mv
+    file: str | None = None            # where the annotation is written
+    line: int | None = None
+
+    @property
+    def where(self) -> str:
+        """``FILE:LINE`` of the annotation (``?`` when the runtime did not know it)."""
+        return f"{self.file}:{self.line}" if self.file else "?"
 
     def error(self, metric: str) -> float | None:
         """(predicted - measured) / measured, the paper's error rate; None when unmeasured or measured 0."""
@@ -60,16 +67,26 @@ def vec_loop_results(ts: TraceSet) -> list[VecLoopResult]:
     naming the file of a malformed record."""
     results = []
     for section in ts.optional(VECTOR_LOOPS_KEY):
-        for record in section.entries:
+        for index, record in enumerate(section.entries):
+            where = _record_where(record)
             try:
                 results.append(VecLoopResult(
                     section.rank, str(record["id"]), str(record["path"]), int(record["depth"]),
                     dict(record["expr"]), dict(record["predicted_first"] or {}), int(record["mv"]),
-                    int(record["calls"]), _measured(record)))
+                    int(record["calls"]), _measured(record), where[0], where[1]))
             except (ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as exc:
-                raise TraceError(section.source, f"rank {section.rank}: bad vector_loops record ({exc!s}); expected "
-                                                 "the layout of docs/vector-backend.md") from None
+                at = f" (ma.vec_loop at {where[0]}:{where[1]})" if where[0] else ""
+                raise TraceError(section.source, f"rank {section.rank}: vector_loops[{index}]{at}: bad record "
+                                                 f"({exc!s}); expected the layout of docs/vector-backend.md") from None
     return results
+
+
+def _record_where(record: Any) -> tuple[str | None, int | None]:
+    """The record's annotation file and line, when it has them (older traces and unknown callers have none)."""
+    if not isinstance(record, dict) or not isinstance(record.get("file"), str):
+        return None, None
+    line = record.get("line")
+    return record["file"], line if isinstance(line, int) and not isinstance(line, bool) else None
 
 
 def _number(value: float) -> str:
@@ -77,9 +94,11 @@ def _number(value: float) -> str:
 
 
 def figure8_lines(results: list[VecLoopResult]) -> str:
-    """``id:vec_loop.<metric>:predicted:measured:error_rate`` per rank, site and metric (MA paper Figure 8)."""
+    """``id:vec_loop.<metric>:predicted:measured:error_rate`` per rank, site and metric (MA paper Figure 8),
+    after a ``# FILE:LINE: id (site path), rank R`` line naming where each annotation is written."""
     lines = []
     for r in results:
+        lines.append(f"# {r.where}: {r.id} ({r.path or 'top level'}), rank {r.rank}")
         for metric in ("vloadstore", "vflops", "avl", "mv"):
             predicted = r.mv if metric == "mv" else r.predicted[metric]
             if r.measured is None:

@@ -17,8 +17,6 @@ from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 COMPILED_MODULES = ("tree", "threadstate", "annotations")
-# What each compiled module is built from besides its .py (setup.py).
-_C_SOURCES = {"annotations": ("csrc/fast_region.c", "csrc/fast_region.h")}
 
 
 def _compiled_state() -> tuple[bool, str]:
@@ -30,7 +28,7 @@ def _compiled_state() -> tuple[bool, str]:
         binary = os.path.join(_HERE, f"{name}{EXTENSION_SUFFIXES[0]}")
         if not os.path.exists(binary):
             return False, "not compiled"
-        for changed in (source, *(os.path.join(_HERE, c) for c in _C_SOURCES.get(name, ()))):
+        for changed in (source, os.path.join(_HERE, f"{name}.pxd")):  # the .pxd types what the .py compiles to
             if os.path.exists(changed) and os.path.getmtime(binary) < os.path.getmtime(changed):
                 return False, (f"{os.path.relpath(changed, _HERE)} changed since it was compiled "
                                "(rebuild: pip install -e .)")

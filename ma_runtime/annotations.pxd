@@ -20,11 +20,13 @@ cdef extern from *:
     static CYTHON_INLINE int ma_sole_reference(void *o) { return Py_REFCNT((PyObject *)o) == 1; }
     """
     bint ma_sole_reference(void *o)
-cdef extern from "csrc/fast_region.h":
-    ctypedef void (*ma_complete_fn)(Region, Node) except *
-    int ma_fast_install(object module, type region_type, unsigned long main_thread, ma_complete_fn complete,
-                        list factories, tuple constants) except -1
-    void ma_fast_adopt_main_state(ThreadState state)
+cdef extern from *:
+    """
+    /* The buffer of the PMPI library's totals (a memoryview of uint64). */
+    static CYTHON_INLINE const unsigned long long *ma_view_data(PyObject *view) {
+        return (const unsigned long long *)PyMemoryView_GET_BUFFER(view)->buf;
+    }
+    """
     const unsigned long long *ma_view_data(object view)
 cdef extern from "Python.h":
     unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
@@ -57,12 +59,14 @@ cdef void discard(Region region, Node node)
 cdef inline Region reused(type cls, object id)
 cdef Region new_region(type cls)
 cdef Region make(type cls, int kind, object id, object expr, object value, object count)
+cdef dict _peer_calls
+cdef Py_ssize_t _peer_limit
+cdef object partnered(Region region, object peer)
 
 # Every kind has these fields (and no others). No free list: Cython takes none from a .pxd, and one declared
 # in annotations.py (@cython.freelist) makes a call fetch more lines of code in situ than PyType_GenericAlloc
 # (bench/annotation_instructions.py; figures in docs/performance.md).
-# public: csrc/fast_region.c reads and writes these fields through the generated annotations.h.
-cdef public class Region [object MaRegionObject, type MaRegionType]:
+cdef class Region:
     cdef public object id, expr, value, count, undo, outer
     cdef public Node node
     cdef public ThreadState state

@@ -8,9 +8,8 @@ evaluates the expression (cached while no variable changes) and starts the measu
 the measurement and folds it into the node. Both are shared by every kind and switch on ``kind`` for what
 it measures: a counter is read last on entry and first on exit, so that it encloses as little of the
 SDK's own work as possible. They run on every call of annotated code: compiled by Cython where available
-(annotations.pxd), slotted plain Python otherwise. Compiled, csrc/fast_region.c takes over ``__enter__``,
-``__exit__`` and the ``*_call`` factories for the common call (one that repeats its site's previous call),
-and hands every other call to the code here (see the end of this file).
+(annotations.pxd), slotted plain Python otherwise (one compiled copy, not a hand-written C one beside it:
+docs/performance.md has the measurement behind that).
 
 What a call costs in situ is mostly code fetched again: between two annotations the kernels evict it from
 the caches, so every line of machine code a call runs is a miss. Hence one function per entry and exit,
@@ -21,7 +20,6 @@ tree.Node inlined here.
 
 from __future__ import annotations
 
-import sys
 from builtins import range as _range
 from collections.abc import Callable, Iterable, Iterator
 from operator import length_hint as _length_hint
@@ -31,12 +29,11 @@ from types import TracebackType
 from typing import Any, Literal, TypeVar
 
 from ma.errors import AnnotationError
-from ma.trace_format import MPI_TYPES
 
 from . import tree as _tree
 from .decorate import in_subroutine
 from .mars import thread_state
-from .peers import with_peer
+from .peers import check_limit, with_peer
 from .sites import OpenAnnotation
 from .threadstate import ThreadState
 from .tree import Node
@@ -73,8 +70,6 @@ def current_state() -> ThreadState:
     if on_main_thread():
         if _main_state is None:
             _main_state = thread_state()
-            if cython.compiled:
-                ma_fast_adopt_main_state(_main_state)  # type: ignore[name-defined]  # noqa: F821
         return _main_state
     return thread_state()
 
@@ -603,6 +598,30 @@ def loop_call(id: str, expr: str, value: Number | None = None) -> loop:
     return make(loop, _LOOP, id, expr, value, None)  # type: ignore[return-value]
 
 
+# Partner assertions (peer=): peers.with_peer checks the first MA_PEER_CHECKS calls of a site; the later calls
+# are told apart here, in compiled code, as CG and SP make them in their inner loops.
+_peer_calls: dict = {}  # (parent node, class, id, peer expression) -> calls checked so far
+_peer_limit = -1  # MA_PEER_CHECKS once read (0: every call)
+
+
+def partnered(region: Region, peer: str | None) -> Any:
+    """``region`` itself, or wrapped to check its partner (ma_runtime/peers.py)."""
+    global _peer_limit
+    if peer is None:
+        return region
+    if type(peer) is not str:
+        return with_peer(region, peer)  # raises the AnnotationError
+    if _peer_limit < 0:
+        _peer_limit = check_limit()
+    if _peer_limit:
+        key = (id(current_state().current), type(region), region.id, peer)
+        done = _peer_calls.get(key, 0)
+        if done >= _peer_limit:
+            return region
+        _peer_calls[key] = done + 1
+    return with_peer(region, peer)
+
+
 def flop_call(id: str, expr: str, value: Number | None = None) -> flop:
     """``ma.flop(...)``: the annotation object of one call (a :class:`flop`)."""
     return make(flop, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
@@ -627,115 +646,88 @@ def mpi_send_call(id: str, expr: str, value: Number | None = None, count: str | 
                   *, peer: str | None = None) -> mpi_send:
     """``ma.mpi_send(...)``: the annotation object of one call (a :class:`mpi_send`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_send, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_send, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_isend_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_isend:
     """``ma.mpi_isend(...)``: the annotation object of one call (a :class:`mpi_isend`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_isend, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_isend, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_recv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                   *, peer: str | None = None) -> mpi_recv:
     """``ma.mpi_recv(...)``: the annotation object of one call (a :class:`mpi_recv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_recv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_recv, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_irecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_irecv:
     """``ma.mpi_irecv(...)``: the annotation object of one call (a :class:`mpi_irecv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_irecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_irecv, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_sendrecv_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                       *, peer: str | None = None) -> mpi_sendrecv:
     """``ma.mpi_sendrecv(...)``: the annotation object of one call (a :class:`mpi_sendrecv`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_sendrecv, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_sendrecv, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_bcast_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                    *, peer: str | None = None) -> mpi_bcast:
     """``ma.mpi_bcast(...)``: the annotation object of one call (a :class:`mpi_bcast`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_bcast, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_bcast, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_reduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                     *, peer: str | None = None) -> mpi_reduce:
     """``ma.mpi_reduce(...)``: the annotation object of one call (a :class:`mpi_reduce`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_reduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_reduce, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_allreduce_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                        *, peer: str | None = None) -> mpi_allreduce:
     """``ma.mpi_allreduce(...)``: the annotation object of one call (a :class:`mpi_allreduce`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_allreduce, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_allreduce, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_gather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                     *, peer: str | None = None) -> mpi_gather:
     """``ma.mpi_gather(...)``: the annotation object of one call (a :class:`mpi_gather`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_gather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_gather, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_scatter_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                      *, peer: str | None = None) -> mpi_scatter:
     """``ma.mpi_scatter(...)``: the annotation object of one call (a :class:`mpi_scatter`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_scatter, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_scatter, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_allgather_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                        *, peer: str | None = None) -> mpi_allgather:
     """``ma.mpi_allgather(...)``: the annotation object of one call (a :class:`mpi_allgather`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_allgather, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_allgather, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_alltoall_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                       *, peer: str | None = None) -> mpi_alltoall:
     """``ma.mpi_alltoall(...)``: the annotation object of one call (a :class:`mpi_alltoall`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_alltoall, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
+    return partnered(make(mpi_alltoall, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]
 
 
 def mpi_barrier_call(id: str, expr: str, value: Number | None = None, count: str | int = 1,
                      *, peer: str | None = None) -> mpi_barrier:
     """``ma.mpi_barrier(...)``: the annotation object of one call (a :class:`mpi_barrier`; with ``peer``, wrapped
     to check each call's partner, see ma_runtime/peers.py)."""
-    return with_peer(make(mpi_barrier, _MPI, id, expr, value, count), peer,  # type: ignore[no-any-return]
-                     None if peer is None else current_state().current)
-
-
-# --- the common path in C (csrc/fast_region.c) --------------------------------------------------------------
-# Compiled, Region.__enter__/__exit__ and the *_call factories above are replaced by C functions that serve
-# the call repeating its site's previous one in half the lines of machine code, and call the versions above
-# for everything else.
-_FACTORY_KINDS = {"loop": _LOOP, "flop": _COUNTER, "loadstore": _COUNTER, "heap_memory": _COUNTER,
-                  "stack_memory": _COUNTER, **{mpi_type: _MPI for mpi_type in MPI_TYPES}}
-if cython.compiled:
-    ma_fast_install(  # type: ignore[name-defined]  # noqa: F821
-        sys.modules[__name__], Region, _MAIN_THREAD, complete,
-        [(f"{name}_call", globals()[name], kind) for name, kind in _FACTORY_KINDS.items()],
-        (_PLAIN, _SUBROUTINE, _LOOP, _COUNTER, _MPI, _NOT_REPORTED, _FROM_RANGE, _NO_VERDICT, _PASS,
-         _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED))
+    return partnered(make(mpi_barrier, _MPI, id, expr, value, count), peer)  # type: ignore[return-value]

@@ -82,6 +82,7 @@ class Runtime:
         for kind in MEASURABLE_KINDS:
             self.readers[kind], self.measures[kind] = self._pick_reader(kind)
         self.new_node = NodeFactory(self.settings, self.readers)
+        self.new_node.site_probe = sitecounts_probe(self.providers)
         self.pmpi, self.mpi_reason = _open_pmpi()
         self.mpi_live = False
         atexit.register(self.finish, COMPLETE)
@@ -255,10 +256,33 @@ class Runtime:
                 "mpi_profile": self.pmpi.profile() if self.pmpi is not None else None,
                 **_peer_checks(),
             }
+            _site_counts(self, document["threads"])
             vector_loops = _vector_loops()
             if vector_loops:
                 document["vector_loops"] = vector_loops
             return document
+
+
+def sitecounts_probe(providers: list[Any]) -> Callable[[Node], None] | None:
+    """The node hook that wraps flop/loadstore readers, when the Valgrind tool simulates caches (sitecounts.py)."""
+    for provider in providers:
+        if provider.name == "valgrind" and provider.reader("flop") is not None and provider.cache_read() is not None:
+            from .sitecounts import cache_probe_factory
+
+            return cache_probe_factory(provider.cache_read, lambda: getattr(_local, "state", None))
+    return None
+
+
+def _site_counts(runtime: Runtime, threads: list[dict[str, Any]]) -> None:
+    """Each site's cache counts and calls into compiled code, as node fields (sitecounts.py), when measured."""
+    ccalls = next((p for p in runtime.providers if p.name == "ccalls"), None)
+    if ccalls is None and runtime.new_node.site_probe is None:
+        return
+    from .sitecounts import annotate
+
+    own = ccalls.counts() if ccalls is not None else None  # type: ignore[attr-defined]  # (a CCallsProvider)
+    for state, thread in zip(runtime.threads, threads, strict=True):
+        annotate(state.root, thread["root"], own)
 
 
 def _vector_loops() -> list[dict[str, Any]]:

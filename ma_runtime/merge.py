@@ -32,6 +32,8 @@ from ma.trace_format import (
     MERGED_FORMAT,
     MERGED_INDEX,
     MERGED_VERSION,
+    NODE_C_CALLS_KEY,
+    NODE_CACHE_KEY,
     OPTIONAL_DOCUMENT_KEYS,
     RANK_HEADER_KEYS,
     RUNNING,
@@ -39,6 +41,7 @@ from ma.trace_format import (
     VARIABLE_FIELDS,
     merged_file,
     rank_file,
+    signature_columns,
 )
 
 from . import trace
@@ -116,6 +119,7 @@ def part_of(document: Mapping[str, Any]) -> Part:
                                                              "wall_ns", "cpu_ns"))
             for stats in (get("predicted"), get("measured"), count.get("predicted"), count.get("measured")):
                 values.extend(_stats(stats))
+            values.extend(signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), get("calls", 0)))
             for kind in ("first_fail", "first_mismatch"):
                 if get(kind):
                     firsts.append((kind, row, get(kind)))

@@ -12,8 +12,8 @@ first failing call is kept with both ranks (the expected and the actual partner)
 
 A region with ``peer=`` is wrapped by :class:`PeerCheck` around the usual annotation object, so the common
 path of every other assertion is unchanged; only the first MA_PEER_CHECKS (64) calls of each site are
-checked (:func:`with_peer`). The checks are written into the trace as its ``peers`` list
-(docs/trace-format.md), one entry per site and thread.
+checked (counted by ``annotations.partnered``, in compiled code). The checks are written into the trace
+as its ``peers`` list (docs/trace-format.md), one entry per site and thread.
 """
 
 from __future__ import annotations
@@ -172,7 +172,10 @@ def _as_int(value: Any) -> Any:
     return int(value) if float(value).is_integer() else value
 
 
-def _check_limit() -> int:
+def check_limit() -> int:
+    """MA_PEER_CHECKS: how many calls of each site are checked (default 64; 0: every call). A partner pattern
+    is fixed by the code, and a check (about 10 us) would otherwise cost every call of a communication-bound
+    loop its share; annotations.partnered counts the calls."""
     text = os.environ.get("MA_PEER_CHECKS", "").strip()
     if not text:
         return DEFAULT_CHECKS
@@ -182,29 +185,12 @@ def _check_limit() -> int:
 
 
 DEFAULT_CHECKS = 64
-_limit: int | None = None
-_checks: dict[tuple[int, str, str, str], int] = {}  # (parent node, type, id, expr) -> calls checked so far
 
 
-def with_peer(region: Any, peer: str | None, parent: Any = None) -> Any:
-    """``region`` itself, or wrapped to check its partners when ``peer`` is given (``parent``: the node the
-    site is below).
-
-    The first MA_PEER_CHECKS (default 64; 0: all) calls of each site are checked, the later ones run as
-    plain assertions: a partner pattern is fixed by the code, and a check (about 10 us) would otherwise cost
-    every call of a communication-bound loop its share.
-    """
-    global _limit
+def with_peer(region: Any, peer: str | None) -> Any:
+    """``region`` wrapped to check its partners (``region`` itself when ``peer`` is None)."""
     if peer is None:
         return region
     if not isinstance(peer, str):
         raise AnnotationError(f"{region.TYPE} {region.id!r}: peer must be an expression (str), got {peer!r}")
-    if _limit is None:
-        _limit = _check_limit()
-    if _limit:
-        key = (id(parent), region.TYPE, region.id, peer)
-        done = _checks.get(key, 0)
-        if done >= _limit:
-            return region
-        _checks[key] = done + 1
     return PeerCheck(region, peer)

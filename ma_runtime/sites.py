@@ -62,6 +62,8 @@ class NodeFactory:
     def __init__(self, settings: Settings, readers: Mapping[str, Callable[[], int] | None]) -> None:
         self.settings = settings
         self.readers = dict(readers)
+        # Called with every new node when the run measures more per site (the cache simulation: sitecounts.py).
+        self.site_probe: Callable[[Node], None] | None = None
 
     def __call__(self, parent: Node, type_: str, id_: str, expr_text: str | None, count: str | int | None) -> Node:
         if not isinstance(id_, str) or not id_ or "/" in id_:
@@ -71,8 +73,11 @@ class NodeFactory:
         file, line = caller()
         cpu_time = self.settings.cpu_time
         track_cpu = cpu_time == "all" or (cpu_time == "subroutines" and type_ == "subroutine")
-        return Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count,
+        node = Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count,
                     track_cpu, self.readers.get(type_))
+        if self.site_probe is not None:
+            self.site_probe(node)
+        return node
 
 
 def caller() -> tuple[str | None, int | None]:

@@ -1,7 +1,7 @@
 # Cython declarations for threadstate.py (compiled when Cython is available; see setup.py).
 from ma_runtime.tree cimport Node
 
-cdef public class ThreadState [object MaThreadStateObject, type MaThreadStateType]:
+cdef class ThreadState:
     cdef public object runtime, new_node, name
     cdef public long long index, version, flush_deadline
     cdef public Node root, current

@@ -5,8 +5,7 @@ cdef class Stats:
     cpdef bint add(self, object x)
     cpdef repeat(self, long long k)
 
-# public: csrc/fast_region.c reads and writes these fields through the generated tree.h.
-cdef public class Node [object MaNodeObject, type MaNodeType]:
+cdef class Node:
     # The fields every call reads or writes come first, so that a call touches a few cache lines of the
     # node (Cython lays the fields out in this order): a rank that shares its core loses its cache often.
     cdef public dict children

@@ -5,8 +5,8 @@
 
 asserts a loop's vector load/stores, vector flops and average vector length (AVL, in lanes) as expressions,
 and its MV score (0: neither vectorised nor multithreaded, 1: multithreaded, 2: vectorised, 3: both, the
-paper's mflag/vflag pair). It is a pure-Python annotation kind (the compiled hot path, fast_region.c and
-the Cython regions, is untouched): it adds no node to the site tree, so annotating an existing loop keeps
+paper's mflag/vflag pair). It is a pure-Python annotation kind (the compiled hot path, the
+Cython regions, is untouched): it adds no node to the site tree, so annotating an existing loop keeps
 its sites' paths; it keeps one record per (enclosing site path, id) that the runtime writes into the
 trace's ``vector_loops`` array. Under the ``valgrind`` counter the record also holds the measured vector
 metrics of the maflops tool (vector/scalar flops and load/stores, vector lanes); elsewhere they stay null.
@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
-from ma.errors import AnnotationError
+from ma.errors import AnnotationError, MAError
 from ma.expr import Expression, parse_expression
 
 from .mars import runtime, thread_state
+from .sites import caller
 
 Number = int | float
 
@@ -41,6 +42,8 @@ class VecLoopRecord:
     depth: int                  # annotations open around it, plus one: the paper's context depth
     exprs: tuple[str, str, str]
     mv: int
+    file: str | None = None     # where the annotation is written (of its first call)
+    line: int | None = None
     calls: int = 0
     first: list[Number] = field(default_factory=list)   # predicted vloadstore, vflops, avl of the first call
     predicted_sum: list[Number] = field(default_factory=lambda: [0, 0, 0])
@@ -48,7 +51,8 @@ class VecLoopRecord:
     measured_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "path": self.path, "depth": self.depth, "mv": self.mv, "calls": self.calls,
+        return {"id": self.id, "path": self.path, "file": self.file, "line": self.line, "depth": self.depth,
+                "mv": self.mv, "calls": self.calls,
                 "expr": dict(zip(_PREDICTED, self.exprs, strict=True)),
                 "predicted_first": dict(zip(_PREDICTED, self.first, strict=True)) if self.first else None,
                 "predicted_sum": dict(zip(_PREDICTED, self.predicted_sum, strict=True)),
@@ -78,20 +82,45 @@ class vec_loop:
     def __init__(self, id: str, vloadstore: str, vflops: str, avl: str, mv: int,
                  vloadstore_value: Number | None = None, vflops_value: Number | None = None,
                  avl_value: Number | None = None) -> None:
+        self.file, self.line = caller()
         for name, text in (("vloadstore", vloadstore), ("vflops", vflops), ("avl", avl)):
             if not isinstance(text, str):
-                raise AnnotationError(f"ma.vec_loop({id!r}, ...): {name} must be an expression str, not {text!r}")
+                raise AnnotationError(f"{self.where}ma.vec_loop({id!r}, ...): {name} must be an expression str, "
+                                      f"not {text!r}")
         if isinstance(mv, bool) or not isinstance(mv, int) or not 0 <= mv <= 3:
-            raise AnnotationError(f"ma.vec_loop({id!r}, ...): mv must be the MV score 0..3 (2*vectorised + "
-                                  f"multithreaded), not {mv!r}")
+            raise AnnotationError(f"{self.where}ma.vec_loop({id!r}, ...): mv must be the MV score 0..3 "
+                                  f"(2*vectorised + multithreaded), not {mv!r}")
         self.id = id
         self.exprs = (vloadstore, vflops, avl)
-        self.parsed: tuple[Expression, ...] = tuple(parse_expression(t) for t in self.exprs)
+        self.parsed: tuple[Expression, ...] = tuple(self._parse(name, text) for name, text in
+                                                    zip(_PREDICTED, self.exprs, strict=True))
         self.mv = mv
         self.given = (vloadstore_value, vflops_value, avl_value)
         self.record: VecLoopRecord | None = None
         self.read: Any = None
         self.before: Any = None
+
+    @property
+    def where(self) -> str:
+        """``FILE:LINE: `` of the annotation, the prefix of its error messages (empty when unknown)."""
+        return f"{self.file}:{self.line}: " if self.file else ""
+
+    def _parse(self, name: str, text: str) -> Expression:
+        try:
+            return parse_expression(text)
+        except MAError as exc:
+            exc.add_note(f"in the {name} of ma.vec_loop({self.id!r}) at {self.file}:{self.line}")
+            raise
+
+    def _evaluate(self, state: Any) -> list[Number]:
+        values = []
+        for name, given, parsed in zip(_PREDICTED, self.given, self.parsed, strict=True):
+            try:
+                values.append(given if given is not None else parsed.evaluate(state.env))
+            except MAError as exc:
+                exc.add_note(f"in the {name} of ma.vec_loop({self.id!r}) at {self.file}:{self.line}")
+                raise
+        return values
 
     def __enter__(self) -> vec_loop:
         state = thread_state()
@@ -100,11 +129,12 @@ class vec_loop:
         frames = state.open_frames()
         node = frames[0].node if frames else None
         path = node.path if node is not None else ""
-        values = [g if g is not None else e.evaluate(state.env) for g, e in zip(self.given, self.parsed, strict=True)]
+        values = self._evaluate(state)
         with _lock:
             record = _records.get((path, self.id))
             if record is None:
-                record = _records[(path, self.id)] = VecLoopRecord(self.id, path, len(frames) + 1, self.exprs, self.mv)
+                record = _records[(path, self.id)] = VecLoopRecord(self.id, path, len(frames) + 1, self.exprs, self.mv,
+                                                                   self.file, self.line)
             record.calls += 1
             if not record.first:
                 record.first = values

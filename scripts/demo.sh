@@ -61,7 +61,7 @@ ma run -n 4 --trace-dir "$OUT/sp-traces" -- python examples/npb_sp/sp.py --class
 grep -E "Verification  |Mop/s total" "$OUT/sp.txt"
 ma validate "$OUT/sp-traces" > "$OUT/sp-validation.txt" && tail -n 1 "$OUT/sp-validation.txt"
 python examples/npb_sp/study.py "$OUT/sp-traces" --out "$OUT/sp-figures" > "$OUT/sp-study.txt"
-head -n 7 "$OUT/sp-study.txt"; echo "... (models, scaling to 1024 processes, figures: $OUT/sp-study.txt, $OUT/sp-figures)"
+head -n 12 "$OUT/sp-study.txt"; echo "... (models, scaling to 1024 processes, figures: $OUT/sp-study.txt, $OUT/sp-figures)"
 ma report "$OUT/sp-traces" -o "$OUT/sp-report.html"
 
 step "Done: everything is in $OUT; open $OUT/report.html (CG) and $OUT/sp-report.html (SP) in a browser"

@@ -63,6 +63,7 @@ def test_clang_remarks_give_width_and_reasons() -> None:
 
 
 ANNOTATED = r"""
+#include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include "ma.h"
@@ -73,14 +74,18 @@ int main(int argc, char **argv)
     long n = 1000;
     ma_def_variable_int("n", n);
     double *x = calloc(n, sizeof *x), *b = calloc(n, sizeof *b);
+    ma_vec_loop_start("scale", "n/2", MA_NO_VALUE, "n", MA_NO_VALUE, "4", NAN, 2);
     ma_loop_start("scale", "n", n);
     for (long i = 0; i < n; i++)
         x[i] = 2.0 * b[i];
     ma_loop_end("scale", n);
+    ma_vec_loop_stop("scale");
+    ma_vec_loop_start("recurrence", "n/2", MA_NO_VALUE, "2*n", MA_NO_VALUE, "4", NAN, 2); /* wrongly asserted */
     ma_loop_start("recurrence", "n-1", n - 1);
     for (long i = 1; i < n; i++)
         x[i] = x[i - 1] * 0.5 + b[i];
     ma_loop_end("recurrence", n - 1);
+    ma_vec_loop_stop("recurrence");
     free(x); free(b);
     MPI_Finalize();
     return 0;
@@ -104,6 +109,17 @@ def test_loopmarks_map_onto_the_annotated_loops_of_a_c_trace(tmp_path: Path) -> 
                            "--flags", f"-O3 -march=x86-64-v3 {includes}"],
                           capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
-    sites = json.loads(done.stdout)["sites"]
+    report = json.loads(done.stdout)
+    sites = report["sites"]
     assert sites["scale"]["mv"] == 2 and sites["scale"]["lanes"] == 4
     assert sites["recurrence"]["mv"] == 0 and sites["recurrence"]["reason"]
+    # the ma_vec_loop assertions, by their file and line: the recurrence is asserted vectorised, GCC refused it
+    checks = {c["id"]: c for c in report["vec_loops"]}
+    line = next(i for i, text in enumerate(ANNOTATED.splitlines(), start=1) if 'ma_vec_loop_start("recurrence"' in text)
+    assert checks["scale"]["agrees"] and checks["scale"]["loop"]["mv"] == 2
+    assert not checks["recurrence"]["agrees"] and checks["recurrence"]["where"] == f"{source}:{line}"
+    assert checks["recurrence"]["loop"]["line"] == line + 2 and checks["recurrence"]["loop"]["reason"]
+    text = subprocess.run([str(env_bin_dir() / "ma"), "loopmark", str(source), "--trace", str(trace), "--flags",
+                           f"-O3 -march=x86-64-v3 {includes}"], capture_output=True, text=True, timeout=300,
+                          check=True).stdout
+    assert f"vec_loop recurrence at {source}:{line}: compiler MV 0, but MV 2 is asserted" in text

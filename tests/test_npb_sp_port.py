@@ -6,6 +6,7 @@ kernel checks run in a subprocess with MA_DISABLE=1, so that no annotation runti
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -144,6 +145,38 @@ def test_kernels_on_one_cell(tmp_path: Path) -> None:
     residual, scale = (float(v) for v in found(r"residual (\S+) (\S+)", proc.stdout).groups())
     assert scale > 1.0 and residual < 1e-12, proc.stdout
     assert float(found(r"solve (\S+)", proc.stdout).group(1)) < 1e-12, proc.stdout
+
+
+_OPCOUNT_SCRIPT = textwrap.dedent("""
+    import json, sys
+    from examples.npb_sp.opcount import kernel_op_counts
+    print(json.dumps({n: kernel_op_counts(n) for n in map(int, sys.argv[1:])}))
+""")
+
+
+def test_divisions_square_roots_and_comparisons_are_what_the_kernels_execute(tmp_path: Path) -> None:
+    """opcount.SPECIAL_OPS against the element operations of every NumPy ufunc call of one step."""
+    import ma
+    from examples.npb_sp.opcount import COMPARE_UFUNCS, SPECIAL_OPS
+
+    script = tmp_path / "opcount.py"
+    script.write_text(_OPCOUNT_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script), "12", "13"],
+                          env=clean_env(MA_DISABLE="1", PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    per_direction = {"lhs_flops", "fwd_elim"}                 # one call per direction on one process
+    for n, counts in json.loads(proc.stdout).items():
+        at = {"csize": int(n), "isize": int(n) - 2, "ncells": 1}
+        for site, tally in counts.items():
+            special = SPECIAL_OPS.get(site, {})
+            calls = 3 if site in per_direction else 1
+            expected = {kind: calls * ma.parse_expression(special[kind]).evaluate(at) if kind in special else 0
+                        for kind in ("divide", "sqrt", "compare")}
+            got = {"divide": tally.get("divide", 0), "sqrt": tally.get("sqrt", 0),
+                   "compare": sum(tally.get(u, 0) for u in COMPARE_UFUNCS)}
+            assert got == expected, (n, site)
+        assert set(SPECIAL_OPS) <= set(counts)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -82,3 +82,18 @@ def test_header_status_reader() -> None:
             assert "header" in str(error)
         else:
             raise AssertionError(f"{bad!r} accepted")
+
+
+def test_merged_value_fields_and_version_of_the_c_writer() -> None:
+    trace = c_source("libma/ma_trace.c")
+    assert string_array(trace, "value_fields") == tf.VALUE_FIELDS
+    assert f'\\"version\\":{tf.MERGED_VERSION},' in trace
+    levels = re.search(r"#define MA_CACHE_MAX_LEVELS (\d+)", c_source("libma/ma_internal.h"))
+    assert levels and int(levels.group(1)) == tf.CACHE_MAX_LEVELS
+
+
+def test_measured_signature_keys_written_by_the_c_runtime() -> None:
+    node = function_body(c_source("libma/ma_trace.c"), "static void node(")
+    start = node.index(f'\\"{tf.NODE_CACHE_KEY}\\":{{')
+    written = re.findall(r'\\"([a-z_]+)\\":', node[start:])
+    assert tuple(written[1:4]) == tf.CACHE_KEYS

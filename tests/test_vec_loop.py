@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
-from ma.errors import AnnotationError
+from ma.errors import AnnotationError, MAError
 from ma_post.vector import vec_loop_results
 
 SP = REPO / "examples" / "npb_sp" / "sp.py"
@@ -28,23 +28,70 @@ def ma(*argv: str, timeout: int = 900) -> subprocess.CompletedProcess[str]:
                           timeout=timeout, check=False)
 
 
-@pytest.mark.mpi
-def test_tzetar_class_w_one_process_prints_the_papers_numbers(tmp_path: Path) -> None:
-    done = ma("run", "-n", "1", "--trace-dir", str(tmp_path), "--", sys.executable, str(SP), "--class", "W",
+@pytest.fixture(scope="module")
+def sp_class_w(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """SP class W, one process, one step: its trace directory."""
+    trace = tmp_path_factory.mktemp("sp_w")
+    done = ma("run", "-n", "1", "--trace-dir", str(trace), "--", sys.executable, str(SP), "--class", "W",
               "--niter", "1")
     assert done.returncode == 0, done.stderr[-2000:]
-    results = [r for r in vec_loop_results(ma_post.load(tmp_path)) if r.id == "tzetar"]
+    return trace
+
+
+@pytest.mark.mpi
+def test_tzetar_class_w_one_process_prints_the_papers_numbers(sp_class_w: Path) -> None:
+    results = [r for r in vec_loop_results(ma_post.load(sp_class_w)) if r.id == "tzetar"]
     assert results and all(r.predicted == {"vloadstore": 1179360, "vflops": 725760, "avl": 35} for r in results)
     assert all(r.mv == 3 and r.measured is None for r in results)  # no maflops tool: unmeasured
-    shown = ma("validate", str(tmp_path), "--vec-loops", "both")
+    rhs = SP.parent / "rhs.py"
+    line = next(i for i, text in enumerate(rhs.read_text().splitlines(), start=1) if 'ma.vec_loop("tzetar"' in text)
+    assert all((r.file, r.line) == (str(rhs), line) for r in results)
+    shown = ma("validate", str(sp_class_w), "--vec-loops", "both")
     assert shown.returncode in (0, 1), shown.stderr
     lines = shown.stdout.splitlines()
+    assert f"# {rhs}:{line}: tzetar ({results[0].path}), rank 0" in lines
     assert "tzetar:vec_loop.vloadstore:1179360:unmeasured:-" in lines
     assert "tzetar:vec_loop.vflops:725760:unmeasured:-" in lines
     assert "tzetar:vec_loop.avl:35:unmeasured:-" in lines
     assert "tzetar:vec_loop.mv:3:unmeasured:-" in lines
     starts = [line for line in lines if line.startswith("MA:")]
     assert starts and all(line.split(":", 2)[2] == PAPER_START for line in starts)
+
+
+@pytest.mark.mpi
+def test_tzetar_class_w_evaluates_from_the_input_parameters(sp_class_w: Path) -> None:
+    """The annotation is written in ``size`` (derived: floor(problem_size/ncells), ncells = sqrt(nprocs)); its
+    expressions and the vector prediction resolve to problem_size and nprocs, and give the paper's values."""
+    import sympy
+
+    from backends.machine.profile import load, shipped_profiles
+    from backends.vector import CRAY_X1E, VectorBackend, loop_time, loops_from_trace
+
+    builder = ma_post.ModelBuilder(ma_post.load(sp_class_w))
+    loops = loops_from_trace(builder.ts)
+    assert sorted(loops) == ["step/adi/z_solve/tzetar", "warmup/adi/z_solve/tzetar"]
+    inputs = {sympy.Symbol("problem_size"), sympy.Symbol("nprocs")}
+    at_w = {sympy.Symbol("problem_size"): 36, sympy.Symbol("nprocs"): 1}
+    for path, loop in loops.items():
+        exprs = loop.resolved(builder, path)
+        assert all(e.free_symbols == inputs for e in exprs.values())
+        assert {k: e.subs(at_w) for k, e in exprs.items()} == {"vloadstore": 1179360, "vflops": 725760, "avl": 35}
+    path = "step/adi/z_solve/tzetar"
+    machine = load(next(iter(shipped_profiles().values())))  # unused: the X1E's profile is given
+    prediction = VectorBackend(loops, "max", CRAY_X1E).predict(builder, machine)
+    assert not {"size", "ncells", "csize", "isize"} & set(prediction.free_inputs)
+    tzetar = [s for s in prediction.sites if s.path.startswith(path + "/")]
+    assert tzetar
+    flops = builder.model("flops", inline=True)
+    site_flops = sum(e for site, e in flops.by_site() if site.path.startswith(path + "/"))
+    assert site_flops.free_symbols <= inputs | {sympy.Symbol("niter")}
+    # the loop's AVL 35 (not a free symbol) penalises its memory time by 64/35 on the X1E
+    words = builder.model("loadstore", inline=True)
+    site_words = sum(e for site, e in words.by_site() if site.path.startswith(path + "/"))
+    point = {"problem_size": 36, "nprocs": 1, "niter": 1}
+    expected = loop_time(site_flops, site_words, 3, 35, CRAY_X1E, "max")
+    memory = sum(float(s.memory.subs(point)) for s in tzetar)
+    assert memory == pytest.approx(float(expected.memory.subs(point)), rel=1e-12)
 
 
 NUMPY_APP = r"""
@@ -89,6 +136,18 @@ def test_bad_mv_score_is_an_annotation_error() -> None:
         vec_loop("x", "n", "n", "1", 7)
     with pytest.raises(AnnotationError, match="vflops must be an expression"):
         vec_loop("x", "n", 3, "1", 2)  # type: ignore[arg-type]
+
+
+def test_vec_loop_errors_name_the_annotations_file_and_line() -> None:
+    from ma_runtime.vector import vec_loop
+
+    here = Path(__file__)
+    with pytest.raises(AnnotationError, match="MV score") as bad_mv:
+        vec_loop("x", "n", "n", "1", 7)
+    assert str(bad_mv.value).startswith(f"{here}:{bad_mv.tb.tb_lineno}: ")
+    with pytest.raises(MAError) as bad_expr:
+        vec_loop("x", "n", "n", "(1+", 2)
+    assert f"in the avl of ma.vec_loop('x') at {here}:{bad_expr.tb.tb_lineno}" in bad_expr.value.__notes__
 
 
 def test_noop_binding_exists() -> None:
@@ -142,6 +201,8 @@ def test_c_vec_loop_records_and_measures(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     (result,) = vec_loop_results(ma_post.load(trace))
     assert (result.id, result.path, result.depth, result.calls, result.mv) == ("daxpy", "kernel", 2, 2, 2)
+    line = next(i for i, text in enumerate(C_APP.splitlines(), start=1) if "ma_vec_loop_start" in text)
+    assert (result.file, result.line) == (str(source), line)
     assert result.predicted == {"vloadstore": 3000, "vflops": 8000, "avl": 4}
     assert result.measured is not None and result.measured["avl"] == 4 and result.measured["vflops"] == 8000
     assert result.error("vloadstore") == pytest.approx(0, abs=0.01)

@@ -55,6 +55,8 @@ def test_host_profile_from_the_machine_profile() -> None:
     assert prof.avl_max == 4 and prof.vector_flops == 16e9 and prof.scalar_flops == 4e9
     assert prof.vector_flops_multi == 32e9  # two cores
     assert prof.bandwidth_gbs == {"min": 1.0, "mixed": 5.5, "max": 10.0}  # random at its largest set; triad
+    beyond_l1 = host_profile(machine(), working_set=1 << 20)  # main memory: triad, random curve at 1 MiB
+    assert beyond_l1.bandwidth_gbs == {"min": 3.0, "mixed": 6.5, "max": 10.0}
     assert host_profile(machine("avx512_fma")).avl_max == 8 and host_profile(machine("sse2")).avl_max == 2
     bare = MachineProfile(name="bare", host={"cpus": 1}, caches=[], cpu={"peak_flops": 1e9}, memory={"triad_gbs": 1})
     with pytest.raises(BackendError, match="random-access MultiMAPS curve"):
@@ -131,7 +133,9 @@ def test_ma_predict_with_the_vector_backend_on_a_traced_run(tmp_path: Path,
                            str(tmp_path / "app.py")], env=clean_env(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     ts = load(trace)
-    assert loops_from_trace(ts) == {"kernel/repeat": VectorLoop(2, "4")}
+    line = next(i for i, text in enumerate(DAXPY_APP.splitlines(), start=1) if "ma.vec_loop" in text)
+    assert loops_from_trace(ts) == {"kernel/repeat": VectorLoop(2, "4", "3*n/4", "2*n",
+                                                                where=f"{tmp_path / 'app.py'}:{line}")}
     profile_file = machine().save(tmp_path / "host.json")
     assert main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file), "--scenario", "max",
                  "--format", "json"]) == 0
@@ -153,3 +157,91 @@ def test_ma_predict_with_the_vector_backend_on_a_traced_run(tmp_path: Path,
     with pytest.raises(SystemExit):  # the backend's own option, checked by the parser
         main(["predict", str(trace), "--backend", "vector", "--machine", str(profile_file), "--scenario", "fast"])
     assert "invalid choice: 'fast'" in capsys.readouterr().err
+
+
+TZETAR_APP = """
+import ma
+
+ma.variable("problem_size", 36)
+ma.variable("nprocs", 1)
+ma.assign("ncells", "sqrt(nprocs)", 1)
+ma.assign("size", "floor(problem_size/ncells)", 36)
+with ma.subroutine("adi"):
+    with ma.vec_loop("tzetar", "(size^2)*(size-1)*26", "(size^2)*(size-1)*16", "(size-1)/(floor(size/64)+1)", 3):
+        with ma.flop("tzetar_flops", "(size^2)*(size-1)*16"), ma.loadstore("tzetar_ldst", "(size^2)*(size-1)*26"):
+            pass
+"""
+
+
+@pytest.fixture(scope="module")
+def tzetar(tmp_path_factory: pytest.TempPathFactory) -> ModelBuilder:
+    """The model of a run of TZETAR_APP."""
+    directory = tmp_path_factory.mktemp("tzetar")
+    (directory / "app.py").write_text(TZETAR_APP)
+    trace = directory / "trace"
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "1", "--trace-dir", str(trace), "--", sys.executable,
+                           str(directory / "app.py")], env={**clean_env(), "MA_TRACE_LAYOUT": "per-rank"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return ModelBuilder(load(trace))
+
+
+def test_vec_loop_expressions_resolve_through_derived_variables(tzetar: ModelBuilder) -> None:
+    """SP's tzetar annotation (section 5.1) in ``size``, derived from problem_size and nprocs: its AVL, vector
+    load/stores and flops become functions of the inputs, and so does the prediction (class W, one task: the
+    paper's 1179360, 725760, 35)."""
+    builder = tzetar
+    loops = loops_from_trace(builder.ts)
+    exprs = loops["adi"].resolved(builder, "adi")
+    inputs = {sympy.Symbol("problem_size"), sympy.Symbol("nprocs")}
+    assert all(e.free_symbols == inputs for e in exprs.values())
+    at_w = {sympy.Symbol("problem_size"): 36, sympy.Symbol("nprocs"): 1}
+    assert {k: e.subs(at_w) for k, e in exprs.items()} == {"vloadstore": 1179360, "vflops": 725760, "avl": 35}
+    assert exprs["avl"].subs({sympy.Symbol("problem_size"): 102, sympy.Symbol("nprocs"): 4}) == 50  # class B, 4
+    prediction = VectorBackend(loops, "max", CRAY_X1E).predict(builder, machine())
+    assert set(prediction.free_inputs) == {"problem_size", "nprocs"}
+    paper = loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max").total
+    assert prediction.evaluate({"problem_size": 36, "nprocs": 1}) == pytest.approx(float(paper), rel=1e-12)
+
+
+def test_a_loops_working_set_picks_its_bandwidths(tzetar: ModelBuilder) -> None:
+    """A working set (an expression in the inputs) puts the loop on the measured curves: here in the first
+    cache, so its bandwidths are the curves' there, not main memory's; a symbolic one falls back to memory."""
+    from backends.vector.bandwidth import scenario_bandwidths
+
+    builder = tzetar
+    host = machine()
+    host.multimaps.append(MultiMapsPoint("stride", 1 << 10, 30.0, stride=1))
+    in_l1 = {"adi": VectorLoop(2, "4", working_set="size*8*10")}  # 2880 bytes at size 36
+    at_w = {"problem_size": 36, "nprocs": 1}
+    fast = VectorBackend(in_l1, "max").predict(builder, host, at_w)
+    memory = VectorBackend({"adi": VectorLoop(2, "4")}, "max").predict(builder, host, at_w)
+    expected = scenario_bandwidths(host, 2880)["max"]
+    assert 9.0 < expected < 30.0  # between the stride curve's two points, not the triad
+    words = 1179360 * 8
+    assert float(fast.part("memory")) == pytest.approx(words / (expected * 1e9))
+    assert float(memory.part("memory")) == pytest.approx(words / 10e9)
+    symbolic = VectorBackend(in_l1, "max").predict(builder, host)
+    assert any("not a number at the given parameters" in note for note in symbolic.notes)
+
+
+def test_a_bad_vec_loop_record_is_named_by_its_annotations_file_and_line(tzetar: ModelBuilder,
+                                                                          tmp_path: Path) -> None:
+    from ma.errors import TraceError
+    from ma.trace_format import rank_file_name
+    from ma_post.vector import vec_loop_results
+
+    (section,) = tzetar.ts.optional("vector_loops")
+    source = Path(section.source)
+    assert source.name == rank_file_name(0)
+    document = json.loads(source.read_text())
+    (record,) = document["vector_loops"]
+    line = next(i for i, text in enumerate(TZETAR_APP.splitlines(), start=1) if "ma.vec_loop" in text)
+    assert (Path(record["file"]).name, record["line"]) == ("app.py", line)
+    del record["mv"]
+    (tmp_path / source.name).write_text(json.dumps(document))
+    broken = load(tmp_path)
+    with pytest.raises(TraceError, match=rf"vector_loops\[0\] \(ma.vec_loop at .*app.py:{line}\): bad record"):
+        vec_loop_results(broken)
+    with pytest.raises(BackendError, match=rf"vector_loops\[0\] \(ma.vec_loop at .*app.py:{line}\): bad record"):
+        loops_from_trace(broken)

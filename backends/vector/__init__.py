@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ma.errors import BackendError
+from ma.errors import BackendError, MAError
 from ma.trace_format import VECTOR_LOOPS_KEY
 
 from ..base import Backend, Prediction, SitePrediction
@@ -23,6 +23,8 @@ from .timing import LoopTime, loop_time
 
 if TYPE_CHECKING:
     import argparse
+
+    import sympy
 
     from ma_post import ModelBuilder, TraceSet
 
@@ -34,10 +36,36 @@ __all__ = ["CRAY_X1E", "SCENARIOS", "LoopTime", "VectorBackend", "VectorLoop", "
 
 @dataclass(frozen=True)
 class VectorLoop:
-    """What is asserted about a loop: its MV score and AVL (an expression text in the model's inputs, or a number)."""
+    """What is asserted about a loop: its MV score, and as expression texts in the model's variables (derived
+    ones included: they are resolved through the model's definitions) or numbers, its AVL, vector load/stores
+    and flops (per call) and the bytes it touches (its working set: where on the measured bandwidth curves it
+    sits). ``where`` is the annotation's FILE:LINE, for messages."""
 
     mv: int
     avl: str | float | None = None
+    vloadstore: str | float | None = None
+    vflops: str | float | None = None
+    working_set: str | float | None = None
+    stride: int = 1
+    where: str = ""
+
+    def resolved(self, model: ModelBuilder, path: str = "") -> dict[str, sympy.Expr]:
+        """The loop's expressions in the model's inputs only (derived variables replaced by their definitions
+        visible at the site ``path``), by name; those not given are left out."""
+        from ma_post import to_sympy
+        from ma_post.sympy_expr import as_expr
+
+        out = {}
+        for name in ("avl", "vloadstore", "vflops", "working_set"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            try:
+                expr = to_sympy(value) if isinstance(value, str) else as_expr(value)
+            except MAError as exc:
+                raise BackendError(f"{self.where or 'vector loop'}: {name} {value!r}: {exc}") from None
+            out[name] = model.resolve(expr, path)
+        return out
 
 
 def loops_from_trace(ts: TraceSet) -> dict[str, VectorLoop]:
@@ -45,12 +73,16 @@ def loops_from_trace(ts: TraceSet) -> dict[str, VectorLoop]:
     path -> VectorLoop."""
     loops: dict[str, VectorLoop] = {}
     for section in ts.optional(VECTOR_LOOPS_KEY):
-        for record in section.entries:
+        for index, record in enumerate(section.entries):
+            where = f"{record['file']}:{record.get('line')}" if isinstance(record, dict) and record.get("file") else ""
             try:
-                loops.setdefault(str(record["path"]), VectorLoop(int(record["mv"]), str(record["expr"]["avl"])))
-            except (KeyError, TypeError, ValueError) as exc:
-                raise BackendError(f"{section.source}: rank {section.rank}: bad vector_loops record ({exc!s}); "
-                                   "expected the layout of docs/vector-backend.md") from None
+                expr = record["expr"]
+                loops.setdefault(str(record["path"]), VectorLoop(
+                    int(record["mv"]), str(expr["avl"]), str(expr["vloadstore"]), str(expr["vflops"]), where=where))
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                at = f" (ma.vec_loop at {where})" if where else ""
+                raise BackendError(f"{section.source}: rank {section.rank}: vector_loops[{index}]{at}: bad record "
+                                   f"({exc!s}); expected the layout of docs/vector-backend.md") from None
     return loops
 
 
@@ -85,37 +117,58 @@ class VectorBackend(Backend):
         return {f"scenario {name}": prediction
                 for name, prediction in self.predict_scenarios(model, machine, parameters).items()}
 
-    def loop_of(self, path: str) -> VectorLoop:
-        """The innermost asserted loop enclosing the site ``path`` (MV 0 when none)."""
-        best: tuple[int, VectorLoop] | None = None
+    def loop_of(self, path: str) -> tuple[str, VectorLoop]:
+        """The innermost asserted loop enclosing the site ``path`` and its path (MV 0 when none)."""
+        best: tuple[str, VectorLoop] | None = None
         for prefix, loop in self.loops.items():
             if (path == prefix or path.startswith(prefix + "/") or not prefix) and (
-                    best is None or len(prefix) > best[0]):
-                best = (len(prefix), loop)
-        return best[1] if best else VectorLoop(0)
+                    best is None or len(prefix) > len(best[0])):
+                best = (prefix, loop)
+        return best or ("", VectorLoop(0))
 
     def predict(self, model: ModelBuilder, machine: MachineProfile,
                 parameters: Mapping[str, float] | None = None) -> Prediction:
         import sympy
 
-        from ma_post import to_sympy
         from ma_post.sympy_expr import as_expr
 
-        profile = self.profile or host_profile(machine)
         bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
         flops = dict((site.path, expr) for site, expr in model.model("flops", inline=True).by_site())
         words = dict((site.path, expr) for site, expr in model.model("loadstore", inline=True).by_site())
-        sites = []
+        profiles: dict[tuple[float | None, int], VectorProfile] = {}
+        sites: list[SitePrediction] = []
+        notes: list[str] = []
         for path in sorted(set(flops) | set(words)):
-            loop = self.loop_of(path)
-            avl = to_sympy(loop.avl) if isinstance(loop.avl, str) else loop.avl
-            time = loop_time(flops.get(path, sympy.Integer(0)), words.get(path, sympy.Integer(0)), loop.mv, avl,
-                             profile, self.scenario)
+            prefix, loop = self.loop_of(path)
+            exprs = loop.resolved(model, prefix)
+            working_set = self._working_set(exprs.get("working_set"), bound, loop, notes)
+            key = (working_set, loop.stride)
+            if key not in profiles:
+                profiles[key] = self.profile or host_profile(machine, working_set=working_set, stride=loop.stride)
+            time = loop_time(flops.get(path, sympy.Integer(0)), words.get(path, sympy.Integer(0)), loop.mv,
+                             exprs.get("avl"), profiles[key], self.scenario)
             sites.append(SitePrediction(path, as_expr(time.compute).subs(bound),
                                         as_expr(time.memory).subs(bound), sympy.Integer(0)))
-        notes = (f"vector profile {profile.name!r}, bandwidth scenario {self.scenario!r} "
-                 f"({profile.bandwidth(self.scenario)} GB/s); communication is not modelled",)
-        return Prediction(self.NAME, profile.name, tuple(sites), dict(parameters or {}), notes)
+        bandwidths = sorted({p.bandwidth(self.scenario) for p in profiles.values()})
+        name = next(iter(profiles.values())).name if profiles else (self.profile.name if self.profile else
+                                                                     f"{machine.name}-vector")
+        notes.insert(0, f"vector profile {name!r}, bandwidth scenario {self.scenario!r} "
+                        f"({', '.join(f'{b:.4g}' for b in bandwidths)} GB/s); communication is not modelled")
+        return Prediction(self.NAME, name, tuple(sites), dict(parameters or {}), tuple(dict.fromkeys(notes)))
+
+    @staticmethod
+    def _working_set(expr: sympy.Expr | None, bound: Mapping[sympy.Symbol, float], loop: VectorLoop,
+                     notes: list[str]) -> float | None:
+        """The loop's working set in bytes at the given parameters; None (main memory) when it has none or it
+        stays symbolic (the measured curves are numbers, not functions of the inputs)."""
+        if expr is None:
+            return None
+        value = expr.subs(bound)
+        if not value.is_number:
+            notes.append(f"{loop.where or 'a vector loop'}: working set {expr} is not a number at the given "
+                         "parameters: its bandwidth is main memory's")
+            return None
+        return float(value)
 
     def predict_scenarios(self, model: ModelBuilder, machine: MachineProfile,
                           parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:

@@ -56,22 +56,19 @@ def simd_lanes(isa: str) -> int:
     return 2
 
 
-def host_profile(machine: MachineProfile, cores: int | None = None) -> VectorProfile:
-    """This host as a vector machine, from its measured MachineProfile.
+def host_profile(machine: MachineProfile, cores: int | None = None, working_set: float | None = None,
+                 stride: int = 1) -> VectorProfile:
+    """This host as a vector machine, from its measured MachineProfile, for a loop touching ``working_set``
+    bytes at ``stride`` words (None: main memory).
 
-    Vector rate: the measured one-core peak (its fastest SIMD kernel); scalar rate: that over the lanes;
-    multistreamed: times the cores. Bandwidths: max = STREAM triad, min = the random-access MultiMAPS curve at
-    its largest working set, mixed = their mean (the paper's 5.5 between 2.5 and 8.5).
+    Vector rate: the measured one-core peak (its fastest SIMD kernel); scalar rate: that over the lanes (the
+    same FMA units, one lane used); multistreamed: times the cores. Bandwidths: the MultiMAPS curves and the
+    triad at the loop's working set (:func:`.bandwidth.scenario_bandwidths`).
     """
+    from .bandwidth import scenario_bandwidths
+
     lanes = simd_lanes(str(machine.cpu.get("isa", "")))
     ncores = cores or int(machine.host.get("cpus") or 1)
-    random = [p for p in machine.multimaps if p.pattern == "random"]
-    if not random:
-        raise BackendError(f"machine profile {machine.name!r} has no random-access MultiMAPS curve: the vector "
-                           "backend's min bandwidth comes from it (run 'ma machine probe' with the random curve)")
-    low = max(random, key=lambda p: p.size_bytes).bandwidth_gbs
-    high = machine.triad_gbs
     peak = machine.peak_flops
     return VectorProfile(f"{machine.name}-vector", peak, peak * ncores, peak / lanes, peak / lanes * ncores, lanes,
-                         {"min": low, "mixed": (low + high) / 2, "max": high},
-                         clock_hz=machine.cpu.get("clock_hz"))
+                         scenario_bandwidths(machine, working_set, stride), clock_hz=machine.cpu.get("clock_hz"))

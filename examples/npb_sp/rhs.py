@@ -167,15 +167,14 @@ def pinvr_cell(cd: CellData) -> None:
 def tzetar(cd: CellData) -> None:
     """rhs := T_z rhs, back from the z-characteristic to the conserved variables.
 
-    Asserted with the vector paper's expressions (Alam & Vetter, Cray X1E, section 5.1): 26 load/stores
-    and 16 flops at each of size^2*(size-1) points of a cell, size = floor(problem_size/ncells). The loop
-    really does 27 flops (NPB 3.4's count; NumPy's here too) at each of the cell's interior points, about
-    isize^3: the paper's flop figure is 6 % under that for class S on one process, 15 % under on four,
-    32 % under for class W on one. Its load/store figure is the Fortran loop's scalar count; NumPy's
-    vector loads and stores, and the interpreter's own, are not that.
+    The vector paper's assertion (Alam & Vetter, Cray X1E, section 5.1) is the ``vec_loop``: 26
+    load/stores and 16 flops at each of size^2*(size-1) points of a cell, size = floor(problem_size/ncells),
+    AVL with the paper's integer division. The ``flop`` assertion is what the loop really does: 27 flops at
+    each interior point (NPB 3.4's Fortran and the NumPy code alike; the paper's figure is 6 % under that
+    for class S on one process, 32 % under for class W).
     """
     with ma.vec_loop("tzetar", "(size^2)*(size-1)*26", "(size^2)*(size-1)*16", "(size-1)/(floor(size/64)+1)", 3), \
-            ma.loadstore("tzetar_ldst", "size^2*(size-1)*26"), ma.flop("tzetar_flops", "size^2*(size-1)*16"):
+            ma.loadstore("tzetar_ldst", "size^2*(size-1)*26"), ma.flop("tzetar_flops", "27*isize^3"):
         tzetar_cell(cd)
 
 

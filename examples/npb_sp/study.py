@@ -42,6 +42,7 @@ from examples.npb_common.study import (
 from ma.errors import MAError
 
 from .classes import CLASSES, official_op_count
+from .opcount import CONVENTION, NORMALISED_EXTRA, SPECIAL_OPS
 
 NPROCS = np.arange(1, 33) ** 2                        # 1 .. 1024, the perfect squares SP runs on
 SCALES = (1, 2, 10)                                   # x1, x2, x10 of problem_size (Figure 16)
@@ -89,15 +90,35 @@ def class_inputs(name: str, nprocs: Any = 1, size_scale: float = 1) -> dict[str,
 
 
 # --- the numbers ------------------------------------------------------------------------------------
-def official_comparison(models: SPModels) -> list[tuple[str, float, float, float]]:
-    """(class, model flops of the timed steps on one process, official count, relative difference)."""
+def official_comparison(models: SPModels, model: Any = None) -> list[tuple[str, float, float, float]]:
+    """(class, ``model`` of the timed steps on one process, official count, relative difference);
+    ``model`` defaults to the flop model of the timed steps."""
+    model = models.flops_timed if model is None else model
     rows = []
     for name in "SWABC":
         problem = CLASSES[name]
-        predicted = float(value(models.flops_timed, class_inputs(name, nprocs=1)))
+        predicted = float(value(model, class_inputs(name, nprocs=1)))
         official = official_op_count(problem.problem_size, problem.niter)
         rows.append((name, predicted, official, (predicted - official) / official))
     return rows
+
+
+def normalised_flops_timed(models: SPModels) -> Any:
+    """The timed steps' flop model with divisions and square roots weighted 4 and comparisons 1 (opcount.py):
+    the model's own expressions plus, at every site with special operations, their extra weight times the
+    site's multiplier (its enclosing loops)."""
+    from ma_post import to_sympy
+
+    extra = []
+    timed = [term for term in models.flops.terms if term.site.path.split("/")[0] == TIMED_LOOP]
+    missing = set(SPECIAL_OPS) - {term.site.path.split("/")[-1] for term in timed}
+    if missing:
+        raise MAError(f"no flop site {', '.join(sorted(missing))} below {TIMED_LOOP!r}: opcount.SPECIAL_OPS "
+                      "names a site the trace does not have")
+    for term in timed:
+        special = SPECIAL_OPS.get(term.site.path.split("/")[-1], {})
+        extra += [NORMALISED_EXTRA[kind] * to_sympy(expr) * term.multiplier for kind, expr in special.items()]
+    return models.builder.submodel("flops_timed_normalised", models.flops_timed.expr + sum(extra))
 
 
 def scaling(models: SPModels, class_name: str = "C") -> dict[str, np.ndarray]:
@@ -215,6 +236,8 @@ def _study(args: argparse.Namespace) -> int:
     models = SPModels.build(args.trace_dir)
 
     print_official_comparison(official_comparison(models), "timed steps", decimals=2)
+    print_official_comparison(official_comparison(models, normalised_flops_timed(models)),
+                              f"timed steps in {CONVENTION}", decimals=2)
 
     scale = scaling(models)
     print_scaling(scale)

@@ -7,7 +7,8 @@
  * SPDX-License-Identifier: BSD-3-Clause
  *
  * Usage: kernels KERNEL N REPEAT   (KERNEL: tzetar | matvec | triad | recurrence)
- * Prints: KERNEL N REPEAT seconds-per-call flops-per-call loadstores-per-call checksum
+ * Prints: KERNEL N REPEAT seconds-per-call flops-per-call loadstores-per-call checksum working-set-bytes
+ *         inner-trip (the bytes the kernel's arrays span, and the trip count of its innermost loop)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +89,8 @@ int main(int argc, char **argv)
     if (argc != 4) { fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence N REPEAT\n", argv[0]); return 2; }
     const char *kernel = argv[1];
     long n = atol(argv[2]), repeat = atol(argv[3]);
-    double checksum = 0.0, flops = 0.0, loadstores = 0.0, t0 = 0.0, t1 = 0.0;
+    double checksum = 0.0, flops = 0.0, loadstores = 0.0, t0 = 0.0, t1 = 0.0, bytes = 0.0;
+    long trip = 0;
     if (strcmp(kernel, "tzetar") == 0) {
         long points = n * n * n, inner = (n - 2) * (n - 2) * (n - 2);
         double *rhs = filled(5 * points, 1e-3), *u = filled(points, 1e-3), *us = filled(points, 2e-3),
@@ -100,6 +102,8 @@ int main(int argc, char **argv)
         for (long i = 0; i < 5 * points; i++) checksum += rhs[i];
         flops = 27.0 * (double)inner;          /* NPB 3.4's count per interior point */
         loadstores = 18.0 * (double)inner;     /* 13 arrays read (rhs x5, 8 others), rhs x5 written */
+        bytes = 13.0 * 8.0 * (double)points;
+        trip = n - 2;
     } else if (strcmp(kernel, "matvec") == 0) {
         long per_row = 32, nnz = n * per_row;
         long *rowstr = malloc((size_t)(n + 1) * sizeof *rowstr), *colidx = malloc((size_t)nnz * sizeof *colidx);
@@ -112,6 +116,8 @@ int main(int argc, char **argv)
         for (long j = 0; j < n; j++) checksum += q[j];
         flops = 2.0 * (double)nnz;
         loadstores = 3.0 * (double)nnz + (double)n; /* a, colidx, p per entry; q per row */
+        bytes = 8.0 * (2.0 * (double)nnz + 3.0 * (double)n + 1.0); /* a, colidx; p, q, rowstr */
+        trip = per_row;
     } else if (strcmp(kernel, "triad") == 0) {
         double *a = filled(n, 0.0), *b = filled(n, 1e-3), *c = filled(n, 2e-3);
         t0 = seconds();
@@ -120,6 +126,8 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++) checksum += a[i];
         flops = 2.0 * (double)n;
         loadstores = 3.0 * (double)n;
+        bytes = 3.0 * 8.0 * (double)n;
+        trip = n;
     } else if (strcmp(kernel, "recurrence") == 0) {
         double *x = filled(n, 1e-3), *b = filled(n, 2e-3);
         t0 = seconds();
@@ -128,11 +136,13 @@ int main(int argc, char **argv)
         for (long i = 0; i < n; i++) checksum += x[i];
         flops = 2.0 * (double)(n - 1);
         loadstores = 2.0 * (double)(n - 1);     /* b read, x written (x[i-1] stays in a register) */
+        bytes = 2.0 * 8.0 * (double)n;
+        trip = n - 1;
     } else {
         fprintf(stderr, "unknown kernel %s\n", kernel);
         return 2;
     }
-    printf("%s %ld %ld %.9e %.0f %.0f %.6e\n", kernel, n, repeat, (t1 - t0) / (double)repeat, flops, loadstores,
-           checksum);
+    printf("%s %ld %ld %.9e %.0f %.0f %.6e %.0f %ld\n", kernel, n, repeat, (t1 - t0) / (double)repeat, flops,
+           loadstores, checksum, bytes, trip);
     return 0;
 }

@@ -16,7 +16,8 @@ def register(subparsers: Any) -> None:
         description="Compile SOURCE with the compiler's vectorisation report (GCC -fopt-info-vec-all, Clang "
                     "-Rpass*=loop-vectorize) and print every loop as FILE:LINE: MV score (vectorised and its "
                     "lanes, OpenMP where a pragma makes it multithreaded, or why it was not vectorised). With "
-                    "--trace, also map the annotated loop sites of a run onto those loops.")
+                    "--trace, also map the annotated loop sites and the ma_vec_loop assertions of a run onto those "
+                    "loops (an asserted MV score the compiler did not deliver is shown).")
     parser.add_argument("source", metavar="SOURCE.c")
     parser.add_argument("--compiler", choices=("gcc", "clang"), default="gcc")
     parser.add_argument("--flags", default=None, metavar="FLAGS",
@@ -27,25 +28,31 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma_post.loopmark import DEFAULT_FLAGS, loopmarks, map_to_sites
+    from ma_post.loopmark import DEFAULT_FLAGS, VecLoopCheck, check_vec_loops, loopmarks, map_to_sites
 
     flags = tuple(shlex.split(args.flags)) if args.flags is not None else DEFAULT_FLAGS
     marks = loopmarks(Path(args.source), args.compiler, flags)
     mapped = {}
+    checks: list[VecLoopCheck] = []
     if args.trace:
         from ma_post import load
+        from ma_post.vector import vec_loop_results
 
         ts = load(args.trace)
         sites = [(s.path, s.file, s.line) for s in ts.sites.values()
                  if s.type == "loop" and s.file is not None and s.line is not None]
         mapped = map_to_sites(marks, sites)
+        checks = check_vec_loops(marks, vec_loop_results(ts))
     if args.json:
         json.dump({"loops": [m.to_json() for m in marks],
-                   "sites": {path: m.to_json() for path, m in mapped.items()}}, sys.stdout, indent=1)
+                   "sites": {path: m.to_json() for path, m in mapped.items()},
+                   "vec_loops": [c.to_json() for c in checks]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     for mark in marks:
         print(mark.describe())
     for path, mark in mapped.items():
         print(f"site {path}: MV {mark.mv} ({mark.file}:{mark.line})")
+    for check in checks:
+        print(check.describe())
     return 0

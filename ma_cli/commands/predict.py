@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 from ma.errors import MAError
 
-from ..support import add_trace_arguments, check_parameters, load_profile, load_traces, number, parse_sets, table
+from ..support import (
+    CommandParser,
+    add_trace_arguments,
+    check_parameters,
+    load_profile,
+    load_traces,
+    number,
+    parse_sets,
+    table,
+)
 
 if TYPE_CHECKING:
     import sympy
@@ -38,16 +47,10 @@ def register(subparsers: Any) -> None:
 
 
 def add_backend_arguments_when_parsed(parser: argparse.ArgumentParser) -> None:
-    """The backends' options join when the command itself is parsed: backends import SymPy, which no other
-    command of ``ma`` should pay for."""
-    parse = parser.parse_known_args
-
-    def parse_with_backend_options(args: Any = None, namespace: Any = None) -> Any:
-        if not any(group.title.endswith(" backend") for group in parser._action_groups if group.title):
-            add_backend_arguments(parser)
-        return parse(args, namespace)
-
-    parser.parse_known_args = parse_with_backend_options  # type: ignore[method-assign]
+    """The backends' options join when the command itself is parsed (support.CommandParser.defer)."""
+    if not isinstance(parser, CommandParser):
+        raise TypeError("backend options need an ma command's parser (ma_cli.support.CommandParser)")
+    parser.defer(add_backend_arguments)
 
 
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("-n", "--nprocs", type=int, default=1, help="number of MPI processes (default 1)")
     parser.add_argument("--trace-dir", default="ma-traces", help="where rank-<r>.ma.json go (default ma-traces)")
     parser.add_argument("--counters", default=None,
-                        help="counter providers: auto (default), papi, valgrind, tracemalloc, none; comma-separated")
+                        help="counter providers: auto (default), papi, valgrind, tracemalloc, ccalls (calls into "
+                             "compiled code per site), none; comma-separated")
     parser.add_argument("--launcher", default=None,
                         help="launcher command instead of the environment's mpiexec, e.g. 'srun' (or MA_LAUNCHER)")
     parser.add_argument("--cache", default=None, metavar="PROFILE",

@@ -2,8 +2,8 @@
 
 ``MA_COUNTERS`` names the providers to use, comma-separated: ``auto`` (the Valgrind tool when the program
 runs under it, else PAPI where its events exist, else none), ``papi``, ``valgrind``, ``tracemalloc``,
-``none``. For each kind the first provider that can measure it
-wins. Timers are not providers: wall and CPU time are always recorded.
+``ccalls`` (calls from Python into compiled code per site, counters/ccalls.py), ``none``. For each kind the
+first provider that can measure it wins. Timers are not providers: wall and CPU time are always recorded.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ PROVIDERS = {
     "papi": "ma_runtime.counters.papi:PapiProvider",
     "valgrind": "ma_runtime.counters.valgrind:ValgrindProvider",
     "tracemalloc": "ma_runtime.counters.memory:TracemallocProvider",
+    "ccalls": "ma_runtime.counters.ccalls:CCallsProvider",  # calls into compiled code per site (no kind)
 }
 
 __all__ = ["MEASURABLE_KINDS", "PROVIDERS", "CounterProvider", "ProviderStatus", "Reader", "open_providers",

@@ -62,6 +62,7 @@ static void open_papi(ma_counters *c)
 #ifdef MA_HAVE_VGCOUNT
 static long long vg_flops(void) { return (long long)ma_vg_flops(); }
 static long long vg_loadstores(void) { return (long long)ma_vg_loadstores(); }
+static int vg_cache_read(unsigned long long *out) { return ma_vg_cache_read(out); }
 #endif
 
 static void open_valgrind(ma_counters *c, int only_if_running)
@@ -92,6 +93,9 @@ static void open_valgrind(ma_counters *c, int only_if_running)
     p->sources[MA_KIND_FLOP] = MA_VG_TOOL_NAME ":dp_flops+sp_flops";
     p->readers[MA_KIND_LOADSTORE] = vg_loadstores;
     p->sources[MA_KIND_LOADSTORE] = MA_VG_TOOL_NAME ":loads+stores";
+    unsigned long long probe[MA_VG_CACHE_VALUES];
+    if (ma_vg_cache_read(probe) > 0) /* ma run --cache: every flop/loadstore site reads it too */
+        c->cache_reader = vg_cache_read;
 #else
     if (only_if_running)
         return;
@@ -150,6 +154,8 @@ void ma_counters_open(ma_counters *c, const char *spec, char *warning, size_t wa
             open_papi(c);
         } else if (strcmp(name, "valgrind") == 0) {
             open_valgrind(c, 0);
+        } else if (strcmp(name, "ccalls") == 0) {
+            continue; /* calls from Python into compiled code: nothing to count in a C program */
         } else if (strcmp(name, "mallinfo") == 0 || strcmp(name, "tracemalloc") == 0) {
             open_mallinfo(c); /* tracemalloc is Python's heap provider: mallinfo is the C one */
         } else if (warning && warnlen) {

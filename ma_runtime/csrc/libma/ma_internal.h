@@ -16,6 +16,10 @@
 #define MA_PRODUCER "libma 0.1.0"
 #define MA_TRACE_VERSION 1
 
+/* MA_VG_CACHE_MAX_LEVELS and MA_VG_CACHE_VALUES of ma_vgcount.h (CACHE_MAX_LEVELS of ma/trace_format.py) */
+#define MA_CACHE_MAX_LEVELS 4
+#define MA_CACHE_VALUES (2 + MA_CACHE_MAX_LEVELS)
+
 /* ---- statistics and site-tree nodes (mirror ma_runtime/tree.py) ---- */
 typedef struct ma_stats {
     uint64_t n;
@@ -48,6 +52,10 @@ typedef struct ma_node {
     uint64_t peer_pass, peer_fail, peer_unmeasured, peer_fail_call;
     int has_peer_fail;
     long long peer_fail_expected, peer_fail_actual;
+    /* the Valgrind tool's cache simulation (node field `cache`): calls measured, line accesses, accesses each
+       level served (MA_VG_CACHE_VALUES layout of ma_vgcount.h), summed over the calls */
+    uint64_t cache_calls, cache_accesses, cache_hits[MA_CACHE_MAX_LEVELS];
+    int cache_levels;
 } ma_node;
 
 /* ---- counters (ma_counters.c) ---- */
@@ -75,6 +83,9 @@ typedef struct ma_counters {
     ma_provider providers[MA_MAX_PROVIDERS];
     ma_reader readers[MA_N_KINDS];        /* the winning reader per kind, or NULL */
     const ma_provider *measured_by[MA_N_KINDS];
+    /* the cache simulation's totals into out[MA_CACHE_VALUES] (levels, accesses, hits per level); NULL when the
+       tool simulates no cache */
+    int (*cache_reader)(unsigned long long *out);
 } ma_counters;
 
 /* Open the providers named by MA_COUNTERS (`spec`); unknown names go to `warning`. */
@@ -131,7 +142,8 @@ void ma_rt_identity(const ma_runtime_state *rt, int *rank, int *size, double *st
 #define MA_VEC_N_MEASURED 8
 typedef struct ma_vecrec {
     char *id, *path, *expr[3];
-    int depth, mv;
+    char *file; /* where ma_vec_loop_start is written (its first call), NULL when unknown */
+    int line, depth, mv;
     uint64_t calls, measured_calls;
     ma_num first[3];
     double sum[3];

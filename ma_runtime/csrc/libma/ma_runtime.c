@@ -80,6 +80,8 @@ typedef struct frame {
     ma_reader reader;
     long long m0;
     uint64_t t0, c0;
+    int has_cache0;     /* the cache simulation's totals at the start (flop and loadstore sites under --cache) */
+    unsigned long long cache0[MA_CACHE_VALUES];
 } frame;
 
 typedef struct undo_entry {
@@ -1085,8 +1087,25 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     if (n->track_cpu)
         f->c0 = cpu_ns();
     f->t0 = mono_ns();
-    if (f->kind >= 0 && (f->reader = rt->counters.readers[f->kind]))
+    if (f->kind >= 0 && (f->reader = rt->counters.readers[f->kind])) {
+        if (rt->counters.cache_reader && f->kind <= MA_KIND_LOADSTORE)
+            f->has_cache0 = rt->counters.cache_reader(f->cache0) > 0;
         f->m0 = f->reader(); /* last, so that the runtime's own work stays outside the counted region */
+    }
+}
+
+/* Fold one call's cache counts (`after` minus the frame's start) into its node (the trace's `cache` field). */
+static void add_cache_counts(const frame *f, const unsigned long long *after)
+{
+    ma_node *n = f->node;
+    int levels = (int)after[0];
+    if (levels < 1 || levels > MA_CACHE_MAX_LEVELS || levels != (int)f->cache0[0])
+        return;
+    n->cache_calls++;
+    n->cache_levels = levels;
+    n->cache_accesses += after[1] - f->cache0[1];
+    for (int k = 0; k < levels; k++)
+        n->cache_hits[k] += after[2 + k] - f->cache0[2 + k];
 }
 
 void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line)
@@ -1095,6 +1114,8 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
     int recording = rt && !rt->finished && pthread_equal(pthread_self(), rt->main_thread);
     frame *top = recording && rt->depth ? &rt->stack[rt->depth - 1] : NULL;
     long long m1 = top && top->reader ? top->reader() : 0;
+    unsigned long long cache1[MA_CACHE_VALUES];
+    int has_cache1 = top && top->has_cache0 && rt->counters.cache_reader(cache1) > 0;
     uint64_t t1 = mono_ns();
     if (!runtime_for_call() || !rt->enabled)
         return;
@@ -1123,7 +1144,10 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
                 top->type, top->node->id);
         if (f->reader)
             m1 = f->reader();
+        has_cache1 = f->has_cache0 && rt->counters.cache_reader(cache1) > 0;
     }
+    if (has_cache1)
+        add_cache_counts(f, cache1);
     int has_measured = 0;
     ma_num value = ma_int(0);
     if (f->kind >= 0) {
@@ -1409,6 +1433,8 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
         r->path = xstrdup(path);
         for (int i = 0; i < 3; i++)
             r->expr[i] = xstrdup(exprs[i]);
+        r->file = file ? xstrdup(file) : NULL;
+        r->line = line;
         r->depth = rt->depth + 1;
         r->mv = mv;
         if (vec_last)

@@ -180,6 +180,13 @@ static void node(out *o, const ma_node *n)
         raw(o, "null");
     }
     fmt(o, ",\"wall_ns\":%llu,\"cpu_ns\":%llu", (unsigned long long)n->wall_ns, (unsigned long long)n->cpu_ns);
+    if (n->cache_calls) { /* NODE_CACHE_KEY of ma/trace_format.py */
+        fmt(o, ",\"cache\":{\"calls\":%llu,\"accesses\":%llu,\"hits\":[", (unsigned long long)n->cache_calls,
+            (unsigned long long)n->cache_accesses);
+        for (int k = 0; k < n->cache_levels; k++)
+            fmt(o, "%s%llu", k ? "," : "", (unsigned long long)n->cache_hits[k]);
+        raw(o, "]}");
+    }
     if (n->count_text) {
         raw(o, ","), key(o, "count_expr"), str(o, n->count_text);
         raw(o, ",\"count\":{\"predicted\":");
@@ -445,6 +452,16 @@ static void vector_loops(out *o, const ma_vecrec *r)
         raw(o, ",");
         key(o, "path");
         str(o, r->path);
+        raw(o, ",");
+        key(o, "file");
+        if (r->file)
+            str(o, r->file);
+        else
+            raw(o, "null");
+        if (r->file)
+            fmt(o, ",\"line\":%d", r->line);
+        else
+            raw(o, ",\"line\":null");
         fmt(o, ",\"depth\":%d,\"mv\":%d,\"calls\":%llu,\"expr\":{", r->depth, r->mv, (unsigned long long)r->calls);
         for (int i = 0; i < 3; i++) {
             raw(o, i ? "," : "");
@@ -526,13 +543,14 @@ int ma_trace_write_atomic(const char *dir, int rank, const char *text)
 
 #define TAG_DATA 0x4D41
 #define TAG_ACK 0x4D42
-#define N_VALUE_FIELDS 23
+#define N_VALUE_FIELDS 32
 enum { P_NUMBERS, P_STRUCTURE, P_HEADER, P_STATUS, P_HOST, P_ANOMALIES, P_FIRSTS, P_VALUES, P_VARIABLES, P_MPI,
        P_HIST, P_PEERS, P_OPTIONAL, P_FIELDS };
 static const char *const value_fields[N_VALUE_FIELDS] = {
     "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns", "pred_n", "pred_min", "pred_max",
     "pred_sum", "meas_n", "meas_min", "meas_max", "meas_sum", "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
-    "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum"};
+    "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum", "cache_calls", "cache_levels", "cache_accesses",
+    "cache_hits1", "cache_hits2", "cache_hits3", "cache_hits4", "ccalls_n", "ccalls"};
 
 static void bytes(out *o, const void *data, size_t n)
 {
@@ -575,6 +593,11 @@ static void part_nodes(const ma_node *parent_node, long parent_row, long *row, i
         bytes(vals, head, sizeof head);
         stats_d(vals, &n->predicted), stats_d(vals, &n->measured);
         stats_d(vals, &n->count_predicted), stats_d(vals, &n->count_measured);
+        /* the signature columns: the cache simulation's sums; calls into compiled code are Python's only */
+        dbl(vals, (double)n->cache_calls), dbl(vals, (double)n->cache_levels), dbl(vals, (double)n->cache_accesses);
+        for (int k = 0; k < MA_CACHE_MAX_LEVELS; k++)
+            dbl(vals, k < n->cache_levels ? (double)n->cache_hits[k] : 0.0);
+        dbl(vals, 0), dbl(vals, 0);
         if (n->has_first_fail) {
             fmt(firsts, "%s[\"first_fail\",%d,%ld,{\"call\":%llu,\"predicted\":", firsts->len ? "," : "", rank,
                 mine, (unsigned long long)n->first_fail_call);
@@ -1010,7 +1033,7 @@ static int write_merged(const ma_runtime_state *rt, const out *bundle, int size,
     npy_member(&z, "mpi_peers.npy", "<f8", shape_p, 2, rows[1].buf, rows[1].len);
     free(rows[0].buf), free(rows[1].buf);
     out index = {0};
-    fmt(&index, "{\"format\":\"ma-trace-merged\",\"version\":1,\"size\":%d,\"run_id\":", size);
+    fmt(&index, "{\"format\":\"ma-trace-merged\",\"version\":2,\"size\":%d,\"run_id\":", size);
     str(&index, s->has_run_id ? s->run_id : NULL);
     raw(&index, ",\"fields\":[");
     for (int k = 0; k < N_VALUE_FIELDS; k++)
