@@ -10,8 +10,8 @@ without them gets them measured here first, said so).
 
 The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
-  2 ranks (every site, the MPI exchanges included, runs there; the figures are per execution, so they carry
-  to any class and process count through the model's trip counts);
+  2 ranks for CG, 4 for SP (a square; every site, the MPI exchanges included, runs there; the figures are per
+  execution, so they carry to any class and process count through the model's trip counts);
 - hit rates per loadstore site: ``ma run --counters valgrind --cache PROFILE`` at 1 rank and one iteration
   (``--niter 1``) of each class it predicts, since where the data sits depends on the problem size (class A
   of CG takes class W's: both stream the matrix from L3 on the shipped hierarchy, and A under Valgrind costs
@@ -59,10 +59,11 @@ class App:
     timed_loop: str  # site path of the timed section
     subroutine: str  # site path of its main subroutine
     hit_rate_class: dict[str, str]  # class predicted -> class whose signature run gives its hit rates
+    calls_procs: int  # ranks of the ccalls run: the fewest on which every site runs (SP needs a square)
 
 
-APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "W"}),
-        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "S"})}
+APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "W"}, 2),
+        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "S"}, 4)}
 DEFAULT_CASES = ",".join([f"cg:{c}:{p}" for c in "SWA" for p in (1, 2, 4)]
                          + [f"sp:{c}:{p}" for c in "SW" for p in (1, 4)])
 
@@ -98,8 +99,8 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
     rates: dict[str, dict[str, tuple[float, ...]]] = {}
     if enabled:
         trace = out / f"{app_name}-signature-ccalls"
-        done = ma("run", "-n", "2", "--counters", "ccalls", "--trace-dir", str(trace), "--", sys.executable, "-m",
-                  app.module, "--class", "S", "--niter", "1", check=False)
+        done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(trace), "--",
+                  sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
         if done.returncode == 0:
             calls = measured_c_calls(load(trace))
         if not calls:
