@@ -21,7 +21,8 @@ prediction falls back to assumed hit rates / one call per execution and says so.
 
 Every timed run is ``ma run -n P -- python -m <app> --class C``; the prediction comes from its validated model,
 the profile and the signature only; the measurement from the trace's inclusive wall times, both for the
-slowest rank. Writes ``DIR/accuracy.json`` (for ``examples/npb_cg/study.py --accuracy``). Timings on a shared
+slowest rank. Writes ``DIR/accuracy.json`` (for ``examples/npb_cg/study.py --accuracy``) and the signature
+of each class, ``DIR/<app>-<class>.signature.json`` (for ``ma predict --signatures``). Timings on a shared
 host are noisy: read the figures with the load in mind.
 """
 
@@ -44,7 +45,7 @@ from backends.machine import cputerms
 from backends.machine import profile as profiles
 from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.measured import per_rank
-from backends.maps.signature import Signatures
+from backends.maps.signature import Signatures, save_signature_file
 from backends.maps.tracedata import measured_c_calls, site_hit_rates
 from ma_post import ModelBuilder
 from ma_post.traceset import load
@@ -117,7 +118,10 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
                   f"{time.perf_counter() - started:.0f} s, {len(rates[klass])} sites with hit rates", flush=True)
             if not rates[klass]:
                 notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
-    return {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls)) for c in classes}, notes
+    found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls)) for c in classes}
+    for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
+        save_signature_file(signature, out / f"{app_name}-{klass}.signature.json")
+    return found, notes
 
 
 def measured_seconds(builder: ModelBuilder, path: str) -> np.ndarray:

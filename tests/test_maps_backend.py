@@ -21,7 +21,7 @@ from backends.machine.gafit import Eq1Params
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
 from backends.maps import MapsBackend, whatif
 from backends.maps.eq1 import bandwidth_expr
-from backends.maps.signature import load_signature_file, load_signatures
+from backends.maps.signature import load_signature_file, load_signatures, save_signature_file
 from ma.errors import BackendError
 from ma_cli.main import main
 from ma_post import ModelBuilder
@@ -221,6 +221,7 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
     signatures = load_signature_file(path, 2)
     assert signatures.c_calls == {"solve/it/ls": 3.0, "solve/it": 2.0, "solve": 5.0}
     assert signatures.hit_rates == {"solve/it/ls": (0.5, 1.0)}
+    assert load_signature_file(save_signature_file(signatures, tmp_path / "again.json"), 2) == signatures
     prediction = MapsBackend(signatures=signatures, call_overhead_s=1e-6).predict(builder(), profile())
     assert prediction.assumed_calls == ()  # measured calls: no site is charged the assumed one call
     # per execution x executions: the loop body n times, the subroutine once; symbolic in n

@@ -95,3 +95,15 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
 def load_signatures(path: str | os.PathLike[str], levels: int) -> dict[str, tuple[float, ...]]:
     """The hit rates of a signature file (:func:`load_signature_file`)."""
     return load_signature_file(path, levels).hit_rates
+
+
+def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) -> Path:
+    """Write ``signatures`` in the format :func:`load_signature_file` reads (for ``ma predict --signatures``)."""
+    sites: dict[str, dict[str, object]] = {}
+    for site, rates in signatures.hit_rates.items():
+        sites.setdefault(site, {})["hit_rates"] = list(rates)
+    for site, calls in signatures.c_calls.items():
+        sites.setdefault(site, {})["c_calls"] = calls
+    target = Path(path)
+    target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
+    return target
