@@ -228,7 +228,8 @@ class MapsBackend(Backend):
             notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
                          "flop/loadstore/MPI site(s) charged one call per execution")
         share = self._time_share(model, machine, notes)
-        bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
+        bound = {sympy.Symbol(k): sympy.Integer(int(v)) if float(v).is_integer() else v  # exact, as in evaluate
+                 for k, v in (parameters or {}).items()}
         zero = sympy.Integer(0)
         sites = [SitePrediction(path, *(as_expr(p.get(name, zero) * (share if name != "communication" else 1))
                                         .subs(bound) for name in ("compute", "memory", "communication")))
