@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.valgrind, pytest.mark.mpi]
 
 MATVEC_TOLERANCE = 0.05  # NPB's nonzero estimate is 0.3 % above class S's matrix; ~8,000 interpreter accesses
 SLOPE_TOLERANCE = 0.02   # class W's matrix has 0.9 % fewer nonzeros than the estimate
-JITTER = 500  # accesses: the interpreter's count differs by a few hundred between runs (sites called once)
+JITTER = 500  # accesses: the interpreter's count differs by a few hundred between runs
 INTERPRETER_ACCESSES = 25_000  # per call of a site: two einsum calls are the most (about 2 x 10,500)
 
 
@@ -44,13 +44,17 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ma_post.TraceS
 
 
 def per_call(ts: ma_post.TraceSet) -> dict[str, tuple[float, float]]:
-    """Timed-loop loadstore sites: (predicted, measured) accesses per call."""
-    out = {}
+    """Loadstore sites, by path below the warm-up or the timed loop: (predicted, fewest measured) accesses per
+    call over both. The fewest, because a garbage collection that falls inside a region adds its accesses."""
+    out: dict[str, tuple[float, float]] = {}
     for site in ts.walk():
-        if site.type == "loadstore" and site.path.startswith("conj_loop/"):
-            calls = float(np.nansum(site.calls))
-            assert float(np.nansum(site.measured.n)) == calls > 0, f"{site.path}: not measured on every call"
-            out[site.path] = (float(np.nansum(site.predicted.sum)) / calls, float(np.nansum(site.measured.sum)) / calls)
+        top, _, below = site.path.partition("/")
+        if site.type != "loadstore" or top not in ("warmup", "conj_loop"):
+            continue
+        calls = float(np.nansum(site.calls))
+        assert float(np.nansum(site.measured.n)) == calls > 0, f"{site.path}: not measured on every call"
+        predicted, fewest = float(np.nansum(site.predicted.sum)) / calls, float(np.nanmin(site.measured.min))
+        out[below] = (predicted, min(fewest, out.get(below, (predicted, fewest))[1]))
     return out
 
 
