@@ -6,7 +6,7 @@ The tool counts one load (store) per guest instruction that reads (writes) memor
 loops, 2 in ``einsum`` and in fills). The tool also sees the interpreter's own accesses around each kernel,
 a constant few thousand per statement whatever the size. So the check is: at class S the matrix product
 (240,800 accesses) is within 5 % of its expression; and for every site, the tool's count grows from class S
-to class W exactly as the expression does (within 2 %, or 500 accesses of run-to-run jitter: the slope), with
+to class W exactly as the expression does (within 2 %, or 1,000 accesses of run-to-run jitter: the slope), with
 a bounded constant left (the interpreter's accesses: the intercept).
 """
 
@@ -25,7 +25,7 @@ pytestmark = [pytest.mark.valgrind, pytest.mark.mpi]
 
 MATVEC_TOLERANCE = 0.05  # NPB's nonzero estimate is 0.3 % above class S's matrix; ~8,000 interpreter accesses
 SLOPE_TOLERANCE = 0.02   # class W's matrix has 0.9 % fewer nonzeros than the estimate
-JITTER = 500  # accesses: the interpreter's count differs by a few hundred between runs
+JITTER = 1000  # accesses: a site called once per solve (rho0_dot) moved by up to 850 between runs
 INTERPRETER_ACCESSES = 25_000  # per call of a site: two einsum calls are the most (about 2 x 10,500)
 
 
