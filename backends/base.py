@@ -76,9 +76,13 @@ class Prediction:
 
         Raises :class:`ma.errors.MAError` naming the inputs still unbound.
         """
+        import sympy
+
         from ma.errors import MAError
 
-        expr = self.total.subs({name: value for name, value in (values or {}).items()})
+        # Whole numbers bind exactly: a float 64.0 would make floor(log2(nprocs)/2) round log(64.)/log(2) down.
+        expr = self.total.subs({name: sympy.Integer(int(value)) if float(value).is_integer() else value
+                                for name, value in (values or {}).items()})
         missing = sorted(str(s) for s in expr.free_symbols)
         if missing:
             raise MAError(f"prediction by backend {self.backend!r}: no value for input(s) {', '.join(missing)}")

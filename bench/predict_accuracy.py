@@ -1,33 +1,52 @@
 """Predicted against measured time: the maps backend on NPB CG (and SP), per run, of the main subroutine and
 of the whole timed loop.
 
-    python bench/predict_accuracy.py [--cases cg:S:1,cg:W:2,...] [--profile FILE] [--out DIR]
+    python bench/predict_accuracy.py [--cases cg:S:1,cg:W:2,...] [--profile FILE] [--out DIR] [--no-signature]
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
-a shipped one (``backends/profiles/``) if the SDK has any, else ``ma machine probe --quick`` (said which).
-The per-call overhead term is measured once, before the runs, by ``backends.maps.overhead`` under ``ma run``
-(never fitted to the runs checked). Every run is ``ma run -n P -- python -m <app> --class C``; the prediction
-comes from its validated model and the profile only, the measurement from the trace's inclusive wall times,
-both for the slowest rank. Timings on a shared host are noisy: read the figures with the load in mind.
+the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
+``cpu.python_flops``) come from ``ma machine probe``, measured once, independently of these programs (a profile
+without them gets them measured here first, said so).
+
+The application signature is measured before the timed runs, never from them:
+- calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
+  2 ranks for CG, 4 for SP (a square; every site, the MPI exchanges included, runs there; the figures are per
+  execution, so they carry to any class and process count through the model's trip counts);
+- hit rates per loadstore site: ``ma run --counters valgrind --cache PROFILE`` at 1 rank and one iteration
+  (``--niter 1``) of each class it predicts, since where the data sits depends on the problem size (class A
+  of CG takes class W's: both stream the matrix from L3 on the shipped hierarchy, and A under Valgrind costs
+  minutes; SP W takes SP S's).
+Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
+prediction falls back to assumed hit rates / one call per execution and says so.
+
+Every timed run is ``ma run -n P -- python -m <app> --class C``; the prediction comes from its validated model,
+the profile and the signature only; the measurement from the trace's inclusive wall times, both for the
+slowest rank. Writes ``DIR/accuracy.json`` (for ``examples/npb_cg/study.py --accuracy``) and the signature
+of each class, ``DIR/<app>-<class>.signature.json`` (for ``ma predict --signatures``). Timings on a shared
+host are noisy: read the figures with the load in mind.
 """
 
 from __future__ import annotations
 
 import argparse
-import re
+import json
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from backends.machine import cputerms
 from backends.machine import profile as profiles
-from backends.maps import MapsBackend
+from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.measured import per_rank
+from backends.maps.signature import Signatures, save_signature_file
+from backends.maps.tracedata import measured_c_calls, site_hit_rates
 from ma_post import ModelBuilder
 from ma_post.traceset import load
 
@@ -40,40 +59,69 @@ class App:
     module: str
     timed_loop: str  # site path of the timed section
     subroutine: str  # site path of its main subroutine
+    hit_rate_class: dict[str, str]  # class predicted -> class whose signature run gives its hit rates
+    calls_procs: int  # ranks of the ccalls run: the fewest on which every site runs (SP needs a square)
 
 
-APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad"),
-        "sp": App("examples.npb_sp.sp", "step", "step/adi")}
+APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "W"}, 2),
+        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "S"}, 4)}
 DEFAULT_CASES = ",".join([f"cg:{c}:{p}" for c in "SWA" for p in (1, 2, 4)]
                          + [f"sp:{c}:{p}" for c in "SW" for p in (1, 4)])
 
 
-def ma(*argv: str) -> str:
+def ma(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "ma_cli.main", *argv], cwd=ROOT, capture_output=True, text=True,
                           check=False)
-    if done.returncode != 0:
-        raise SystemExit(f"ma {' '.join(argv)} failed:\n{done.stderr}")
-    return done.stdout
+    if check and done.returncode != 0:
+        raise SystemExit(f"ma {' '.join(argv)} failed:\n{done.stderr[-3000:]}")
+    return done
 
 
-def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfile, str]:
+def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfile, Path, str]:
     if given:
-        return profiles.load(given), f"given ({given})"
-    shipped = profiles.shipped_profiles()
-    if shipped:
-        name, path = next(iter(shipped.items()))
-        return profiles.load(path), f"shipped ({name})"
-    path = out / "quick.json"
-    ma("machine", "probe", "--quick", "-o", str(path))
-    return profiles.load(path), "ma machine probe --quick on this host"
+        path, origin = Path(given), f"given ({given})"
+    else:
+        name, path = next(iter(profiles.shipped_profiles().items()))
+        origin = f"shipped ({name})"
+    machine = profiles.load(path)
+    if cputerms.python_terms(machine.cpu, str(path)) is None:
+        machine.cpu.update(cputerms.measure())
+        path = machine.save(out / "profile-with-cpu-terms.json")
+        origin += "; CPU terms measured here, before the runs"
+    return machine, path, origin
 
 
-def call_overhead(out: Path) -> float:
-    text = ma("run", "--trace-dir", str(out / "overhead-traces"), "--", sys.executable, "-m", "backends.maps.overhead")
-    match = re.search(r"call_overhead_s (\S+)", text)
-    if match is None:
-        raise SystemExit(f"backends.maps.overhead printed no figure: {text!r}")
-    return float(match.group(1))
+def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Path,
+                   enabled: bool) -> tuple[dict[str, Signatures], list[str]]:
+    """Per class predicted: hit rates (its size's Valgrind run) and calls per execution (class S, 2 ranks)."""
+    app = APPS[app_name]
+    notes: list[str] = []
+    calls: dict[str, float] = {}
+    rates: dict[str, dict[str, tuple[float, ...]]] = {}
+    if enabled:
+        trace = out / f"{app_name}-signature-ccalls"
+        done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(trace), "--",
+                  sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
+        if done.returncode == 0:
+            calls = measured_c_calls(load(trace))
+        if not calls:
+            notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
+                         f"{'no c_calls in the trace' if done.returncode == 0 else done.stderr.strip()[-200:]})")
+        for klass in sorted({app.hit_rate_class[c] for c in classes}):
+            trace = out / f"{app_name}-signature-cache-{klass}"
+            started = time.perf_counter()
+            ma("run", "--counters", "valgrind", "--cache", str(profile_path), "--trace-dir", str(trace), "--",
+               sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
+            ts = load(trace)
+            rates[klass] = {s.path: r for s in ts.walk() if s.type == "loadstore" and (r := site_hit_rates(s))}
+            print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
+                  f"{time.perf_counter() - started:.0f} s, {len(rates[klass])} sites with hit rates", flush=True)
+            if not rates[klass]:
+                notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
+    found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls)) for c in classes}
+    for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
+        save_signature_file(signature, out / f"{app_name}-{klass}.signature.json")
+    return found, notes
 
 
 def measured_seconds(builder: ModelBuilder, path: str) -> np.ndarray:
@@ -81,8 +129,12 @@ def measured_seconds(builder: ModelBuilder, path: str) -> np.ndarray:
     return np.nanmax(np.asarray(site.wall_ns, dtype=float), axis=1) * 1e-9
 
 
-def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachineProfile, overhead: float,
-             out: Path) -> list[dict[str, object]]:
+def slowest(builder: ModelBuilder, expr: Any) -> float:
+    return float(np.max(per_rank(builder, expr, {})))
+
+
+def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachineProfile, signatures: Signatures,
+             out: Path) -> list[dict[str, Any]]:
     app = APPS[app_name]
     trace_dir = out / f"{app_name}-{klass}-{procs}"
     started = time.perf_counter()
@@ -90,53 +142,83 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
        "--class", klass)
     wall = time.perf_counter() - started
     builder = ModelBuilder(load(trace_dir))
-    with_overhead = MapsBackend(call_overhead_s=overhead).predict(builder, machine)
-    without = MapsBackend().predict(builder, machine)
+    prediction: MapsPrediction = MapsBackend(signatures=signatures).predict(builder, machine)
+    overlapped = MapsBackend(signatures=signatures, overlap="max").predict(builder, machine)
     rows = []
+    subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
+                   and s.path.startswith(app.timed_loop + "/")]
     for label, path in (("timed loop", app.timed_loop), (app.subroutine.rsplit("/", 1)[-1], app.subroutine)):
-        predicted = per_rank(builder, with_overhead.within(path), {})
-        measured = measured_seconds(builder, path)
-        sites = [s for s in without.sites if s.path == path or s.path.startswith(path + "/")]
-        parts = {p: float(np.max(per_rank(builder, sum((getattr(s, p) for s in sites), 0), {}))) for p in PARTS}
-        parts["overhead"] = float(np.max(predicted)) - sum(parts.values())
-        rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "region": label,
-                     "predicted": float(np.max(predicted)), "measured": float(np.max(measured)),
-                     "parts": parts, "run_s": wall})
+        sites = [s for s in prediction.sites if s.path == path or s.path.startswith(path + "/")]
+        parts = {p: slowest(builder, sum((getattr(s, p) for s in sites), 0)) for p in PARTS}
+        parts["interpreter"] = slowest(builder, prediction.interpreter_total(path))
+        parts["compute"] -= parts["interpreter"]
+        rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "app": app_name, "class": klass,
+                     "procs": procs, "region": label, "path": path,
+                     "predicted": slowest(builder, prediction.within(path)),
+                     "predicted_max": slowest(builder, overlapped.within(path)),
+                     "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
+                     "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
+    rows[0]["subroutines"] = {path: {"predicted": slowest(builder, prediction.within(path)),
+                                     "measured": float(np.max(measured_seconds(builder, path)))}
+                              for path in subroutines}
     return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=DEFAULT_CASES, help="app:class:ranks,... (default: %(default)s)")
-    parser.add_argument("--profile", default=None, help="machine profile (default: shipped, else a --quick probe)")
+    parser.add_argument("--profile", default=None, help="machine profile (default: the shipped one)")
     parser.add_argument("--out", default="out/predict-accuracy")
+    parser.add_argument("--no-signature", action="store_true",
+                        help="skip the signature runs: assumed hit rates, one call per execution")
     args = parser.parse_args()
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
-    machine, origin = machine_profile(out, args.profile)
-    overhead = call_overhead(out)
-    print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s; call overhead "
-          f"{overhead * 1e6:.2f} us per annotated call (measured once, under ma run)")
+    machine, profile_path, origin = machine_profile(out, args.profile)
+    terms = cputerms.python_terms(machine.cpu)
+    assert terms is not None
+    print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
+          f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
+          "compiled code", flush=True)
+    cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
+    signatures: dict[tuple[str, str], Signatures] = {}
+    notes: list[str] = []
+    for app_name in sorted({a for a, _, _ in cases}):
+        classes = {c for a, c, _ in cases if a == app_name}
+        started = time.perf_counter()
+        found, app_notes = signature_runs(app_name, classes, profile_path, out, not args.no_signature)
+        print(f"  signature of {app_name.upper()}: {time.perf_counter() - started:.0f} s", flush=True)
+        signatures.update({(app_name, c): s for c, s in found.items()})
+        notes += app_notes
     rows = []
-    for case in args.cases.split(","):
-        app_name, klass, procs = case.split(":")
-        rows += run_case(app_name, klass, int(procs), machine, overhead, out)
-        row = rows[-2]
-        print(f"  ran {row['case']} in {row['run_s']:.1f} s", flush=True)
-    print(f"\n{'case':<12} {'region':<11} {'predicted s':>12} {'measured s':>11} {'error':>8}   "
-          "share of the prediction: compute / memory / comm / per-call overhead")
-    errors = []
+    for app_name, klass, procs in cases:
+        rows += run_case(app_name, klass, procs, machine, signatures[(app_name, klass)], out)
+        print(f"  ran {rows[-2]['case']} in {rows[-2]['run_s']:.1f} s", flush=True)
+    print(f"\n{'case':<12} {'region':<11} {'predicted s':>12} {'measured s':>11} {'error':>8} {'max-overlap':>12}   "
+          "share of the prediction: compute / memory / comm / interpreter")
+    errors, errors_max = [], []
     for row in rows:
-        predicted, measured = float(row["predicted"]), float(row["measured"])  # type: ignore[arg-type]
-        error = (predicted - measured) / measured
-        errors.append(abs(error))
-        parts: dict[str, float] = row["parts"]  # type: ignore[assignment]
-        shares = " / ".join(f"{100 * parts[p] / predicted:.0f}%" for p in (*PARTS, "overhead"))
-        print(f"{row['case']:<12} {row['region']:<11} {predicted:12.4g} {measured:11.4g} {100 * error:+7.1f}%   "
-              f"{shares}")
+        predicted, measured = row["predicted"], row["measured"]
+        row["error"] = (predicted - measured) / measured
+        row["error_max"] = (row["predicted_max"] - measured) / measured
+        errors.append(abs(row["error"]))
+        errors_max.append(abs(row["error_max"]))
+        parts = row["parts"]
+        shares = " / ".join(f"{100 * parts[p] / predicted:.0f}%" for p in (*PARTS, "interpreter"))
+        print(f"{row['case']:<12} {row['region']:<11} {predicted:12.4g} {measured:11.4g} {100 * row['error']:+7.1f}% "
+              f"{100 * row['error_max']:+11.1f}%   {shares}")
     worst = int(np.argmax(errors))
-    print(f"\naverage absolute error {100 * float(np.mean(errors)):.1f}% over {len(errors)} predictions; worst "
-          f"{100 * errors[worst]:.1f}% ({rows[worst]['case']}, {rows[worst]['region']})")
+    summary = (f"average absolute error {100 * float(np.mean(errors)):.1f}% over {len(errors)} predictions "
+               f"(--overlap max: {100 * float(np.mean(errors_max)):.1f}%); worst {100 * errors[worst]:.1f}% "
+               f"({rows[worst]['case']}, {rows[worst]['region']})")
+    print(f"\n{summary}")
+    single = [e for e, r in zip(errors, rows, strict=True) if r["procs"] == 1]
+    print(f"one rank per case only: average absolute error {100 * float(np.mean(single)):.1f}% over {len(single)}")
+    for note in notes:
+        print(f"note: {note}")
+    (out / "accuracy.json").write_text(json.dumps({"profile": machine.name, "rows": rows, "summary": summary,
+                                                   "notes": notes}, indent=1) + "\n")
+    print(f"written: {out / 'accuracy.json'}")
     return 0
 
 

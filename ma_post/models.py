@@ -384,6 +384,11 @@ class ModelBuilder:
         inputs, values = self._inputs(expr, definitions, notes)
         return Model(name, expr, inputs, definitions, [], notes, values, self.ts.ranks, inline)
 
+    def executions(self, site: Site, *, inline: bool = True) -> sympy.Expr:
+        """Executions per rank of the site's body, as an expression: its calls, times the trip count for a loop."""
+        names = set(self._definitions) if inline else self._conflicting()
+        return self._resolve(self._multipliers[site.key], site.path, names)
+
     def resolve(self, expr: sympy.Expr, path: str = "") -> sympy.Expr:
         """``expr`` in the model's inputs: every derived variable replaced by its definition visible at the site
         ``path``, as the model's own terms are (e.g. an expression of an annotation outside the site tree)."""

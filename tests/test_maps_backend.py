@@ -19,9 +19,9 @@ from backends import registry
 from backends.base import Prediction
 from backends.machine.gafit import Eq1Params
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
-from backends.maps import MapsBackend, overhead, whatif
+from backends.maps import MapsBackend, whatif
 from backends.maps.eq1 import bandwidth_expr
-from backends.maps.signature import load_signatures
+from backends.maps.signature import load_signature_file, load_signatures, save_signature_file
 from ma.errors import BackendError
 from ma_cli.main import main
 from ma_post import ModelBuilder
@@ -36,7 +36,7 @@ LATENCY, BANDWIDTH, PEAK = 1e-6, 1e9, 2e9
 def profile(penalties: bool = False) -> MachineProfile:
     fit = BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[3.0] if penalties else [],
                        penalty_x=[0.05] if penalties else [])
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 1, "measured_at": ""},
+    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 64, "measured_at": ""},
                           caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0},
                           network=NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
                           bandwidth_fit=fit)
@@ -51,8 +51,8 @@ def program() -> list[object]:
             Mpi("mpi_bcast", "params", "16")]
 
 
-def builder(size: int = 4) -> ModelBuilder:
-    return ModelBuilder(from_traces([make_trace(program(), r, size) for r in range(size)]))
+def builder(size: int = 4, language: str = "python") -> ModelBuilder:
+    return ModelBuilder(from_traces([make_trace(program(), r, size, language=language) for r in range(size)]))
 
 
 def hand_f(h1: float) -> float:
@@ -133,7 +133,7 @@ def test_penalties_and_symbolic_inputs_stay_symbolic() -> None:
     prediction = MapsBackend().predict(builder(), profile(penalties=True))
     assert prediction.free_inputs == ["m", "n", "nprocs"]
     bw = Eq1Params((1.0, C2), (B1, B2), (3.0,), (0.05,)).bandwidth([(0.875, 1.0)])[0] * 1e9
-    assert float(prediction.part("memory").subs({"n": 2, "m": 5})) == pytest.approx(2 * 15 * 8 / bw)
+    assert float(prediction.part("memory").subs({"n": 2, "m": 5, "nprocs": 4})) == pytest.approx(2 * 15 * 8 / bw)
 
 
 @pytest.mark.octave
@@ -200,13 +200,86 @@ def test_ma_predict_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert 0 < overhead.measure(repeats=200, rounds=1) < 1e-3
     values = {"n": 10, "m": 1000, "nprocs": 4}
     plain = MapsBackend().predict(builder(), profile()).evaluate(values)
-    charged = MapsBackend(call_overhead_s=1e-6).predict(builder(), profile()).evaluate(values)
-    assert charged - plain == pytest.approx(2 * 10 * 1e-6)  # the flop and the loadstore site, 10 calls each
+    charged = MapsBackend(call_overhead_s=1e-6).predict(builder(), profile())
+    # no measured calls: one per execution of the flop, loadstore and MPI sites (5 x 10 in the loop, 1 bcast)
+    assert charged.evaluate(values) - plain == pytest.approx(51 * 1e-6)
+    assert len(charged.assumed_calls) == 6 and any("charged one call per execution" in n for n in charged.notes)
+    assert float(charged.interpreter_total("solve").subs(values)) == pytest.approx(50e-6)
     run = write_run(tmp_path / "run", program(), 2)
     machine_file = profile().save(tmp_path / "hand.json")
     assert main(["predict", str(run), "--machine", str(machine_file), "--backend", "peak", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["backend"] == "peak" and "subroutines" not in report and report["total_s"] > 0
+
+
+def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_path: Path) -> None:
+    path = tmp_path / "sig.json"
+    path.write_text(json.dumps({"format": "ma-signature", "sites": {
+        "solve/it/ls": {"hit_rates": [0.5, 1.0], "c_calls": 3}, "solve/it": {"c_calls": 2}, "solve": {"c_calls": 5}}}))
+    signatures = load_signature_file(path, 2)
+    assert signatures.c_calls == {"solve/it/ls": 3.0, "solve/it": 2.0, "solve": 5.0}
+    assert signatures.hit_rates == {"solve/it/ls": (0.5, 1.0)}
+    assert load_signature_file(save_signature_file(signatures, tmp_path / "again.json"), 2) == signatures
+    prediction = MapsBackend(signatures=signatures, call_overhead_s=1e-6).predict(builder(), profile())
+    assert prediction.assumed_calls == ()  # measured calls: no site is charged the assumed one call
+    # per execution x executions: the loop body n times, the subroutine once; symbolic in n
+    total = prediction.interpreter_total()
+    assert prediction.free_inputs == ["m", "n", "nprocs"] and sympy.Symbol("n") in total.free_symbols
+    for n in (1, 10, 1000):
+        assert float(total.subs({"n": n, "nprocs": 4})) == pytest.approx(3e-6 * n + 2e-6 * n + 5e-6, rel=1e-12)
+    assert float(prediction.subroutine_total("solve").subs({"n": 10, "m": 1000, "nprocs": 4})) == pytest.approx(
+        float(MapsBackend(signatures=signatures).predict(builder(), profile()).subroutine_total("solve").subs(
+            {"n": 10, "m": 1000, "nprocs": 4})) + 55e-6)
+    for bad, message in (({"solve": {"c_calls": -1}}, r"sites\.solve'\.c_calls: expected a number >= 0"),
+                         ({"solve": {"calls": 1}}, "expected the keys hit_rates and/or c_calls"),
+                         ({"solve": 3}, "expected a list of 2 hit rates or an object")):
+        path.write_text(json.dumps({"format": "ma-signature", "sites": bad}))
+        with pytest.raises(BackendError, match=message):
+            load_signature_file(path, 2)
+
+
+def test_python_sites_use_the_numpy_rate_and_c_sites_the_peak() -> None:
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    python = MapsBackend(python_flops=1e8).predict(builder(), profile())
+    c = MapsBackend(python_flops=1e8).predict(builder(language="c"), profile())
+    flop = "solve/it/fl"
+    assert float(next(s for s in python.sites if s.path == flop).compute.subs(values)) == pytest.approx(20000 / 1e8)
+    assert float(next(s for s in c.sites if s.path == flop).compute.subs(values)) == pytest.approx(20000 / PEAK)
+    without = MapsBackend().predict(builder(), profile())
+    assert any("no cpu.python_flops" in note for note in without.notes)
+    with pytest.raises(BackendError, match="python_flops must be > 0"):
+        MapsBackend(python_flops=0)
+
+
+def test_the_interpreter_term_is_never_hidden_by_memory_in_the_max_overlap() -> None:
+    values = {"n": 10, "m": 1000, "nprocs": 4}
+    summed = MapsBackend(call_overhead_s=1e-4).predict(builder(), profile(), {})
+    overlapped = MapsBackend(call_overhead_s=1e-4, overlap="max").predict(builder(), profile(), {})
+    compute, memory = 10 * 2000 / PEAK, 10 * 3000 * 8 / hand_f(0.875)
+    calls = 2 * 10 * 1e-4  # the flop and the loadstore site: one call per execution each
+
+    def block_time(p: Prediction) -> float:
+        return sum(float((s.compute + s.memory).subs(values)) for s in p.sites if s.path.startswith("solve/it/")
+                   and s.path.rsplit("/", 1)[-1] in ("fl", "ls"))
+
+    assert block_time(summed) == pytest.approx(compute + memory + calls)
+    assert block_time(overlapped) == pytest.approx(max(compute, memory) + calls)
+
+
+def test_more_ranks_than_cores_time_share_them() -> None:
+    values = {"n": 10, "m": 1000}
+    shared = MapsBackend(call_overhead_s=1e-6, cores=2).predict(builder(), profile())
+    alone = MapsBackend(call_overhead_s=1e-6).predict(builder(), profile())  # the profile's 64 cores
+    assert any("the 2 cores" in note for note in shared.notes) and any("the 64 cores" in n for n in alone.notes)
+    for procs, factor in ((1, 1.0), (2, 1.0), (4, 2.0), (8, 4.0)):
+        point = {**values, "nprocs": procs}
+        for part in ("compute", "memory"):
+            assert float(shared.part(part).subs(point)) == pytest.approx(factor * float(alone.part(part).subs(point)))
+        assert float(shared.part("communication").subs(point)) == pytest.approx(
+            float(alone.part("communication").subs(point)))
+        assert float(shared.interpreter_total().subs(point)) == pytest.approx(
+            factor * float(alone.interpreter_total().subs(point)))
+    with pytest.raises(BackendError, match="cores must be >= 0"):
+        MapsBackend(cores=-1)

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from ma.errors import MAError
 
-from . import gafit, hitrates
+from . import cputerms, gafit, hitrates
 from .hierarchy import from_sysfs
 from .kernels import Kernels, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
@@ -293,6 +293,8 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
         points = measure_multimaps(kernels, hierarchy, cfg, rng)
         say("flop peak and triad")
         cpu_info = measure_flops(kernels, cfg)
+        say("CPU terms of Python programs (per-call cost, NumPy flop rate)")
+        cpu_info.update(cputerms.measure(cfg.is_quick))
         memory = measure_triad(kernels, hierarchy, cfg)
     network = None
     if cfg.mpi:

@@ -65,7 +65,23 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "peak_flops": _POSITIVE,
                 "isa": {"type": "string"},
                 "by_isa": {"type": "object", "additionalProperties": _POSITIVE},
+                # CPU terms of Python programs (backends/machine/cputerms.py); optional, versioned in python_probe
+                "call_overhead_s": _POSITIVE,
+                "python_flops": _POSITIVE,
+                "python_probe": {
+                    "type": "object",
+                    "required": ["version"],
+                    "properties": {
+                        "version": {"const": 1},
+                        "call_kernel": {"type": "string"},
+                        "calls_s": {"type": "object", "additionalProperties": _POSITIVE},
+                        "dispatches": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+                        "flops_kernel": {"type": "string"},
+                        "flops": {"type": "object", "additionalProperties": _POSITIVE},
+                    },
+                },
             },
+            "dependentRequired": {"call_overhead_s": ["python_flops"], "python_flops": ["call_overhead_s"]},
         },
         "memory": {
             "type": "object",

@@ -5,20 +5,21 @@ Section 4):
 
 - memory:        loads/stores x 8 B / F(h), F the profile's fitted Equation 1 at the site's cumulative hit
                  rates h_1..h_n (its signature; assumed rates where it has none, and the prediction says so);
-- compute:       flops / the profile's peak;
-- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`;
-- per call:      ``call_overhead_s`` x the site's calls, charged to compute (the Python interpreter's fixed
-                 cost of one annotated region, measured once, see docs/maps-backend.md).
+- compute:       flops / the compute rate: the FMA peak for a C program, the profile's NumPy rate
+                 (``cpu.python_flops``) for a Python one (the trace's language says which);
+- interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
+                 (measured, ``Site.c_calls``, or from a signature file) x its executions; charged to compute;
+- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`.
 
-Compute and memory of a block (the sibling sites under one parent: a flop site and the loadstore site of the
-same loop body) are added (``overlap="sum"``) or overlapped (``overlap="max"``: the block costs
-max(compute, memory), the memory-bound rule of Eq. 2). Everything stays a SymPy expression of the model's
-inputs that ``parameters`` leaves unbound.
+Compute and memory of a block (the flop and loadstore sites of one loop body, a loadstore region nested in a
+flop region with it) are added (``overlap="sum"``) or overlapped (``overlap="max"``: the block costs
+max(compute, memory), the memory-bound rule of Eq. 2); the interpreter term is never overlapped. Everything
+stays a SymPy expression of the model's inputs that ``parameters`` leaves unbound.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,13 +31,14 @@ from ma_post.sympy_expr import as_expr
 from ..base import Backend, Prediction, SitePrediction
 from . import network
 from .eq1 import bandwidth_expr
-from .signature import assumed_hit_rates, check_hit_rates
+from .signature import Signatures, assumed_hit_rates, check_hit_rates
+from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates
 
 if TYPE_CHECKING:
     import argparse
 
     from ma_post import ModelBuilder, TraceSet
-    from ma_post.models import Term
+    from ma_post.traceset import Site
 
     from ..machine.profile import MachineProfile
 
@@ -52,6 +54,13 @@ class MapsPrediction(Prediction):
     subroutines: Mapping[str, str] = field(default_factory=dict)  # site path -> innermost subroutine ("" = none)
     hit_rates: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()  # loadstore sites without a signature
+    interpreter: Mapping[str, sympy.Expr] = field(default_factory=dict)  # site path -> the per-call part of compute
+    assumed_calls: tuple[str, ...] = ()  # sites charged one call per execution for want of measured calls
+
+    def interpreter_total(self, path: str = "") -> sympy.Expr:
+        """Seconds per rank of the interpreter term at or below site path ``path`` (all sites for "")."""
+        return sympy.Add(*(e for p, e in self.interpreter.items()
+                           if not path or p == path or p.startswith(path + "/")))
 
     def by_subroutine(self) -> dict[str, SitePrediction]:
         """Parts summed over the sites of each subroutine (innermost enclosing one)."""
@@ -84,37 +93,58 @@ class MapsPrediction(Prediction):
 
 class MapsBackend(Backend):
     NAME = "maps"
-    DESCRIPTION = "PMaC convolution: hit rates x fitted bandwidth (Eq. 1), flops at peak, Hockney/collective MPI"
+    DESCRIPTION = ("PMaC convolution: hit rates x fitted bandwidth (Eq. 1), flops at the core's rate, calls into "
+                   "compiled code, Hockney/collective MPI")
 
     def __init__(self, *, overlap: str = "sum", procs: str = "nprocs",
-                 signatures: Mapping[str, Sequence[float]] | None = None,
-                 assumed_hits: Sequence[float] | None = None, call_overhead_s: float = 0.0) -> None:
+                 signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
+                 assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
+                 python_flops: float | None = None, cores: int | None = None) -> None:
+        """``call_overhead_s`` and ``python_flops`` override the CPU terms of the profile a prediction is made
+        with (None: the profile's, so a what-if on them takes effect; a profile without them: 0 and the peak).
+        ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
-        if call_overhead_s < 0:
+        if call_overhead_s is not None and call_overhead_s < 0:
             raise BackendError(f"maps backend: call_overhead_s must be >= 0, got {call_overhead_s}")
+        if cores is not None and cores < 0:
+            raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
+        if python_flops is not None and python_flops <= 0:
+            raise BackendError(f"maps backend: python_flops must be > 0, got {python_flops}")
         self.overlap = overlap
         self.procs = sympy.Symbol(procs)
-        self.signatures = dict(signatures or {})
+        given = signatures if isinstance(signatures, Signatures) else Signatures(
+            {path: tuple(rates) for path, rates in (signatures or {}).items()})
+        self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
+        self.signature_calls = dict(given.c_calls)
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.call_overhead_s = call_overhead_s
+        self.python_flops = python_flops
+        self.cores = cores
 
     @classmethod
     def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
         parser.add_argument("--overlap", choices=OVERLAPS, default="sum",
                             help="maps: compute and memory of a block added (sum) or overlapped (max)")
         parser.add_argument("--signatures", metavar="FILE",
-                            help="maps: hit rates per loadstore site (ma-signature JSON)")
+                            help="maps: hit rates and calls per execution per site (ma-signature JSON)")
         parser.add_argument("--assumed-hits", metavar="H1,..,HN",
                             help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
         parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per annotated call (default: the profile's cpu.call_overhead_s, "
-                                 "else 0)")
+                            help="maps: seconds per call from Python into compiled code (default: the profile's "
+                                 "cpu.call_overhead_s, else 0)")
+        parser.add_argument("--python-flops", type=float, default=None, metavar="FLOP/S",
+                            help="maps: compute rate of a Python program's sites (default: the profile's "
+                                 "cpu.python_flops, else the peak)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
+        parser.add_argument("--cores", type=int, default=None,
+                            help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
+                                 "profile's host.cpus; 0: never)")
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
-        from .signature import load_signatures
+        from ..machine.cputerms import python_terms
+        from .signature import load_signature_file
 
         assumed = None
         text = getattr(options, "assumed_hits", None)
@@ -123,13 +153,31 @@ class MapsBackend(Backend):
                 assumed = [float(h) for h in text.split(",")]
             except ValueError:
                 raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
-        overhead = getattr(options, "call_overhead", None)
-        if overhead is None:
-            overhead = float(machine.cpu.get("call_overhead_s", 0.0))
+        python_terms(machine.cpu, machine.name)  # a bad CPU-terms block fails here, naming the field
         signatures = getattr(options, "signatures", None)
         return cls(overlap=getattr(options, "overlap", "sum"), procs=getattr(options, "procs", "nprocs"),
-                   signatures=load_signatures(signatures, machine.levels) if signatures else None,
-                   assumed_hits=assumed, call_overhead_s=overhead)
+                   signatures=load_signature_file(signatures, machine.levels) if signatures else None,
+                   assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
+                   python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None))
+
+    def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
+        """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
+        profile's CPU terms, else 0 and None (the peak)."""
+        from ..machine.cputerms import python_terms
+
+        terms = python_terms(machine.cpu, machine.name)
+        overhead = self.call_overhead_s if self.call_overhead_s is not None else (
+            terms.call_overhead_s if terms else 0.0)
+        rate = self.python_flops if self.python_flops is not None else (terms.python_flops if terms else None)
+        return overhead, rate
+
+    def compute_rate(self, model: ModelBuilder, machine: MachineProfile) -> tuple[float, str]:
+        """Flop/s of the program's sites and what it is: a Python program's flops run in NumPy/SciPy kernels
+        (the profile's ``cpu.python_flops``), a C program's at the FMA peak."""
+        rate = self.cpu_terms(machine)[1]
+        if "python" in model.ts.language.split("+") and rate:
+            return rate, "python_flops"
+        return machine.peak_flops, "peak_flops"
 
     def predict(self, model: ModelBuilder, machine: MachineProfile,
                 parameters: Mapping[str, float] | None = None) -> MapsPrediction:
@@ -147,20 +195,22 @@ class MapsBackend(Backend):
         assumed: list[str] = []
         notes: list[str] = []
 
-        def add(term: Term, part: str, seconds: sympy.Expr) -> None:
-            path = term.site.path
-            subroutines[path] = term.subroutine
+        def add(path: str, subroutine: str, part: str, seconds: sympy.Expr) -> None:
+            subroutines[path] = subroutine
             site_parts = parts.setdefault(path, {})
             site_parts[part] = site_parts.get(part, sympy.Integer(0)) + seconds
 
-        peak = sympy.Float(machine.peak_flops)
-        overhead = sympy.Float(self.call_overhead_s)
+        rate, rate_name = self.compute_rate(model, machine)
+        if rate_name == "peak_flops" and "python" in model.ts.language.split("+"):
+            notes.append(f"profile {machine.name!r} has no cpu.python_flops: a Python program's flops priced at "
+                         "the FMA peak")
+        flop_rate = sympy.Float(rate)
         for term in model.model("flops", inline=True).terms:
-            add(term, "compute", term.expr / peak + overhead * term.multiplier)
+            add(term.site.path, term.subroutine, "compute", term.expr / flop_rate)
         bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
-            row = self.signatures.get(path) or model_hit_rates(model, term)
+            row = self.signatures.get(path) or site_hit_rates(term.site)
             if row is None:
                 row = assumed_row
                 assumed.append(path)
@@ -168,22 +218,72 @@ class MapsBackend(Backend):
             used[path] = row
             if row not in bandwidth_cache:
                 bandwidth_cache[row] = bandwidth_expr(params, row) * sympy.Float(1e9)
-            add(term, "memory", term.expr * WORD_BYTES / bandwidth_cache[row] + overhead * term.multiplier)
+            add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
         self._communication(model, machine, add, notes)
+        interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
-        bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
+        if assumed_calls:
+            notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
+                         "flop/loadstore/MPI site(s) charged one call per execution")
+        share = self._time_share(model, machine, notes)
+        bound = {sympy.Symbol(k): sympy.Integer(int(v)) if float(v).is_integer() else v  # exact, as in evaluate
+                 for k, v in (parameters or {}).items()}
         zero = sympy.Integer(0)
-        sites = [SitePrediction(path, *(as_expr(p.get(name, zero)).subs(bound)
-                                        for name in ("compute", "memory", "communication")))
+        sites = [SitePrediction(path, *(as_expr(p.get(name, zero) * (share if name != "communication" else 1))
+                                        .subs(bound) for name in ("compute", "memory", "communication")))
                  for path, p in parts.items()]
+        interpreter = {path: as_expr(e * share).subs(bound) for path, e in interpreter.items()}
         if self.overlap == "max":
-            sites = overlap_blocks(sites)
+            sites = overlap_blocks(sites, model, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
-                              subroutines=subroutines, hit_rates=used, assumed=tuple(assumed))
+                              subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
+                              interpreter=interpreter, assumed_calls=tuple(assumed_calls))
 
-    def _communication(self, model: ModelBuilder, machine: MachineProfile, add: object, notes: list[str]) -> None:
+    def _time_share(self, model: ModelBuilder, machine: MachineProfile, notes: list[str]) -> sympy.Expr:
+        """max(1, nprocs / cores): with more ranks than cores, each rank has the cores part of the time (compute,
+        memory and interpreter stretch alike; the network model has no term for a partner not scheduled)."""
+        cores = self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
+        if not cores or self.procs.name not in model.ts.variable_names():
+            return sympy.Integer(1)
+        notes.append(f"more ranks than the {cores} cores of {machine.name!r} time-share them: compute, memory and "
+                     f"interpreter time x max(1, {self.procs}/{cores})")
+        return sympy.Max(1, self.procs / cores)
+
+    def _interpreter(self, model: ModelBuilder, call_overhead_s: float,
+                     add: Callable[[str, str, str, sympy.Expr], None]) -> tuple[dict[str, sympy.Expr], list[str]]:
+        """call_overhead_s x calls per execution x executions, per site; measured (or signature) calls where
+        there are any, else one call per execution of every flop, loadstore and MPI site (not of a region
+        nested in a flop or loadstore region: that is the same kernel)."""
+        out: dict[str, sympy.Expr] = {}
+        assumed: list[str] = []
+        if not call_overhead_s:
+            return out, assumed
+        ts = model.ts
+        per_execution = {**measured_c_calls(ts), **self.signature_calls}
+        fallback = not per_execution
+        overhead = sympy.Float(call_overhead_s)
+        types = {site.path: site.type for site in ts.walk()}
+        for site in ts.walk():
+            if site.type in DECLARATIONS:
+                continue
+            calls = per_execution.get(site.path)
+            kernel = site.type in ("flop", "loadstore") or site.type.startswith("mpi_")
+            nested = types.get(site.path.rpartition("/")[0]) in ("flop", "loadstore")  # the same kernel's calls
+            if calls is None and fallback and kernel and not nested:
+                calls = 1.0
+                assumed.append(site.path)
+            if not calls:
+                continue
+            owner = site.path if site.type == "subroutine" else _subroutine_of(ts, site)
+            seconds = overhead * sympy.Float(calls) * model.executions(site)
+            out[site.path] = seconds
+            add(site.path, owner, "compute", seconds)
+        return out, assumed
+
+    def _communication(self, model: ModelBuilder, machine: MachineProfile,
+                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str]) -> None:
         if machine.network is None:
             notes.append(f"profile {machine.name!r} has no network measurements: communication left at 0")
             return
@@ -193,35 +293,47 @@ class MapsBackend(Backend):
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)
-            add(term, "communication", seconds)  # type: ignore[operator]
+            add(path, term.subroutine, "communication", seconds)
 
 
-def model_hit_rates(model: ModelBuilder, term: Term) -> tuple[float, ...] | None:
-    """Hit rates the trace measured at this loadstore site (``ma run --counters valgrind --cache``), if any."""
-    rates = getattr(term.site, "hit_rates", None)
-    if rates is None:
-        return None
-    return tuple(float(h) for h in rates)
+def _subroutine_of(ts: TraceSet, site: Site) -> str:
+    return next((a.path for a in reversed(ts.ancestors(site)) if a.type == "subroutine"), "")
 
 
-def overlap_blocks(sites: Sequence[SitePrediction]) -> list[SitePrediction]:
-    """max(compute, memory) per block of sibling sites: memory stays, compute keeps only what sticks out.
+def block_of(types: Mapping[str, str], path: str) -> str:
+    """The block a site belongs to: its nearest enclosing site that is not a flop or loadstore region (so a
+    loadstore region nested in a flop region, or around one, shares the flop's block). ``types``: site path ->
+    site type."""
+    parent = path.rpartition("/")[0]
+    while parent and types.get(parent) in ("flop", "loadstore"):
+        parent = parent.rpartition("/")[0]
+    return parent
 
-    The block's compute C is spread over its sites in proportion, scaled to max(C - M, 0) / C, so the parts
-    still add up to the block's time (M + max(C - M, 0) = max(C, M))."""
+
+def overlap_blocks(sites: Sequence[SitePrediction], model: ModelBuilder | None = None,
+                   interpreter: Mapping[str, sympy.Expr] | None = None) -> list[SitePrediction]:
+    """max(compute, memory) per block (:func:`block_of`): memory stays, compute keeps only what sticks out.
+
+    The block's compute C (without the interpreter term, which no memory traffic hides) is spread over its
+    sites in proportion, scaled to max(C - M, 0) / C, so the parts still add up to the block's time."""
+    calls = dict(interpreter or {})
+    types = {s.path: s.type for s in model.ts.walk()} if model is not None else {}
     blocks: dict[str, list[int]] = {}
     for i, site in enumerate(sites):
-        blocks.setdefault(site.path.rpartition("/")[0], []).append(i)
+        key = block_of(types, site.path)
+        blocks.setdefault(key, []).append(i)
     out = list(sites)
+    zero = sympy.Integer(0)
     for members in blocks.values():
-        compute = sympy.Add(*(sites[i].compute for i in members))
+        compute = sympy.Add(*(sites[i].compute - calls.get(sites[i].path, zero) for i in members))
         memory = sympy.Add(*(sites[i].memory for i in members))
         if compute == 0 or memory == 0:
             continue
         scale = sympy.Max(compute - memory, 0) / compute
         for i in members:
             s = sites[i]
-            out[i] = SitePrediction(s.path, s.compute * scale, s.memory, s.communication)
+            own = calls.get(s.path, zero)
+            out[i] = SitePrediction(s.path, (s.compute - own) * scale + own, s.memory, s.communication)
     return out
 
 

@@ -1,8 +1,9 @@
-"""Application signatures: cumulative hit rates per loadstore site (MetaSim's output in PMaC).
+"""Application signatures: cumulative hit rates per loadstore site (MetaSim's output in PMaC) and calls into
+compiled code per execution of a site (the interpreter term).
 
 Sources, first found wins: the ``signatures`` given to the backend (a signature file, see
-:func:`load_signatures`), the hit rates the trace measured at the site, else the assumed rates of
-:func:`assumed_hit_rates`.
+:func:`load_signature_file`), what the trace measured at the site (:mod:`.tracedata`), else the assumed hit
+rates of :func:`assumed_hit_rates` (and, without any call counts, one call per execution of an assertion).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import itertools
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import BackendError
@@ -46,8 +48,18 @@ def assumed_hit_rates(machine: MachineProfile) -> tuple[float, ...]:
     return tuple([first] * len(machine.caches) + [1.0])
 
 
-def load_signatures(path: str | os.PathLike[str], levels: int) -> dict[str, tuple[float, ...]]:
-    """A signature file: ``{"format": "ma-signature", "sites": {"<site path>": [h1, ..., hn], ...}}``."""
+@dataclass(frozen=True)
+class Signatures:
+    """A signature file's contents: hit rates per site path, and calls into compiled code per execution."""
+
+    hit_rates: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    c_calls: dict[str, float] = field(default_factory=dict)
+
+
+def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
+    """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
+    cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C}`` with either key:
+    C is the calls from Python into compiled code per execution of the site (per iteration of a loop)."""
     name = os.fspath(path)
     try:
         doc = json.loads(Path(name).read_text())
@@ -57,10 +69,41 @@ def load_signatures(path: str | os.PathLike[str], levels: int) -> dict[str, tupl
         raise BackendError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
     if not isinstance(doc, dict) or doc.get("format") != SIGNATURE_FORMAT or not isinstance(doc.get("sites"), dict):
         raise BackendError(f"{name}: expected {{\"format\": \"{SIGNATURE_FORMAT}\", \"sites\": {{path: [h1..hn]}}}}")
-    out = {}
-    for site, rates in doc["sites"].items():
-        if not isinstance(rates, list):
-            raise BackendError(f"{name}: field 'sites.{site}': expected a list of {levels} hit rates")
-        check_hit_rates(rates, levels, f"{name}: field 'sites.{site}'")
-        out[site] = tuple(float(h) for h in rates)
+    out = Signatures()
+    for site, entry in doc["sites"].items():
+        where = f"{name}: field 'sites.{site}'"
+        rates, calls = (entry, None) if isinstance(entry, list) else (None, None)
+        if isinstance(entry, dict):
+            unknown = sorted(set(entry) - {"hit_rates", "c_calls"})
+            if unknown or not entry:
+                raise BackendError(f"{where}: expected the keys hit_rates and/or c_calls, got {sorted(entry)}")
+            rates, calls = entry.get("hit_rates"), entry.get("c_calls")
+        elif not isinstance(entry, list):
+            raise BackendError(f"{where}: expected a list of {levels} hit rates or an object with hit_rates/c_calls")
+        if rates is not None:
+            if not isinstance(rates, list):
+                raise BackendError(f"{where}.hit_rates: expected a list of {levels} hit rates")
+            check_hit_rates(rates, levels, where)
+            out.hit_rates[site] = tuple(float(h) for h in rates)
+        if calls is not None:
+            if not isinstance(calls, (int, float)) or isinstance(calls, bool) or calls < 0:
+                raise BackendError(f"{where}.c_calls: expected a number >= 0 (calls per execution), got {calls!r}")
+            out.c_calls[site] = float(calls)
     return out
+
+
+def load_signatures(path: str | os.PathLike[str], levels: int) -> dict[str, tuple[float, ...]]:
+    """The hit rates of a signature file (:func:`load_signature_file`)."""
+    return load_signature_file(path, levels).hit_rates
+
+
+def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) -> Path:
+    """Write ``signatures`` in the format :func:`load_signature_file` reads (for ``ma predict --signatures``)."""
+    sites: dict[str, dict[str, object]] = {}
+    for site, rates in signatures.hit_rates.items():
+        sites.setdefault(site, {})["hit_rates"] = list(rates)
+    for site, calls in signatures.c_calls.items():
+        sites.setdefault(site, {})["c_calls"] = calls
+    target = Path(path)
+    target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
+    return target

@@ -5,6 +5,7 @@ element of a list; a list without an index is changed element by element. Short 
 
     network.bandwidth -> network.bandwidth_bytes_per_s     network.latency -> network.latency_s
     cpu.peak          -> cpu.peak_flops                     memory.bandwidth -> bandwidth_fit.plateaus_gbs
+    cpu.call_overhead -> cpu.call_overhead_s                cpu.python        -> cpu.python_flops
 
 The value is ``*F`` (multiply), ``/F`` (divide) or a number (set). The changed document is validated again,
 so a what-if cannot produce a profile ``ma machine show`` would refuse.
@@ -12,6 +13,7 @@ so a what-if cannot produce a profile ``ma machine show`` would refuse.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +24,8 @@ from ..machine import profile as profiles
 from ..machine.profile import MachineProfile
 
 ALIASES = {"network.bandwidth": "network.bandwidth_bytes_per_s", "network.latency": "network.latency_s",
-           "cpu.peak": "cpu.peak_flops", "memory.bandwidth": "bandwidth_fit.plateaus_gbs"}
+           "cpu.peak": "cpu.peak_flops", "memory.bandwidth": "bandwidth_fit.plateaus_gbs",
+           "cpu.call_overhead": "cpu.call_overhead_s", "cpu.python": "cpu.python_flops"}
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
 
 
@@ -59,7 +62,7 @@ def parse(text: str) -> WhatIf:
 
 def apply(machine: MachineProfile, change: WhatIf) -> MachineProfile:
     """A copy of ``machine`` with ``change`` made and the name marked (``host what-if network.latency_s=/2``)."""
-    doc = machine.to_json()
+    doc = copy.deepcopy(machine.to_json())  # to_json shares the profile's own dicts: change a copy
     parts = change.field.split(".")
     node: Any = doc
     for depth, part in enumerate(parts):

@@ -32,6 +32,7 @@ from .conj_grad import NORMS, ROOT, CGState, butterfly_sum, conj_grad, local_dot
 from .grid import CGSetupError, decompose
 from .makea import generate_vectors, makea
 from .randlc import MULTIPLIER, SEED, LcgStream, randlc
+from .simd import ufunc_doubles
 
 if TYPE_CHECKING:
     import argparse
@@ -76,6 +77,7 @@ def declare_parameters(problem: ProblemClass, niter: int, nprocs: int) -> None:
     ma.variable("shift", problem.shift)
     ma.variable("cgitmax", CGITMAX)
     ma.variable("dp", 8)                        # bytes of a double
+    ma.variable("vlen", ufunc_doubles())        # doubles per access of NumPy's arithmetic loops here
     grid = decompose(problem.na, nprocs, 0)
     ma.assign("num_proc_cols", "2^ceil(log2(nprocs)/2)", grid.num_proc_cols)
     ma.assign("num_proc_rows", "2^floor(log2(nprocs)/2)", grid.num_proc_rows)
@@ -107,7 +109,7 @@ def reset_x(st: CGState) -> None:
 
 def norms_x_z(st: CGState) -> tuple[float, float]:
     """(x.z, z.z) summed over the whole matrix order (local sums, then the row butterfly)."""
-    with ma.flop("norm_dots", "4*na/num_proc_cols"):
+    with ma.flop("norm_dots", "4*na/num_proc_cols"), ma.loadstore("norm_dots_ls", "2*na/num_proc_cols"):
         local = np.array([local_dot(st, st.x, st.z), local_dot(st, st.z, st.z)])
     xz, zz = butterfly_sum(st, local, NORMS)
     return float(xz), float(zz)
@@ -116,8 +118,8 @@ def norms_x_z(st: CGState) -> tuple[float, float]:
 def normalize_x(st: CGState, inv_norm_z: float) -> None:
     """x = z / ||z|| over this rank's columns."""
     n = st.grid.ncols
-    with ma.flop("normalize", "na/num_proc_cols"):
-        st.x[:n] = inv_norm_z * st.z[:n]
+    with ma.flop("normalize", "na/num_proc_cols"), ma.loadstore("normalize_ls", "2*na/num_proc_cols/vlen"):
+        np.multiply(st.z[:n], inv_norm_z, out=st.x[:n])
 
 
 def power_iteration(st: CGState) -> tuple[float, float]:

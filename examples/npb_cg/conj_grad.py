@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse import _sparsetools  # the compiled kernels behind scipy.sparse's operators
 
 import ma
 
@@ -115,6 +116,21 @@ def matrix_in_common_block(a: sp.csr_matrix) -> sp.csr_matrix:
 # Local kernels
 # --------------------------------------------------------------------------------------------------
 
+# Loads and stores as the Valgrind tool counts them: one per instruction that reads (writes) memory, whatever
+# its width. SciPy's CSR kernel is a scalar loop: per nonzero it loads the value, the column index and the x
+# entry it gathers; per row both row pointers and the result, which it stores back. NumPy's ufunc loops
+# move vlen doubles per access (examples/npb_cg/simd.py), einsum's dot 2 (its SSE baseline) from each of two
+# arrays. The accesses of the interpreter around each call are not counted here (they are the calls' cost).
+MATVEC_FLOPS = "2*na*nonzer*(nonzer+1)/nprocs"
+MATVEC_LOADSTORES = "3*na*nonzer*(nonzer+1)/nprocs + 4*na/num_proc_rows"
+DOT_LOADS = "na/num_proc_cols"
+RESID_LOADSTORES = f"3*na/num_proc_cols/vlen + {DOT_LOADS}"
+# A fill (``v[:n] = 0.0``) is NumPy's baseline loop: 2 doubles per store, whatever the CPU.
+CLEAR_W_STORES = "max(na/num_proc_rows, na/num_proc_cols)/2"
+# Three fills and two copies, which NumPy hands to memmove and glibc does with `rep movsb`: the tool counts
+# each repetition, a load and a store per byte.
+INIT_LOADSTORES = "(3/2 + 2*2*dp)*(na/num_proc_rows + 1)"
+
 def init_vectors(st: CGState) -> None:
     """q = z = w = 0, r = p = x over the first naa+1 entries (NPB's initialisation loop)."""
     n = st.grid.naa + 1
@@ -137,8 +153,11 @@ def local_dot(st: CGState, u: np.ndarray, v: np.ndarray) -> float:
 
 
 def matvec(st: CGState, vec: np.ndarray, out: np.ndarray) -> None:
-    """out(1..nrows) = A_block . vec(1..ncols): the partition submatrix-vector product."""
-    out[:st.grid.nrows] = st.a @ vec[:st.grid.ncols]
+    """out(1..nrows) += A_block . vec(1..ncols): the partition submatrix-vector product, summed into ``out`` as
+    NPB sums into w, which is zero beforehand (init_vectors, clear_w). SciPy's compiled CSR kernel is called
+    directly: ``a @ v`` would add a Python layer, a zeroed temporary and a copy of it."""
+    a, g = st.a, st.grid
+    _sparsetools.csr_matvec(g.nrows, g.ncols, a.indptr, a.indices, a.data, vec[:g.ncols], out[:g.nrows])
 
 
 def clear_w(st: CGState) -> None:
@@ -244,7 +263,7 @@ def row_reduce_exchange(st: CGState, w: np.ndarray, recv: np.ndarray) -> None:
             with ma.mpi_send("rowred_snd", "dp*na/num_proc_cols", peer=ROWRED_PEER):
                 st.comm.Send(w[t0:t0 + tlen], dest=g.reduce_exch_proc[i - 1], tag=i)
             req.Wait()
-            with ma.flop("rowred_add", "na/num_proc_cols"):
+            with ma.flop("rowred_add", "na/num_proc_cols"), ma.loadstore("rowred_add_ls", "3*na/num_proc_cols/vlen"):
                 w[s0:s0 + rlen] += recv[s0:s0 + rlen]
 
 
@@ -275,25 +294,26 @@ def transpose_exchange(st: CGState, w: np.ndarray, dest: np.ndarray) -> None:
 
 def cg_step(st: CGState, rho: float) -> float:
     """One of the cgitmax CG steps; returns the new rho."""
-    with ma.flop("matvec", "2*na*nonzer*(nonzer+1)/nprocs"):
+    with ma.flop("matvec", MATVEC_FLOPS), ma.loadstore("matvec_ls", MATVEC_LOADSTORES):
         matvec(st, st.p, st.w)                 # q = A.p, first as the local partial product in w
     row_reduce_exchange(st, st.w, st.q)
     transpose_exchange(st, st.w, st.q)
-    clear_w(st)
+    with ma.loadstore("clear_w", CLEAR_W_STORES):
+        clear_w(st)
 
-    with ma.flop("pq_dot", "2*na/num_proc_cols"):
+    with ma.flop("pq_dot", "2*na/num_proc_cols"), ma.loadstore("pq_dot_ls", DOT_LOADS):
         local = local_dot(st, st.p, st.q)
     d = butterfly_scalar(st, local, PQ)
     alpha = rho / d
     rho0 = rho
-    with ma.flop("zr_axpy", "4*na/num_proc_cols"):
+    with ma.flop("zr_axpy", "4*na/num_proc_cols"), ma.loadstore("zr_axpy_ls", "10*na/num_proc_cols/vlen"):
         update_z_r(st, alpha)
 
-    with ma.flop("rr_dot", "2*na/num_proc_cols"):
+    with ma.flop("rr_dot", "2*na/num_proc_cols"), ma.loadstore("rr_dot_ls", DOT_LOADS):
         local = local_dot(st, st.r, st.r)
     rho = butterfly_scalar(st, local, RR)
     beta = rho / rho0
-    with ma.flop("p_update", "2*na/num_proc_cols"):
+    with ma.flop("p_update", "2*na/num_proc_cols"), ma.loadstore("p_update_ls", "5*na/num_proc_cols/vlen"):
         update_p(st, beta)
     return rho
 
@@ -301,11 +321,11 @@ def cg_step(st: CGState, rho: float) -> float:
 @ma.subroutine("residual_norm")
 def residual_norm(st: CGState) -> float:
     """||x - A.z||, with A.z formed, reduced and transposed into r as NPB does."""
-    with ma.flop("matvec", "2*na*nonzer*(nonzer+1)/nprocs"):
+    with ma.flop("matvec", MATVEC_FLOPS), ma.loadstore("matvec_ls", MATVEC_LOADSTORES):
         matvec(st, st.z, st.w)
     row_reduce_exchange(st, st.w, st.r)
     transpose_exchange(st, st.w, st.r)
-    with ma.flop("resid_sq", "3*na/num_proc_cols"):
+    with ma.flop("resid_sq", "3*na/num_proc_cols"), ma.loadstore("resid_sq_ls", RESID_LOADSTORES):
         local = local_residual_sq(st)
     return math.sqrt(butterfly_scalar(st, local, RESIDUAL))
 
@@ -313,8 +333,9 @@ def residual_norm(st: CGState) -> float:
 @ma.subroutine("conj_grad")
 def conj_grad(st: CGState) -> float:
     """cgitmax CG steps on A z = x from z = 0; returns the residual norm ||x - A.z||."""
-    init_vectors(st)
-    with ma.flop("rho0_dot", "2*na/num_proc_cols"):
+    with ma.loadstore("init_vectors", INIT_LOADSTORES):
+        init_vectors(st)
+    with ma.flop("rho0_dot", "2*na/num_proc_cols"), ma.loadstore("rho0_dot_ls", DOT_LOADS):
         local = local_dot(st, st.r, st.r)
     rho = butterfly_scalar(st, local, RHO0)
     with ma.loop("cgit", "cgitmax") as lp:

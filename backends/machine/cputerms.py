@@ -1,0 +1,117 @@
+"""The profile's CPU terms for Python programs: the cost of one call from Python into compiled code, and the
+rate at which NumPy's vectorised kernels do floating-point work in cache.
+
+PMaC prices flops at the FMA peak because its programs are compiled loops whose time is memory time. A
+Python + NumPy program pays two things more: a fixed cost per call into compiled code (argument parsing,
+dispatch, the interpreter around it), whatever the data size; and NumPy's inner loops, which reach a few
+per cent of the FMA peak. Both are measured here once per machine, independently of any application:
+
+- ``calls``: seconds per call of small kernels of the kinds the ports make, each on 8 doubles (so the data
+  costs nothing): a ufunc with ``out=`` (``np.add(a, b, out=c)``), a slice assignment (``v[:8] = 0.0``), an
+  ``einsum`` dot, and SciPy's sparse matrix-vector product of a 1 x 8 CSR matrix. The median over
+  ``repeats`` timings of ``calls_per_timing`` calls each. ``call_overhead_s`` is the ufunc's figure, the
+  commonest call of the ports (the others are kept to say how much calls differ; a SciPy product is several
+  compiled calls behind one Python operator).
+  ``dispatches`` says how many of its statement's dispatches ``ma run --counters ccalls`` counts (a call or a
+  binary operator of the program's code counts one, a subscript store none), so per counted dispatch the
+  ufunc costs what ``call_overhead_s`` says, a SciPy product or an ``einsum`` several times that.
+- ``flops``: the incremental rate of a kernel on arrays that stay in cache (L1 and L2 here): (t(n_large) -
+  t(n_small)) over the extra flops, so the per-call cost drops out, each t the fastest of the timings (a rate
+  is a best case, as the FMA peak is). ``python_flops`` is the ufunc ``add``'s rate (1 flop, 2 loads, 1 store
+  per element: the ports' vector updates); the ``einsum`` dot's is kept beside it (its C loop is erratic).
+
+The block carries its own ``version`` (``PYTHON_TERMS_VERSION``) inside ``cpu.python_probe``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ma.errors import MAError, ProfileError
+
+PYTHON_TERMS_VERSION = 1
+CALL_KERNEL = "ufunc_add_8"
+FLOPS_KERNEL = "ufunc_add"
+DISPATCHES = {"ufunc_add_8": 1, "slice_assign_8": 0, "einsum_dot_8": 1, "sparse_matvec_1row_8": 1}
+SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in the 1 MiB L2 of this host, far from memory
+
+
+class CPUTermsError(MAError):
+    """A CPU-term measurement that gave no usable figure (a kernel timed at zero or less)."""
+
+
+@dataclass(frozen=True)
+class PythonTerms:
+    """What the maps backend reads: seconds per Python-to-compiled call, flop/s of NumPy kernels in cache."""
+
+    call_overhead_s: float
+    python_flops: float
+
+
+def _median_seconds(call: Callable[[], object], per_timing: int, repeats: int, best: bool = False) -> float:
+    """Median (or with ``best`` the minimum) over ``repeats`` of the seconds per call, each timing
+    ``per_timing`` calls."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        for _ in range(per_timing):
+            call()
+        samples.append((time.perf_counter() - started) / per_timing)
+    return min(samples) if best else statistics.median(samples)
+
+
+def _kernels(n: int) -> dict[str, tuple[Callable[[], object], int]]:
+    """Each kernel on n doubles, with the flops one call does."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    a, b, c = np.ones(n), np.ones(n), np.empty(n)
+    row = sp.csr_matrix(np.ones((1, n)))
+    return {
+        "ufunc_add": (lambda: np.add(a, b, out=c), n),
+        "slice_assign": (lambda: c.__setitem__(slice(0, n), 0.0), 0),
+        "einsum_dot": (lambda: np.einsum("i,i->", a, b), 2 * n),
+        "sparse_matvec_1row": (lambda: row @ a, 2 * n),
+    }
+
+
+def measure(quick: bool = False) -> dict[str, Any]:
+    """The ``cpu`` fields of the profile: ``call_overhead_s``, ``python_flops`` and ``python_probe``."""
+    per_timing, repeats = (500, 5) if quick else (5000, 15)
+    small, large = _kernels(SMALL), _kernels(LARGE)
+    calls = {f"{name}_{SMALL}": _median_seconds(call, per_timing, repeats) for name, (call, _) in small.items()}
+    flops = {}
+    for name, (call, work) in large.items():
+        extra = work - small[name][1]
+        if extra <= 0 or name == "sparse_matvec_1row":  # a 1-row product is a scalar loop: not a vector kernel
+            continue
+        slope = (_median_seconds(call, per_timing, repeats, best=True)
+                 - _median_seconds(small[name][0], per_timing, repeats, best=True))
+        flops[name] = extra / slope if slope > 0 else float("inf")
+    if not all(0 < v < float("inf") for v in (*calls.values(), *flops.values())):
+        raise CPUTermsError(f"CPU terms: a kernel timed at zero or less (calls {calls}, flops {flops})")
+    return {"call_overhead_s": calls[CALL_KERNEL], "python_flops": flops[FLOPS_KERNEL],
+            "python_probe": {"version": PYTHON_TERMS_VERSION, "call_kernel": CALL_KERNEL, "calls_s": calls,
+                             "dispatches": DISPATCHES,
+                             "flops_kernel": FLOPS_KERNEL, "flops": flops, "sizes": [SMALL, LARGE],
+                             "statistic": "median", "repeats": repeats, "calls_per_timing": per_timing}}
+
+
+def python_terms(cpu: Mapping[str, Any], where: str = "<profile>") -> PythonTerms | None:
+    """The profile's CPU terms, or None for a profile measured before them; ProfileError on a bad block."""
+    if "call_overhead_s" not in cpu and "python_flops" not in cpu:
+        return None
+    probe = cpu.get("python_probe") or {}
+    version = probe.get("version", PYTHON_TERMS_VERSION)
+    if version != PYTHON_TERMS_VERSION:
+        raise ProfileError(where, f"CPU terms version {version!r} is not supported (this SDK reads version "
+                                  f"{PYTHON_TERMS_VERSION})", "cpu.python_probe.version")
+    for name in ("call_overhead_s", "python_flops"):
+        value = cpu.get(name)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+            raise ProfileError(where, f"expected a positive number, got {value!r}", f"cpu.{name}")
+    return PythonTerms(float(cpu["call_overhead_s"]), float(cpu["python_flops"]))

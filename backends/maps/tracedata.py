@@ -1,0 +1,66 @@
+"""What a trace measured for the convolution, read through ``Site.hit_rates`` and ``Site.c_calls`` where the
+runtime writes them (``ma run --counters valgrind --cache PROFILE`` and ``--counters ccalls``), so the backend
+works with traces that lack them.
+
+- ``Site.hit_rates``: cumulative h_1..h_n per level, L1 first, measured at the site.
+- ``Site.c_calls``: calls from Python into compiled code made inside the site, summed over its executions and
+  over the traced ranks and threads. Like every per-site figure of a trace it is inclusive (a region's counts
+  take in the regions inside it); :func:`c_calls_per_execution` takes the children's out and divides by the
+  site's executions (iterations, for a loop), so the term scales with the model's trip counts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ma_post import TraceSet
+    from ma_post.traceset import Site
+
+DECLARATIONS = ("variable", "assign")
+
+
+def site_hit_rates(site: Site) -> tuple[float, ...] | None:
+    """The hit rates the trace measured at ``site``, or None."""
+    rates = getattr(site, "hit_rates", None)
+    return None if rates is None else tuple(float(h) for h in rates)
+
+
+def site_c_calls(site: Site) -> float | None:
+    """The site's calls into compiled code over all its executions (inclusive), or None where not measured."""
+    calls = getattr(site, "c_calls", None)
+    return None if calls is None else float(calls)
+
+
+def body_executions(site: Site) -> float:
+    """How often the site's body ran, over all ranks and threads: its calls, or a loop's iterations."""
+    if site.type == "loop":
+        measured, predicted = site.measured, site.predicted
+        trips = np.where(measured.n > 0, measured.sum, predicted.sum)
+        return float(np.nansum(trips))
+    return float(np.nansum(site.calls))
+
+
+def c_calls_per_execution(ts: TraceSet, site: Site) -> float | None:
+    """Calls into compiled code per execution of ``site`` outside the sites inside it; None if not measured
+    (or the site's body never ran, so nothing per execution is known)."""
+    total = site_c_calls(site)
+    executions = body_executions(site)
+    if total is None or executions <= 0:
+        return None
+    inner = sum(site_c_calls(child) or 0.0 for child in ts.children(site))
+    return max(total - inner, 0.0) / executions
+
+
+def measured_c_calls(ts: TraceSet) -> dict[str, float]:
+    """Per-execution calls into compiled code of every site that has them (declarations left out)."""
+    out = {}
+    for site in ts.walk():
+        if site.type in DECLARATIONS:
+            continue
+        per_execution = c_calls_per_execution(ts, site)
+        if per_execution is not None:
+            out[site.path] = per_execution
+    return out
