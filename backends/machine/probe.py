@@ -51,7 +51,7 @@ class ProbeSettings:
     min_size: int = 1 << 10
     llc_multiple: float = 4.0
     strides: tuple[int, ...] = STRIDES
-    min_loads: int = 32  # per pass: with fewer, a point times the loop's overhead instead of the memory
+    min_loads: int = 64  # per pass: with fewer (32 measured), a point times the loop overhead, not the memory
     random: bool = True
     min_time: float = 1e-3  # seconds one timed measurement must last: short, so most escape preemption
     samples: int = 9
