@@ -21,7 +21,7 @@ UNMEASURED. The trace's anomalies are part of the report, each with the file and
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,14 +133,22 @@ class Report:
         return not self.failed
 
 
-def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool = True) -> Report:
-    """Validation report of every assertion site of ``ts``."""
-    if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
-        from ma.errors import MAError
+def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool = True,
+             kinds: Collection[str] | None = None) -> Report:
+    """Validation report of every assertion site of ``ts`` (with ``kinds``, of the sites of those annotation
+    types only, e.g. ``{"flop", "loop"}``)."""
+    from ma.errors import MAError
 
+    if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise MAError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
+    present = {site.type for site in ts.walk() if site.is_assertion}
+    unknown = sorted(set(kinds or ()) - present)
+    if unknown:
+        raise MAError(f"no assertion of type {', '.join(unknown)} in this run "
+                      f"(its types: {', '.join(sorted(present))})")
     incomplete = incomplete_run(ts)
-    results = [_site_result(ts, site, tolerance, bool(incomplete)) for site in ts.walk() if site.is_assertion]
+    results = [_site_result(ts, site, tolerance, bool(incomplete)) for site in ts.walk()
+               if site.is_assertion and (kinds is None or site.type in kinds)]
     report = Report(ts, results, tolerance, incomplete=incomplete)
     if attribution:
         report.attribution = attribute_errors(ts)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from post_fixtures import Loop, Mpi, Op, Var, make_trace, site_node, stats, trace_doc, write_run
 
+from ma.errors import MAError
 from ma_cli.main import main
 from ma_post.traceset import from_traces, load
 from ma_post.validation import (
@@ -202,3 +203,19 @@ def test_mismatch_and_anomalies_are_reported() -> None:
     assert "anomaly: unbalanced at l: loop 'l' left open at exit (x1, ranks 0)" in table
     assert ("mismatch: l: the program's value differed from the expression in 2 calls "
             "(first: given 4, evaluated 3)") in table
+
+
+def test_kinds_restrict_the_report_and_unknown_kinds_are_named(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    ts = from_traces([figure8_doc()])
+    only_loops = validate(ts, kinds={"loop"})
+    assert [r.id for r in only_loops.results] == ["cgmain", "cj_rho"] and only_loops.ok
+    flops = validate(ts, kinds={"flop"})
+    assert {r.id for r in flops.results} == {"floprhopq", "flopbeta", "flopnzx"} and not flops.ok
+    with pytest.raises(MAError, match=r"no assertion of type loadstore in this run \(its types: flop, loop"):
+        validate(ts, kinds={"loadstore"})
+    run = noisy_flops_run(tmp_path / "noisy")
+    assert main(["validate", str(run), "--kinds", "ma_flop"]) == 1
+    assert main(["validate", str(run), "--kinds", "loop"]) == 0
+    assert main(["validate", str(run), "--kinds", "mpi_send"]) == 2
+    assert "no assertion of type mpi_send" in capsys.readouterr().err

@@ -26,6 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="whether the trace's anomalies (unbalanced or mismatched annotations, exceptions, "
                              "evaluation errors, unrepresentable values, redeclared variables) make the exit "
                              "status 1 (error, the default) or are only shown (warn)")
+    parser.add_argument("--kinds", default=None, metavar="TYPE[,TYPE]",
+                        help="validate only the assertions of these types (flop, loadstore, loop, mpi_send, ...)")
     parser.add_argument("--no-attribution", action="store_true",
                         help="leave out the error attribution (table and JSON)")
     parser.add_argument("--vec-loops", choices=("figure8", "paper", "both"), default=None,
@@ -40,8 +42,9 @@ def run(args: argparse.Namespace) -> int:
     from ma_post.validation import format_lines, format_notes, format_table, summary_line, to_json, validate
 
     ts = load_traces(args)
-    report = validate(ts, tolerance=args.tolerance, attribution=not args.no_attribution)
-    peers = peer_results(ts)
+    kinds = None if args.kinds is None else {kind.strip().removeprefix("ma_") for kind in args.kinds.split(",")}
+    report = validate(ts, tolerance=args.tolerance, attribution=not args.no_attribution, kinds=kinds)
+    peers = [result for result in peer_results(ts) if kinds is None or result.type in kinds]
     if args.format == "json":
         json.dump({**to_json(report), "peers": [result.to_json() for result in peers]}, sys.stdout, indent=1)
         sys.stdout.write("\n")
