@@ -15,8 +15,7 @@ The application signature is measured before the timed runs, never from them:
 - hit rates per loadstore site, and per flop site the cache lines each level served per flop (the memory
   term of a kernel without a loadstore expression, SP's): ``ma run --counters valgrind --cache PROFILE`` at
   1 rank and one iteration (``--niter 1``) of each class it predicts, since where the data sits depends on the
-  problem size (class A of CG takes class W's: both stream the matrix from L3 on the shipped hierarchy, and A
-  under Valgrind costs minutes).
+  problem size (CG A under Valgrind: about 35 s here).
 Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
 
@@ -64,7 +63,7 @@ class App:
     calls_procs: int  # ranks of the ccalls run: the fewest on which every site runs (SP needs a square)
 
 
-APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "W"}, 2),
+APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "A"}, 2),
         "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "W"}, 4)}
 DEFAULT_CASES = ",".join([f"cg:{c}:{p}" for c in "SWA" for p in (1, 2, 4)]
                          + [f"sp:{c}:{p}" for c in "SW" for p in (1, 4)])
