@@ -12,10 +12,10 @@ The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
   2 ranks for CG, 4 for SP (a square; every site, the MPI exchanges included, runs there; the figures are per
   execution, so they carry to any class and process count through the model's trip counts);
-- hit rates per loadstore site: ``ma run --counters valgrind --cache PROFILE`` at 1 rank and one iteration
-  (``--niter 1``) of each class it predicts, since where the data sits depends on the problem size (class A
-  of CG takes class W's: both stream the matrix from L3 on the shipped hierarchy, and A under Valgrind costs
-  minutes; SP W takes SP S's).
+- hit rates per loadstore site, and per flop site the cache lines each level served per flop (the memory
+  term of a kernel without a loadstore expression, SP's): ``ma run --counters valgrind --cache PROFILE`` at
+  1 rank and one iteration (``--niter 1``) of each class it predicts, since where the data sits depends on the
+  problem size (CG A under Valgrind: about 35 s here).
 Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
 
@@ -46,7 +46,7 @@ from backends.machine import profile as profiles
 from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.measured import per_rank
 from backends.maps.signature import Signatures, save_signature_file
-from backends.maps.tracedata import measured_c_calls, site_hit_rates
+from backends.maps.tracedata import measured_c_calls, site_hit_rates, site_lines_per_flop
 from ma_post import ModelBuilder
 from ma_post.traceset import load
 
@@ -63,8 +63,8 @@ class App:
     calls_procs: int  # ranks of the ccalls run: the fewest on which every site runs (SP needs a square)
 
 
-APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "W"}, 2),
-        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "S"}, 4)}
+APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "A"}, 2),
+        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "W"}, 4)}
 DEFAULT_CASES = ",".join([f"cg:{c}:{p}" for c in "SWA" for p in (1, 2, 4)]
                          + [f"sp:{c}:{p}" for c in "SW" for p in (1, 4)])
 
@@ -98,6 +98,7 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
     notes: list[str] = []
     calls: dict[str, float] = {}
     rates: dict[str, dict[str, tuple[float, ...]]] = {}
+    lines: dict[str, dict[str, tuple[float, ...]]] = {}
     if enabled:
         trace = out / f"{app_name}-signature-ccalls"
         done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(trace), "--",
@@ -114,11 +115,13 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
                sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
             ts = load(trace)
             rates[klass] = {s.path: r for s in ts.walk() if s.type == "loadstore" and (r := site_hit_rates(s))}
+            lines[klass] = {s.path: r for s in ts.walk() if (r := site_lines_per_flop(s))}
             print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
                   f"{time.perf_counter() - started:.0f} s, {len(rates[klass])} sites with hit rates", flush=True)
             if not rates[klass]:
                 notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
-    found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls)) for c in classes}
+    found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls),
+                           dict(lines.get(app.hit_rate_class[c], {}))) for c in classes}
     for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
         save_signature_file(signature, out / f"{app_name}-{klass}.signature.json")
     return found, notes
@@ -214,6 +217,11 @@ def main() -> int:
     print(f"\n{summary}")
     single = [e for e, r in zip(errors, rows, strict=True) if r["procs"] == 1]
     print(f"one rank per case only: average absolute error {100 * float(np.mean(single)):.1f}% over {len(single)}")
+    cores = int(machine.host.get("cpus") or 0)
+    inside = [e for e, r in zip(errors, rows, strict=True) if not cores or r["procs"] <= cores]
+    if cores and inside:  # the model assumes one rank per core; more ranks wait for descheduled partners
+        print(f"at most one rank per core ({cores} cores; the model's assumption): average absolute error "
+              f"{100 * float(np.mean(inside)):.1f}% over {len(inside)}, worst {100 * max(inside):.1f}%")
     for note in notes:
         print(f"note: {note}")
     (out / "accuracy.json").write_text(json.dumps({"profile": machine.name, "rows": rows, "summary": summary,

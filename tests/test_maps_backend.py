@@ -21,7 +21,8 @@ from backends.machine.gafit import Eq1Params
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
 from backends.maps import MapsBackend, whatif
 from backends.maps.eq1 import bandwidth_expr
-from backends.maps.signature import load_signature_file, load_signatures, save_signature_file
+from backends.maps.signature import Signatures, load_signature_file, load_signatures, save_signature_file
+from backends.maps.traffic import seconds_per_flop, stream_rows
 from ma.errors import BackendError
 from ma_cli.main import main
 from ma_post import ModelBuilder
@@ -233,7 +234,7 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
         float(MapsBackend(signatures=signatures).predict(builder(), profile()).subroutine_total("solve").subs(
             {"n": 10, "m": 1000, "nprocs": 4})) + 55e-6)
     for bad, message in (({"solve": {"c_calls": -1}}, r"sites\.solve'\.c_calls: expected a number >= 0"),
-                         ({"solve": {"calls": 1}}, "expected the keys hit_rates and/or c_calls"),
+                         ({"solve": {"calls": 1}}, "expected the keys hit_rates, c_calls and/or lines_per_flop"),
                          ({"solve": 3}, "expected a list of 2 hit rates or an object")):
         path.write_text(json.dumps({"format": "ma-signature", "sites": bad}))
         with pytest.raises(BackendError, match=message):
@@ -283,3 +284,36 @@ def test_more_ranks_than_cores_time_share_them() -> None:
             factor * float(alone.interpreter_total().subs(point)))
     with pytest.raises(BackendError, match="cores must be >= 0"):
         MapsBackend(cores=-1)
+
+
+def test_measured_traffic_prices_a_flop_site_without_loadstore(tmp_path: Path) -> None:
+    """l_k lines per flop served beyond L1, each 64 B at F of a stride-1 stream from level k: here one cache
+    and memory, so the stream's row is (1 - 8/64, 1) and a flop costs l_2 x 64 / F(0.875)."""
+    ops = [Var("n", 10), Var("m", 1000), Var("nprocs", lambda e: e["__size"]),
+           Sub("kern", [Loop("it", "n", [Op("flop", "numpy", "4*m")])]), *program()]
+    b = ModelBuilder(from_traces([make_trace(ops, r, 2) for r in range(2)]))
+    # solve/it/fl shares its block with the loadstore site solve/it/ls: its lines are not priced
+    lines: dict[str, tuple[float, ...]] = {"kern/it/numpy": (3.0, 0.25), "solve/it/fl": (3.0, 0.5)}
+    prediction = MapsBackend(signatures=Signatures(lines_per_flop=lines)).predict(b, profile(), {"nprocs": 2})
+    sites = {s.path: s for s in prediction.sites}
+    values = {"n": 10, "m": 1000}
+    per_flop = 0.25 * 64 / hand_f(0.875)
+    assert float(sites["kern/it/numpy"].memory.subs(values)) == pytest.approx(10 * 4000 * per_flop)
+    assert float(sites["solve/it/fl"].memory.subs(values)) == 0.0
+    assert prediction.measured_traffic == {"kern/it/numpy": pytest.approx(per_flop)}
+    assert any("without a loadstore expression" in note and "kern/it/numpy" in note for note in prediction.notes)
+    path = save_signature_file(Signatures(lines_per_flop=lines), tmp_path / "sig.json")
+    assert load_signature_file(path, 2).lines_per_flop == lines
+    path.write_text('{"format": "ma-signature", "sites": {"kern/it/numpy": {"lines_per_flop": [1.0]}}}')
+    with pytest.raises(BackendError, match=r"field 'sites.kern/it/numpy'.lines_per_flop: expected 2 numbers >= 0"):
+        load_signature_file(path, 2)
+
+
+def test_stream_rows_and_seconds_per_flop_by_hand() -> None:
+    three = MachineProfile(name="three", host={"hostname": "h", "cpu_model": "c", "cpus": 2, "measured_at": ""},
+                           caches=[CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 128)],
+                           cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0})
+    assert stream_rows(three) == [(0.875, 1.0, 1.0), (0.875, 0.9375, 1.0)]
+    assert seconds_per_flop((9.0, 0.5, 0.25), 64, (32e9, 8e9)) == pytest.approx(0.5 * 64 / 32e9 + 0.25 * 64 / 8e9)
+    with pytest.raises(ValueError, match="3 levels of lines per flop for 2 levels"):
+        seconds_per_flop((9.0, 0.5, 0.25), 64, (32e9,))

@@ -17,6 +17,7 @@ import pytest
 from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
+from backends.maps.tracedata import site_lines_per_flop
 from ma.errors import TraceError
 from ma.trace_format import rank_file_name
 from ma_post import load
@@ -256,3 +257,15 @@ def test_the_cache_probe_tells_starts_from_stops_by_the_open_region() -> None:
     state.top = _Frame(_Frame(None, 0), t0=9, outer=_Frame(node, t0=3))  # type: ignore[attr-defined]
     probe(), probe()  # the next call (t0 = 3, below an inner annotation at its stop): readings 3 and 4
     assert probe.to_json() == {"calls": 2, "accesses": 200, "hits": [120, 60]}
+
+
+def test_lines_per_flop_of_a_flop_site_from_its_cache_fields(tmp_path: Path, plain_trace: dict[str, Any]) -> None:
+    # 4 calls, 200 flops counted, 400 line accesses: L1 served 300, L2 60, memory the other 40.
+    cache = {"calls": 4, "accesses": 400, "hits": [300, 60]}
+    measured = {"n": 4, "min": 50, "max": 50, "sum": 200}
+    site = load(_one_site(tmp_path, plain_trace, type="flop", measured=measured, cache=cache)).find("k")
+    assert site_lines_per_flop(site) == pytest.approx((1.5, 0.3, 0.2))
+    loadstore = load(_one_site(tmp_path, plain_trace, measured=measured, cache=cache)).find("k")
+    assert site_lines_per_flop(loadstore) is None  # a loadstore site is priced by its own expression
+    unmeasured = load(_one_site(tmp_path, plain_trace, type="flop", measured=measured)).find("k")
+    assert site_lines_per_flop(unmeasured) is None

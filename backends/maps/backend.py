@@ -5,6 +5,9 @@ Section 4):
 
 - memory:        loads/stores x 8 B / F(h), F the profile's fitted Equation 1 at the site's cumulative hit
                  rates h_1..h_n (its signature; assumed rates where it has none, and the prediction says so);
+                 a flop site without a loadstore expression in its block: the cache lines its signature run
+                 saw served beyond L1 per flop x the model's flops, at F of a stream from each level
+                 (:mod:`.traffic`; the prediction's ``measured_traffic`` and notes name those sites);
 - compute:       flops / the compute rate: the FMA peak for a C program, the profile's NumPy rate
                  (``cpu.python_flops``) for a Python one (the trace's language says which);
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
@@ -32,7 +35,8 @@ from ..base import Backend, Prediction, SitePrediction
 from . import network
 from .eq1 import bandwidth_expr
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
-from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates
+from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
+from .traffic import block_of, kernels_without_loadstore, seconds_per_flop, stream_bandwidths
 
 if TYPE_CHECKING:
     import argparse
@@ -56,6 +60,7 @@ class MapsPrediction(Prediction):
     assumed: tuple[str, ...] = ()  # loadstore sites without a signature
     interpreter: Mapping[str, sympy.Expr] = field(default_factory=dict)  # site path -> the per-call part of compute
     assumed_calls: tuple[str, ...] = ()  # sites charged one call per execution for want of measured calls
+    measured_traffic: Mapping[str, float] = field(default_factory=dict)  # flop site -> memory seconds per flop
 
     def interpreter_total(self, path: str = "") -> sympy.Expr:
         """Seconds per rank of the interpreter term at or below site path ``path`` (all sites for "")."""
@@ -117,6 +122,7 @@ class MapsBackend(Backend):
             {path: tuple(rates) for path, rates in (signatures or {}).items()})
         self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
         self.signature_calls = dict(given.c_calls)
+        self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.call_overhead_s = call_overhead_s
         self.python_flops = python_flops
@@ -219,6 +225,10 @@ class MapsBackend(Backend):
             if row not in bandwidth_cache:
                 bandwidth_cache[row] = bandwidth_expr(params, row) * sympy.Float(1e9)
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
+        traffic = self._measured_traffic(model, machine, add)
+        if traffic:
+            notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
+                         f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
         self._communication(model, machine, add, notes)
         interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
         if assumed:
@@ -239,7 +249,33 @@ class MapsBackend(Backend):
             sites = overlap_blocks(sites, model, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
-                              interpreter=interpreter, assumed_calls=tuple(assumed_calls))
+                              interpreter=interpreter, assumed_calls=tuple(assumed_calls),
+                              measured_traffic=traffic)
+
+    def _measured_traffic(self, model: ModelBuilder, machine: MachineProfile,
+                          add: Callable[[str, str, str, sympy.Expr], None]) -> dict[str, float]:
+        """Memory of the flop sites no loadstore expression prices (:mod:`.traffic`): the model's flops x the
+        seconds per flop of the lines the signature (a file's ``lines_per_flop``, else the trace's cache
+        simulation) saw served beyond L1. Returns site path -> seconds per flop, for the sites that had it."""
+        flop_terms = model.model("flops", inline=True).terms
+        loadstore = [t.site.path for t in model.model("loadstore", inline=True).terms]
+        types = {site.path: site.type for site in model.ts.walk()}
+        bandwidths = stream_bandwidths(machine)
+        unpriced = kernels_without_loadstore(types, loadstore)
+        out: dict[str, float] = {}
+        for term in flop_terms:
+            path = term.site.path
+            if path not in unpriced or not bandwidths:
+                continue
+            lines = self.signature_lines.get(path) or site_lines_per_flop(term.site)
+            if lines is None:
+                continue
+            if len(lines) != machine.levels:
+                raise BackendError(f"lines per flop of site {path!r}: {len(lines)} levels, profile "
+                                   f"{machine.name!r} has {machine.levels}")
+            out[path] = seconds_per_flop(lines, machine.caches[0].line_bytes, bandwidths)
+            add(path, term.subroutine, "memory", term.expr * sympy.Float(out[path]))
+        return out
 
     def _time_share(self, model: ModelBuilder, machine: MachineProfile, notes: list[str]) -> sympy.Expr:
         """max(1, nprocs / cores): with more ranks than cores, each rank has the cores part of the time (compute,
@@ -298,16 +334,6 @@ class MapsBackend(Backend):
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:
     return next((a.path for a in reversed(ts.ancestors(site)) if a.type == "subroutine"), "")
-
-
-def block_of(types: Mapping[str, str], path: str) -> str:
-    """The block a site belongs to: its nearest enclosing site that is not a flop or loadstore region (so a
-    loadstore region nested in a flop region, or around one, shares the flop's block). ``types``: site path ->
-    site type."""
-    parent = path.rpartition("/")[0]
-    while parent and types.get(parent) in ("flop", "loadstore"):
-        parent = parent.rpartition("/")[0]
-    return parent
 
 
 def overlap_blocks(sites: Sequence[SitePrediction], model: ModelBuilder | None = None,

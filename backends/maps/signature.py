@@ -4,6 +4,10 @@ compiled code per execution of a site (the interpreter term).
 Sources, first found wins: the ``signatures`` given to the backend (a signature file, see
 :func:`load_signature_file`), what the trace measured at the site (:mod:`.tracedata`), else the assumed hit
 rates of :func:`assumed_hit_rates` (and, without any call counts, one call per execution of an assertion).
+
+A flop site without a ``loadstore`` expression in its block has a third signature: the cache lines each level
+served per flop (``lines_per_flop``, L1 first, main memory last), measured by the cache simulation on the
+signature run; the backend prices the lines from beyond L1 (``measured_traffic`` in :mod:`.backend`).
 """
 
 from __future__ import annotations
@@ -37,6 +41,15 @@ def check_hit_rates(rates: Sequence[float], levels: int, what: str) -> None:
         raise BackendError(f"{what}: hit rates must be cumulative (non-decreasing) and end at 1, got {values}")
 
 
+def check_lines_per_flop(lines: object, levels: int, what: str) -> tuple[float, ...]:
+    """One number >= 0 per level (L1 first, main memory last): the lines each served per flop."""
+    if (not isinstance(lines, (list, tuple)) or len(lines) != levels
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in lines)):
+        raise BackendError(f"{what}: expected {levels} numbers >= 0 (cache lines each level served per flop, "
+                           f"L1 first, main memory last), got {lines!r}")
+    return tuple(float(v) for v in lines)
+
+
 def assumed_hit_rates(machine: MachineProfile) -> tuple[float, ...]:
     """A stride-1 stream from main memory: the profile's simulated hit rates of its largest stride-1 MultiMAPS
     point, or, without those, one miss per L1 line at every level (h_i = 1 - 8/line_1 below memory)."""
@@ -54,12 +67,14 @@ class Signatures:
 
     hit_rates: dict[str, tuple[float, ...]] = field(default_factory=dict)
     c_calls: dict[str, float] = field(default_factory=dict)
+    lines_per_flop: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per level served, memory last
 
 
 def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
     """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
-    cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C}`` with either key:
-    C is the calls from Python into compiled code per execution of the site (per iteration of a loop)."""
+    cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C, "lines_per_flop":
+    [l1, ..., ln]}`` with any of the keys: C is the calls from Python into compiled code per execution of the site
+    (per iteration of a loop); l_k the cache lines level k served per flop of the site (memory last)."""
     name = os.fspath(path)
     try:
         doc = json.loads(Path(name).read_text())
@@ -74,10 +89,14 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
         where = f"{name}: field 'sites.{site}'"
         rates, calls = (entry, None) if isinstance(entry, list) else (None, None)
         if isinstance(entry, dict):
-            unknown = sorted(set(entry) - {"hit_rates", "c_calls"})
+            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop"})
             if unknown or not entry:
-                raise BackendError(f"{where}: expected the keys hit_rates and/or c_calls, got {sorted(entry)}")
+                raise BackendError(f"{where}: expected the keys hit_rates, c_calls and/or lines_per_flop, "
+                                   f"got {sorted(entry)}")
             rates, calls = entry.get("hit_rates"), entry.get("c_calls")
+            if "lines_per_flop" in entry:
+                out.lines_per_flop[site] = check_lines_per_flop(entry["lines_per_flop"], levels,
+                                                                f"{where}.lines_per_flop")
         elif not isinstance(entry, list):
             raise BackendError(f"{where}: expected a list of {levels} hit rates or an object with hit_rates/c_calls")
         if rates is not None:
@@ -104,6 +123,8 @@ def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) ->
         sites.setdefault(site, {})["hit_rates"] = list(rates)
     for site, calls in signatures.c_calls.items():
         sites.setdefault(site, {})["c_calls"] = calls
+    for site, lines in signatures.lines_per_flop.items():
+        sites.setdefault(site, {})["lines_per_flop"] = list(lines)
     target = Path(path)
     target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
     return target

@@ -3,6 +3,8 @@ runtime writes them (``ma run --counters valgrind --cache PROFILE`` and ``--coun
 works with traces that lack them.
 
 - ``Site.hit_rates``: cumulative h_1..h_n per level, L1 first, measured at the site.
+- ``Site.cache_accesses``, ``Site.cache_hits`` of a flop site over its counted flops: the lines each level
+  served per flop (:func:`site_lines_per_flop`), the traffic of a kernel without a loadstore expression.
 - ``Site.c_calls``: calls from Python into compiled code made inside the site, summed over its executions and
   over the traced ranks and threads. Like every per-site figure of a trace it is inclusive (a region's counts
   take in the regions inside it); :func:`c_calls_per_execution` takes the children's out and divides by the
@@ -26,6 +28,19 @@ def site_hit_rates(site: Site) -> tuple[float, ...] | None:
     """The hit rates the trace measured at ``site``, or None."""
     rates = getattr(site, "hit_rates", None)
     return None if rates is None else tuple(float(h) for h in rates)
+
+
+def site_lines_per_flop(site: Site) -> tuple[float, ...] | None:
+    """Cache lines each level served (L1 first, main memory last: accesses no cache served) per flop the
+    counters measured at ``site``, over every call of the run; None without a cache simulation or flops."""
+    if site.type != "flop" or getattr(site, "hit_rates", None) is None:
+        return None
+    flops = float(np.nansum(site.measured.sum))
+    if not flops > 0:
+        return None
+    hits = np.asarray(site.cache_hits, dtype=float).sum(axis=(1, 2))
+    accesses = float(np.asarray(site.cache_accesses, dtype=float).sum())
+    return tuple(float(v) / flops for v in (*hits, accesses - float(hits.sum())))
 
 
 def site_c_calls(site: Site) -> float | None:
