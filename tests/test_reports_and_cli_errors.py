@@ -172,3 +172,14 @@ def test_a_trip_count_past_64_bits_is_an_annotation_error(tmp_path: Path) -> Non
     assert done.returncode == 0, done.stderr
     assert done.stdout == (f"loop 'l' (s/l at {tmp_path / 'prog.py'}:4): end() got an integer of 15850 bits; "
                            "a trip count is at most 2^63 - 1 (9223372036854775807)\n")
+
+
+def test_a_closed_pipe_ends_a_command_quietly() -> None:
+    # `ma ... | head`: the reader is gone before the command writes; no traceback, SIGPIPE's status.
+    proc = subprocess.Popen([str(VENV_BIN / "ma"), "machine", "show", "amd-epyc-zen4-kvm"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=clean_env())
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

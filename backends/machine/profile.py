@@ -249,6 +249,7 @@ def load(path: str | os.PathLike[str]) -> MachineProfile:
 
 
 def shipped_profiles() -> dict[str, Path]:
-    """Example profiles that ship with the SDK (``backends/profiles/*.json``), by file stem."""
+    """Example profiles that ship with the SDK (``backends/profiles/NAME.json``), by name. A file named
+    ``NAME.KIND.json`` beside one is a backend's companion data (the vector backend's ``NAME.simd.json``)."""
     directory = Path(__file__).resolve().parent.parent / "profiles"
-    return {p.stem: p for p in sorted(directory.glob("*.json"))}
+    return {p.stem: p for p in sorted(directory.glob("*.json")) if "." not in p.stem}
