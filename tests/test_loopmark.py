@@ -52,8 +52,8 @@ def test_without_the_vectoriser_or_openmp_every_score_is_zero() -> None:
     assert marks and all(m.mv == 0 for m in marks.values())
 
 
-@pytest.mark.skipif(shutil.which("clang") is None, reason="clang is not installed (scripts/setup.sh installs it)")
 def test_clang_remarks_give_width_and_reasons() -> None:
+    assert shutil.which("clang"), "clang is missing (scripts/setup.sh installs it)"
     marks = by_line("clang")
     triad = marks[line_of("a[i] = b[i] + s * c[i]") - 1]
     recurrence = marks[line_of("for (long i = 1; i < n; i++)")]
