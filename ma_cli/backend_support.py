@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from backends.base import Prediction
+    from ma_cli.support import CommandParser
     from ma_post import ModelBuilder
     from ma_post.evaluation import RankChoice
     from ma_post.report.build import PredictionSummary
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 PARTS = ("compute", "memory", "communication")
 
 
-def add_backend_option(parser: argparse.ArgumentParser, what: str) -> None:
+def add_backend_option(parser: CommandParser, what: str) -> None:
     """``--backend`` and ``--machine``, and every installed backend's own options as ``ma predict`` has them."""
     from ma_cli.commands.predict import add_backend_arguments_when_parsed
 

@@ -82,10 +82,6 @@ def prepare_mpi_profiling() -> None:
         from . import pmpi
     except ImportError:
         return
-    if not hasattr(pmpi, "prepare_for_mpi4py"):
-        # A tool imported ma_runtime.pmpi before ma (pmpi's import of ma.trace_format brought us here): it
-        # builds or locates the library, it is not an annotated program, and pmpi is only half defined yet.
-        return
     if not pmpi.library_path().exists():
         mpi_profiling_problem = "the PMPI library is not built (run `ma tools build`)"
         return

@@ -161,3 +161,18 @@ def test_import_ma_stays_light() -> None:
             "'mpi4py.MPI', 'ma_post') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == ""
+
+
+def test_every_application_module_imports_first_in_a_fresh_interpreter() -> None:
+    # ``import ma`` starts the runtime, and ma_runtime's modules import ``ma``'s: whichever a tool or test
+    # imports first, the round trip must find its modules complete (ma_runtime.pmpi and .bootstrap once did not).
+    import subprocess
+    import sys
+
+    failed = {}
+    for name in (n for n in MODULES if n.split(".")[0] in ("ma", "ma_runtime") and "__main__" not in n):
+        done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, cwd=REPO,
+                              timeout=120)
+        if done.returncode:
+            failed[name] = done.stderr.strip().splitlines()[-1:]
+    assert not failed, failed

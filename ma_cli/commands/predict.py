@@ -46,10 +46,8 @@ def register(subparsers: Any) -> None:
     add_backend_arguments_when_parsed(parser)
 
 
-def add_backend_arguments_when_parsed(parser: argparse.ArgumentParser) -> None:
+def add_backend_arguments_when_parsed(parser: CommandParser) -> None:
     """The backends' options join when the command itself is parsed (support.CommandParser.defer)."""
-    if not isinstance(parser, CommandParser):
-        raise TypeError("backend options need an ma command's parser (ma_cli.support.CommandParser)")
     parser.defer(add_backend_arguments)
 
 
