@@ -26,10 +26,11 @@ value. Without a working set a loop is taken to stream from main memory (the lar
 
 from __future__ import annotations
 
-import bisect
 import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
 
 from ma.errors import BackendError
 
@@ -60,15 +61,8 @@ def memory_level(machine: MachineProfile, working_set: float) -> int:
 def curve_at(points: Sequence[CurvePoint], size: float) -> float:
     """A measured curve's bandwidth (GB/s) at ``size`` bytes: log-size interpolation, clamped at its ends."""
     ordered = sorted(points, key=lambda p: p.size_bytes)
-    sizes = [p.size_bytes for p in ordered]
-    at = bisect.bisect_left(sizes, size)
-    if at == 0:
-        return ordered[0].bandwidth_gbs
-    if at == len(ordered):
-        return ordered[-1].bandwidth_gbs
-    low, high = ordered[at - 1], ordered[at]
-    weight = (math.log(size) - math.log(low.size_bytes)) / (math.log(high.size_bytes) - math.log(low.size_bytes))
-    return low.bandwidth_gbs + weight * (high.bandwidth_gbs - low.bandwidth_gbs)
+    return float(np.interp(math.log(size), [math.log(p.size_bytes) for p in ordered],
+                           [p.bandwidth_gbs for p in ordered]))
 
 
 def _curve(machine: MachineProfile, pattern: str, stride: int | None = None) -> list[MultiMapsPoint]:
