@@ -11,10 +11,12 @@
    error is the hit-rate model's rather than the fit's. Each row also gives the error *floor* of those hit
    rates: the least average |error| any function of the hit rates could reach, because points with the same
    hit rates but different bandwidths must share one predicted value.
-4. Writes the figures: measured curves with the fitted ones over them and the cache sizes marked (Figures 3
+4. With ``--repeat P2`` (a second probe of the same host), prints how far the two probes differ point by point
+   (``backends.machine.repeatability``): the measurement's noise floor, which no fit can get under on average.
+5. Writes the figures: measured curves with the fitted ones over them and the cache sizes marked (Figures 3
    and 7), and the error per point of the stride-4 curve (Figure 8).
 
-Run: .venv/bin/python bench/ga_fit.py [--profile P | --probe] [--figures DIR] [--variants] [--seed N]
+Run: .venv/bin/python bench/ga_fit.py [--profile P | --probe] [--repeat P2] [--figures DIR] [--variants] [--seed N]
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.machine import figures, gafit, probe, profile
+from backends.machine import figures, gafit, probe, profile, repeatability
 from backends.machine.profile import MachineProfile
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,6 +88,23 @@ def error_floor(machine: MachineProfile) -> float:
     return total / count
 
 
+def repeat_report(machine: MachineProfile, path: str) -> None:
+    """The two probes' point-by-point difference, and the first probe's fit checked on the second's points."""
+    other = profile.load(path)
+    print(f"\n== repeat probe {path} (measured {other.host.get('measured_at')}): |relative difference| of the "
+          f"bandwidths both measured, (this - repeat) / repeat")
+    print(gafit.format_error_table(repeatability.probe_difference(machine, other)))
+    fit = machine.bandwidth_fit
+    repeated = {(p.curve, p.size_bytes): p.bandwidth_gbs for p in other.multimaps}
+    both = [p for p in machine.multimaps if p.pattern == "stride" and p.hit_rates is not None
+            and (p.curve, p.size_bytes) in repeated]
+    if fit is not None and both:  # the same points, so this profile's hit rates are theirs
+        errors = gafit.relative_errors([repeated[p.curve, p.size_bytes] for p in both],
+                                       fit.bandwidth_gbs([p.hit_rates or [] for p in both]))
+        print(f"this profile's last fit on the repeat probe's bandwidths ({len(both)} stride points both measured): "
+              f"average |error| {100 * gafit.summarise(errors).avg_abs_rel_error:.2f} %")
+
+
 def variant(machine: MachineProfile, changes: Mapping[int, Mapping[str, Any]]) -> tuple[MachineProfile, float]:
     """The profile with its hierarchy changed and every point's hit rates simulated again; and the seconds that
     simulation took."""
@@ -105,6 +124,7 @@ def main() -> int:
     parser.add_argument("--variants", action="store_true", help="also refit on other hit-rate models")
     parser.add_argument("--no-paper", action="store_true", help="skip the paper's 10,000 x 200 GA and the figures")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--repeat", help="a second probe of the same host: print how far the two differ")
     args = parser.parse_args()
     if args.probe:
         machine = probe.probe(replace(probe.ProbeSettings(), mpi=False, fit=False), notes="bench/ga_fit.py --probe",
@@ -132,6 +152,8 @@ def main() -> int:
         directory.mkdir(parents=True, exist_ok=True)
         print(figures.plot_multimaps(machine, directory / "multimaps-fit.png"))
         print(figures.plot_errors(machine, directory / "multimaps-errors-stride4.png", "stride 4"))
+    if args.repeat:
+        repeat_report(machine, args.repeat)
     if args.variants:
         for label, changes in VARIANTS.items():
             other, seconds = variant(machine, changes)

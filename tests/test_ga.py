@@ -4,6 +4,7 @@ generated, reproducibility, the Table-4 error summary and bad input."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -54,8 +55,8 @@ def test_equation_1_matches_the_paper_written_out() -> None:
 
 def test_ga_recovers_known_parameters_within_two_percent() -> None:
     h = synthetic_hit_rates(200, 4, seed=1)
-    result = gafit.fit(h, TRUE.bandwidth(h), settings=GASettings(population=1000, generations=40, seed=3,
-                                                                 lamarck_every=10))
+    result = gafit.fit(h, TRUE.bandwidth(h), penalties=2,
+                       settings=GASettings(population=1000, generations=40, seed=3, lamarck_every=10))
     for name in ("c", "b", "f", "x"):
         assert getattr(result.params, name) == pytest.approx(getattr(TRUE, name), rel=0.02), name
     assert result.fitness < 1e-3
@@ -71,6 +72,25 @@ def test_ga_is_reproducible_with_a_seed() -> None:
     other = gafit.fit(h, y, penalties=1, settings=GASettings(population=200, generations=10, seed=8,
                                                               lamarck_every=5, lamarck_evals=200))
     assert other.history != one.history
+
+
+def test_one_penalty_per_cache_level_by_default() -> None:
+    # the paper's p_1, p_2 are those of its machines' two cache levels: with L1, L2, L3 and memory, p_1..p_3
+    h = synthetic_hit_rates(40, 4, seed=4)
+    result = gafit.fit(h, TRUE.bandwidth(h), settings=GASettings(population=50, generations=2, polish_evals=0))
+    assert len(result.params.f) == len(result.params.x) == 3
+
+
+def test_polish_lowers_the_fitness_of_a_short_ga() -> None:
+    h = synthetic_hit_rates(120, 4, seed=6)
+    y = TRUE.bandwidth(h)
+    short = GASettings(population=100, generations=5, seed=2, lamarck_every=0, lamarck_top=0, polish_evals=0)
+    plain = gafit.fit(h, y, penalties=2, settings=short)
+    polished = gafit.fit(h, y, penalties=2, settings=replace(short, polish_evals=2000))
+    assert polished.history[:-1] == plain.history[:-1]  # the same GA up to the last step
+    assert polished.fitness < 0.9 * plain.fitness
+    again = gafit.fit(h, y, penalties=2, settings=replace(short, polish_evals=2000))
+    assert again.params == polished.params  # Nelder-Mead from the same genome: reproducible
 
 
 def test_error_table_like_table_4() -> None:

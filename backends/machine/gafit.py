@@ -8,16 +8,18 @@ Equation 1 with Equations 3-6, for ``n`` levels (the caches, then main memory) a
     F(h) = sum_i t_i/T * b_i * (1 - (p_1 + ... + p_k))   if i = 1
                                 (1 + p_{i-1})            otherwise (p_i = 0 for i > k)        (1)
 
-The paper uses k = 2 penalties (``p_1, p_2``) and writes the first level's factor as ``1 - (p_1 + p_2)``;
-``penalties=k`` generalises that to k levels. Only the ratios of the latencies ``c_i`` matter (T divides
-them out), so ``c_1`` is fixed at 1 and the others are latencies relative to the first level's.
+The paper uses k = 2 penalties (``p_1, p_2``), one per cache level of its two-cache machines, and writes the
+first level's factor as ``1 - (p_1 + p_2)``; ``penalties=k`` generalises that to k levels, by default one per
+cache level (k = n - 1: p_1..p_3 on a machine with L1, L2 and L3). Only the ratios of the latencies ``c_i``
+matter (T divides them out), so ``c_1`` is fixed at 1 and the others are latencies relative to the first level's.
 
 The GA works on genomes in [0, 1]^D mapped to the parameter bounds (log scale for c, b and x), with
 tournament selection, two-point crossover and Gaussian mutation (probabilities 0.8 and 0.8 as in the paper's
 Table 2), elitism, and a Lamarckian step: the best genomes are refined by a bounded local search and
-written back, the adaptation the paper's GAUL islands apply. Fitness is the paper's: the sum of the absolute
-relative errors over all points. Everything is vectorised over the population with NumPy and seeded, so a
-fit is reproducible.
+written back, the adaptation the paper's GAUL islands apply; the best of the last generation is then polished
+by Nelder-Mead on the fitness itself (a memetic last step: the GA's search stops at a generation count, not at
+an optimum). Fitness is the paper's: the sum of the absolute relative errors over all points. Everything is
+vectorised over the population with NumPy and seeded, so a fit is reproducible.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class GASettings:
     lamarck_every: int = 25
     lamarck_top: int = 4
     lamarck_evals: int = 400
+    polish_evals: int = 4000  # Nelder-Mead evaluations on the GA's best at the end; 0: no polish
     seed: int = 0
 
 
@@ -182,13 +185,17 @@ def check_data(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike) -> tuple[Floa
     return h, y
 
 
-def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 2,
+def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int | None = None,
         settings: GASettings | None = None,
         progress: Callable[[int, float], None] | None = None) -> FitResult:
-    """Fit Equation 1 to measured bandwidths at the given cumulative hit rates; ``progress(gen, best)``."""
+    """Fit Equation 1 to measured bandwidths at the given cumulative hit rates; ``progress(gen, best)``.
+
+    ``penalties`` is k, the number of penalty terms p_1..p_k; None: one per cache level (n - 1)."""
     h, y = check_data(hit_rates, bandwidth)
     cfg = settings or GASettings()
     n = h.shape[1]
+    if penalties is None:
+        penalties = n - 1
     if not 0 <= penalties < n:
         raise FitError(f"penalties must be between 0 and {n - 1} for {n} levels, got {penalties}")
     if cfg.population < 4 or cfg.generations < 1:
@@ -228,6 +235,8 @@ def fit(hit_rates: npt.ArrayLike, bandwidth: npt.ArrayLike, *, penalties: int = 
     pop, score = pop[order], score[order]
     _lamarck(pop, score, residuals, cfg)
     best = int(np.argmin(score))
+    if cfg.polish_evals:
+        _polish(pop, score, best, fitness, cfg.polish_evals)
     return FitResult(genome.params(pop[best]), float(score[best]), time.perf_counter() - started,
                      time.process_time() - cpu_started, cfg,
                      [*history, float(score[best])])
@@ -271,6 +280,21 @@ def _lamarck(pop: FloatArray, score: FloatArray, residuals: Callable[[FloatArray
         if fitness < score[i]:
             pop[i] = candidate
             score[i] = fitness
+
+
+def _polish(pop: FloatArray, score: FloatArray, best: int, fitness: Callable[[FloatArray], FloatArray],
+            evals: int) -> None:
+    """Nelder-Mead from genome ``best`` on the GA's own fitness (not a smooth stand-in), within the genome's
+    bounds; the result replaces the genome if it is fitter. Deterministic: the simplex starts from the genome."""
+    from scipy.optimize import minimize
+
+    found = minimize(lambda g: float(fitness(g[None, :])[0]), pop[best], method="Nelder-Mead",
+                     bounds=[(0.0, 1.0)] * pop.shape[1],
+                     options={"maxfev": evals, "xatol": 1e-7, "fatol": 1e-9, "adaptive": True})
+    candidate = np.clip(found.x, 0.0, 1.0)
+    value = float(fitness(candidate[None, :])[0])
+    if value < score[best]:
+        pop[best], score[best] = candidate, value
 
 
 # --- the paper's Table 4: average absolute relative error and its standard deviation ---------------------

@@ -62,7 +62,7 @@ class ProbeSettings:
     mpi: bool = True
     fit: bool = True
     ga: gafit.GASettings = field(default_factory=gafit.GASettings)
-    penalties: int = 2
+    penalties: int | None = None  # Equation 1's p_i: None, one per cache level
     is_quick: bool = False  # set by quick(), recorded in the profile
 
     @classmethod
@@ -236,7 +236,7 @@ def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheL
             bar.update()
 
 
-def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int = 2) -> BandwidthFit:
+def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | None = None) -> BandwidthFit:
     """GA-fit Equation 1 to the profile's stride curves (the random curve is left out, as a check)."""
     fitted = [p for p in profile.multimaps if p.pattern == "stride" and p.hit_rates is not None]
     if not fitted:

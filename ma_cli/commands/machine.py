@@ -73,7 +73,8 @@ def _ga_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--population", type=int, help="GA population (default 10000, the paper's)")
     parser.add_argument("--generations", type=int, help="GA generations (default 200, the paper's)")
     parser.add_argument("--seed", type=int, default=0, help="GA random seed (default 0)")
-    parser.add_argument("--penalties", type=int, default=2, help="non-linear penalty terms p_i (paper: 2)")
+    parser.add_argument("--penalties", type=int, help="non-linear penalty terms p_i (default: one per cache level, "
+                                                      "as the paper's p_1, p_2 on two-cache machines)")
 
 
 def _ga_settings(args: argparse.Namespace, base: Any) -> Any:
