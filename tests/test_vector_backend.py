@@ -76,7 +76,7 @@ def test_prediction_is_symbolic_and_follows_the_mv_scores(builder: ModelBuilder)
     assert "na" not in scalar.free_inputs and "niter" in scalar.free_inputs
     values = {k: v for k, v in POINT.items() if k != "na"}
     loops = {"conj_loop/conj_grad/cgit": VectorLoop(3, "4")}
-    vector = VectorBackend(loops).predict(builder, machine(), {"na": 14000})
+    vector = VectorBackend(loops, flop_time="sum").predict(builder, machine(), {"na": 14000})  # the rates alone
     flops = builder.model("flops").evaluate(POINT)
     inner = [s for s in vector.sites if s.path.startswith("conj_loop/conj_grad/cgit/")]
     assert inner and all(s.communication == 0 for s in vector.sites)
@@ -275,3 +275,58 @@ def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: Model
     scalar = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26")}  # scalar: the profile's stride-1 curve
     predicted = VectorBackend(scalar, "max", simd=curve).predict(tzetar, host, at_w)
     assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 9e9)
+
+
+def test_flop_time_net_of_the_bandwidth_loops_own_flops_by_hand() -> None:
+    """A scalar loop of 27 flops and 18 words on a profile whose bandwidths come from loops doing 2/3 flop per
+    word (the triads): 12 of its flops are inside the memory time, 15 are added at the scalar rate (net); Figure
+    4's sum adds all 27; the overlap form takes the larger of the two times. A profile without the kernels'
+    flops (the X1E) gives the paper's sum in every form but max."""
+    from backends.vector.profile import VectorProfile
+
+    triads = {"min": 2 / 3, "mixed": 2 / 3, "max": 2 / 3}
+    profile = VectorProfile("p", 4e9, 8e9, 1e9, 2e9, 4, {"min": 1.0, "mixed": 2.0, "max": 8.0},
+                            kernel_flops_per_word=triads)
+    memory = 18 * 8 / 8e9
+    net = loop_time(27, 18, 0, None, profile, "max")
+    assert (float(net.compute), float(net.memory)) == pytest.approx((15 / 1e9, memory))
+    assert float(loop_time(27, 18, 0, None, profile, "max", "sum").total) == pytest.approx(27 / 1e9 + memory)
+    assert float(loop_time(27, 18, 0, None, profile, "max", "max").total) == pytest.approx(max(27 / 1e9, memory))
+    assert float(loop_time(6, 18, 0, None, profile, "max").compute) == 0  # all its flops inside the triad's
+    for form in ("net", "sum"):
+        assert loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max", form).total == \
+            loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max", "sum").total
+    with pytest.raises(BackendError, match="unknown flop time form"):
+        loop_time(1, 1, 0, None, profile, "max", "overlap")
+
+
+def test_the_host_profile_knows_the_flops_of_its_bandwidth_loops() -> None:
+    """Max from the triad (memory, unit stride; or the SIMD file's triads) holds 2/3 flop per word, from the
+    MultiMAPS strided loop 1; min from the random loop (one add per 12 bytes) 2/3; mixed the smaller."""
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 10, 100.0), SimdPoint(1 << 24, 50.0)),
+                          scalar_triad=(SimdPoint(1 << 10, 40.0), SimdPoint(1 << 24, 20.0)))
+    in_memory, in_l1 = host_profile(machine()), host_profile(machine(), working_set=4096)
+    assert in_memory.kernel_flops("max") == pytest.approx(2 / 3) and in_l1.kernel_flops("max") == 1.0
+    assert in_l1.kernel_flops("min") == in_l1.kernel_flops("mixed") == pytest.approx(2 / 3)
+    simd = host_profile(machine(), working_set=4096, simd=curve)
+    assert simd.kernel_flops("max") == simd.kernel_flops("max", vector=True) == pytest.approx(2 / 3)
+    assert CRAY_X1E.kernel_flops("max") == CRAY_X1E.kernel_flops("min", vector=True) == 0
+
+
+def test_a_loops_flop_and_load_store_sites_are_timed_together(tzetar: ModelBuilder) -> None:
+    """SP's tzetar annotates its flops and load/stores at two sites under one vec_loop: the net form takes the
+    loop's 725760 flops against its 1179360 words (class W) in memory, where the triad's 2/3 flop per word
+    covers them all, so the loop costs its memory time; Figure 4's sum adds 725760 flops at the multistreamed
+    rate (MV 3: 16 GF/s x 2 cores); the X1E gives the paper's figure in both."""
+    loops = loops_from_trace(tzetar.ts)
+    at_w = {"problem_size": 36, "nprocs": 1}
+    memory = 1179360 * 8 / 10e9
+    net = VectorBackend(loops, "max").predict(tzetar, machine(), at_w)
+    paper = VectorBackend(loops, "max", flop_time="sum").predict(tzetar, machine(), at_w)
+    assert (float(net.part("compute")), float(net.part("memory"))) == pytest.approx((0.0, memory))
+    assert float(paper.part("compute")) == pytest.approx(725760 / 32e9)
+    assert any("flop time 'net'" in note for note in net.notes)
+    x1e = {form: VectorBackend(loops, "max", CRAY_X1E, flop_time=form).predict(tzetar, machine(), at_w)
+           for form in ("net", "sum")}
+    assert x1e["net"].evaluate({}) == x1e["sum"].evaluate({}) == pytest.approx(
+        float(loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max").total))
