@@ -61,6 +61,8 @@ CASES = [("tzetar", 64, 1), ("tzetar", 20, 200), ("matvec", 200_000, 1), ("triad
 # the table's predictions take flop time net of the bandwidth loops' own flops (backends/vector/timing.py); the best
 # scenario of the other forms is printed beside them
 OTHER_FORMS = ("sum", "max")
+# matvec taken apart (kernels.c): without its rows, without its a stream, each also with random columns
+PIECES = ("matvec random", "dot", "dot random", "gather", "gather random")
 FORM_NAMES = {"sum": "Figure 4's sum (the paper's form)", "max": "overlap (max)"}
 
 
@@ -88,7 +90,9 @@ class Run:
 
 
 def run_once(exe: Path, kernel: str, n: int, repeat: int) -> list[str]:
-    done = subprocess.run([str(exe), kernel, str(n), str(repeat)], capture_output=True, text=True, check=True)
+    """One timed run; ``kernel`` may carry the program's options after its name ("matvec random")."""
+    name, *options = kernel.split()
+    done = subprocess.run([str(exe), name, str(n), str(repeat), *options], capture_output=True, text=True, check=True)
     return done.stdout.split()
 
 
@@ -172,7 +176,7 @@ def main() -> None:
                   args.repeat * calls) for kernel, base_n, calls in CASES]  # tzetar's N is the edge of a cube
         measured = measure(exes, cases, args.runs)
         matvec_n = next(n for kernel, n, _ in cases if kernel == "matvec")
-        gathers = measure({"vectorised": exes["vectorised"]}, [("gather", matvec_n, args.repeat)], args.runs)
+        pieces = measure({"scalar": exes["scalar"]}, [(piece, matvec_n, args.repeat) for piece in PIECES], args.runs)
     for build_name in BUILDS:
         for (kernel, n), runs in measured.items():
             run = runs[build_name]
@@ -206,7 +210,8 @@ def main() -> None:
           + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items())
           + "; other flop time forms: " + ", ".join(f"{FORM_NAMES[form]} {sum(abs(e) <= 0.2 for e in errs)} of "
                                                     f"{len(errs)}" for form, errs in form_bests.items()))
-    print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], measured[("matvec", matvec_n)]["scalar"],
+    print_pieces(measured[("matvec", matvec_n)]["scalar"], {k: r["scalar"] for (k, _), r in pieces.items()})
+    print_gather(machine, pieces[("gather", matvec_n)]["scalar"], measured[("matvec", matvec_n)]["scalar"],
                  matvec_n)
     sparse_rows = []
     hit_rates = matvec_hit_rates(machine, matvec_n)
@@ -224,6 +229,17 @@ def main() -> None:
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
+
+
+def print_pieces(matvec: Run, pieces: dict[str, Run]) -> None:
+    """matvec's time taken apart, ns per entry (scalar build): without its rows (dot: the same entries into eight
+    sums, no per-row add chain, no q or rowstr), without its a stream (gather), and each with random columns."""
+    entries = matvec.flops / 2
+    print("matvec taken apart (scalar build, ns per entry; (k * 7919) % N columns | random): matvec "
+          f"{matvec.seconds / entries * 1e9:.2f} | {pieces['matvec random'].seconds / entries * 1e9:.2f}; "
+          + "; ".join(f"{label} {pieces[name].seconds / entries * 1e9:.2f} | "
+                      f"{pieces[name + ' random'].seconds / entries * 1e9:.2f}"
+                      for name, label in (("dot", "without its rows (dot)"), ("gather", "without a (gather)"))))
 
 
 def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -> None:
