@@ -14,8 +14,12 @@ import pytest
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import (gather_seconds, gather_seconds_by_level, level_reference_sizes,
-                                      scalar_unit_scenario_bandwidths)
+from backends.vector.bandwidth import (
+    gather_seconds,
+    gather_seconds_by_level,
+    level_reference_sizes,
+    scalar_unit_scenario_bandwidths,
+)
 from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
 
@@ -184,7 +188,7 @@ def test_gathers_by_the_levels_their_hit_rates_say_by_hand() -> None:
     assert level_reference_sizes(host, curve.sparse_dot) == [4096, 1 << 18, 1 << 22]
     assert gather_seconds_by_level(host, curve, 1e6, [0.5, 0.75, 1.0], values=True) == pytest.approx(1.5e-3)
     assert gather_seconds_by_level(host, curve, 1e6, [0.0, 0.0, 1.0], values=True) == pytest.approx(4e-3)
-    with pytest.raises(BackendError, match="not cumulative h_1..h_n"):
+    with pytest.raises(BackendError, match=r"not cumulative h_1\.\.h_n"):
         gather_seconds_by_level(host, curve, 1e6, [0.5, 1.0], values=True)
     with pytest.raises(BackendError, match="no gather curve"):
         gather_seconds_by_level(host, curve, 1e6, [0.5, 0.75, 1.0])
