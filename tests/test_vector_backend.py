@@ -333,3 +333,28 @@ def test_a_loops_flop_and_load_store_sites_are_timed_together(tzetar: ModelBuild
            for form in ("net", "sum")}
     assert x1e["net"].evaluate({}) == x1e["sum"].evaluate({}) == pytest.approx(
         float(loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max").total))
+
+
+def test_a_sparse_loops_asserted_gathers_take_the_sparse_dot_curve(tzetar: ModelBuilder) -> None:
+    """A loop asserting 1000 gathers (sparse-row entries) of a 1 MiB array: they cost the sparse-dot curve's 2 ns
+    each there (4 GB/s of 8-byte reads), their 3000 words and 2000 flops leave Figure 4's part (class W: 1179360
+    words, 725760 flops; in memory at the triad's 10 GB/s; net, the rest's flops are inside the triad's 2/3 per
+    word; the sum adds them at the scalar rate, 4 GF/s). With the reads' hit rates (half in the first cache,
+    0.5 ns at the curve's smallest point; half in memory, 2 ns at its largest) 1.25 ns each."""
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 10, 100.0),),
+                          sparse_dot=(SimdPoint(4096, 16.0), SimdPoint(1 << 20, 4.0)))
+    at_w = {"problem_size": 36, "nprocs": 1}
+    sparse = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gathered_bytes="2**20")}
+    memory = (1179360 - 3000) * 8 / 10e9
+    net = VectorBackend(sparse, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert (float(net.part("compute")), float(net.part("memory"))) == pytest.approx((0.0, memory + 1000 * 2e-9))
+    paper = VectorBackend(sparse, "max", simd=curve, flop_time="sum").predict(tzetar, machine(), at_w)
+    assert float(paper.part("compute")) == pytest.approx((725760 - 2000) / 4e9)
+    by_level = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gather_hit_rates=(0.5, 1.0))}
+    predicted = VectorBackend(by_level, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert float(predicted.part("memory")) == pytest.approx(memory + 1000 * 1.25e-9)
+    with pytest.raises(BackendError, match="sparse-dot curve: give one"):
+        VectorBackend(sparse, "max").predict(tzetar, machine(), at_w)
+    unsized = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gathered_bytes="8*size*n")}
+    with pytest.raises(BackendError, match="need gathered_bytes, a number"):
+        VectorBackend(unsized, "max", simd=curve).predict(tzetar, machine(), at_w)

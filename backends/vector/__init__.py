@@ -24,7 +24,7 @@ from ma.trace_format import VECTOR_LOOPS_KEY
 from ..base import Backend, Prediction, SitePrediction
 from .profile import CRAY_X1E, SCENARIOS, VectorProfile, host_profile
 from .simd import SimdBandwidth, for_profile
-from .timing import FLOP_TIMES, LoopTime, loop_time
+from .timing import FLOP_TIMES, LoopTime, loop_time, sparse_loop_time
 
 if TYPE_CHECKING:
     import argparse
@@ -44,7 +44,11 @@ class VectorLoop:
     """What is asserted about a loop: its MV score, and as expression texts in the model's variables (derived
     ones included: they are resolved through the model's definitions) or numbers, its AVL, vector load/stores
     and flops (per call) and the bytes it touches (its working set: where on the measured bandwidth curves it
-    sits). ``where`` is the annotation's FILE:LINE, for messages."""
+    sits). A sparse row loop may assert its ``gathers`` (entries per call: each a value and an index streamed and
+    a read of an array of ``gathered_bytes``), timed on the SIMD file's sparse-dot curve
+    (:func:`timing.sparse_loop_time`): at the array's size (random indices), or where ``gather_hit_rates`` (the
+    reads' cumulative h_1..h_n and 1.0, e.g. simulated for the index pattern) say they are served.
+    ``where`` is the annotation's FILE:LINE, for messages."""
 
     mv: int
     avl: str | float | None = None
@@ -53,6 +57,9 @@ class VectorLoop:
     working_set: str | float | None = None
     stride: int = 1
     where: str = ""
+    gathers: str | float | None = None
+    gathered_bytes: str | float | None = None
+    gather_hit_rates: tuple[float, ...] | None = None
 
     def resolved(self, model: ModelBuilder, path: str = "") -> dict[str, sympy.Expr]:
         """The loop's expressions in the model's inputs only (derived variables replaced by their definitions
@@ -61,7 +68,7 @@ class VectorLoop:
         from ma_post.sympy_expr import as_expr
 
         out = {}
-        for name in ("avl", "vloadstore", "vflops", "working_set"):
+        for name in ("avl", "vloadstore", "vflops", "working_set", "gathers", "gathered_bytes"):
             value = getattr(self, name)
             if value is None:
                 continue
@@ -176,11 +183,16 @@ class VectorBackend(Backend):
         for loop, exprs, profile, paths in loops.values():
             zero = sympy.Integer(0)
             site_flops = [as_expr(flops.get(path, zero)) for path in paths]
-            total = loop_time(sum(site_flops, zero), sum((as_expr(words.get(path, zero)) for path in paths), zero),
-                              loop.mv, exprs.get("avl"), profile, self.scenario, self.flop_time)
-            all_flops = sum(site_flops, zero)
+            all_flops, all_words = sum(site_flops, zero), sum((as_expr(words.get(p, zero)) for p in paths), zero)
+            gathers = "gathers" in exprs
+            total = (sparse_loop_time(all_flops, all_words, exprs["gathers"],
+                                      self._entry_seconds(machine, loop, exprs, bound), loop.mv, exprs.get("avl"),
+                                      profile, self.scenario, self.flop_time) if gathers else
+                     loop_time(all_flops, all_words, loop.mv, exprs.get("avl"), profile, self.scenario, self.flop_time))
             for path, site_flop in zip(paths, site_flops, strict=True):
-                memory = loop_time(0, words.get(path, zero), loop.mv, exprs.get("avl"), profile, self.scenario).memory
+                site_words = as_expr(words.get(path, zero))
+                memory = (zero if site_words == 0 else total.memory * site_words / all_words) if gathers else \
+                    loop_time(0, site_words, loop.mv, exprs.get("avl"), profile, self.scenario).memory
                 compute = zero if site_flop == 0 else total.compute * site_flop / all_flops
                 sites.append(SitePrediction(path, as_expr(compute).subs(bound), as_expr(memory).subs(bound), zero))
         sites.sort(key=lambda site: site.path)
@@ -191,6 +203,23 @@ class VectorBackend(Backend):
                         f"({', '.join(f'{b:.4g}' for b in bandwidths)} GB/s), flop time {self.flop_time!r}; "
                         "communication is not modelled")
         return Prediction(self.NAME, name, tuple(sites), dict(parameters or {}), tuple(dict.fromkeys(notes)))
+
+    def _entry_seconds(self, machine: MachineProfile, loop: VectorLoop, exprs: Mapping[str, sympy.Expr],
+                       bound: Mapping[sympy.Symbol, float]) -> float:
+        """Seconds per asserted gather (sparse-row entry) on the SIMD file's sparse-dot curve."""
+        from .bandwidth import gather_seconds, gather_seconds_by_level
+
+        where = loop.where or "a vector loop"
+        if self.simd is None:
+            raise BackendError(f"{where}: its gathers are timed on the SIMD bandwidth file's sparse-dot curve: give "
+                               "one (--simd-bandwidth, or PROFILE.simd.json beside the machine profile)")
+        if loop.gather_hit_rates is not None:
+            return gather_seconds_by_level(machine, self.simd, 1.0, loop.gather_hit_rates, values=True)
+        size = exprs["gathered_bytes"].subs(bound) if "gathered_bytes" in exprs else None
+        if size is None or not size.is_number:
+            raise BackendError(f"{where}: gathers without gather_hit_rates need gathered_bytes, a number at the "
+                               f"given parameters (got {size})")
+        return gather_seconds(self.simd, 1.0, float(size), values=True)
 
     @staticmethod
     def _bytes(exprs: Mapping[str, sympy.Expr]) -> sympy.Expr | None:

@@ -65,3 +65,23 @@ def loop_time(flops: sympy.Expr | float, loadstores: sympy.Expr | float, mv: int
                         memory)
     compute = as_expr(flops) / sympy.Float(rate)
     return LoopTime(sympy.Max(compute - memory, 0) if flop_time == "max" else compute, memory)
+
+
+# what the sparse-dot curve's loop does per entry (simd_bandwidth.c's ma_sparse_dot): a value and an index streamed,
+# one gathered read, one FMA
+SPARSE_ENTRY_WORDS, SPARSE_ENTRY_FLOPS = 3, 2
+
+
+def sparse_loop_time(flops: sympy.Expr | float, loadstores: sympy.Expr | float, entries: sympy.Expr | float,
+                     entry_seconds: float, mv: int, avl: sympy.Expr | float | None, profile: VectorProfile,
+                     scenario: str, flop_time: str = "net") -> LoopTime:
+    """An extension of Figure 4 for a sparse row loop: its ``entries`` (each a value and an index streamed and a
+    gathered read, with one FMA) cost ``entry_seconds`` each, the sparse-dot curve's figure for them
+    (:func:`.bandwidth.gather_seconds` or :func:`.bandwidth.gather_seconds_by_level` with ``values``), added as
+    memory time (a sparse row's streams and gathers sum, they do not overlap); the rest of its words and flops by
+    :func:`loop_time`."""
+    count = as_expr(entries)
+    rest = loop_time(sympy.Max(as_expr(flops) - SPARSE_ENTRY_FLOPS * count, 0),
+                     sympy.Max(as_expr(loadstores) - SPARSE_ENTRY_WORDS * count, 0), mv, avl, profile, scenario,
+                     flop_time)
+    return LoopTime(rest.compute, rest.memory + count * sympy.Float(entry_seconds))
