@@ -2,7 +2,7 @@
 the vector backend (Figure 4's Tv/Ts with min/mixed/max bandwidth) and measured (its Figures 5 and 6).
 
 The kernels are examples/vector_kernels/kernels.c (SP's tzetar, CG's CSR matvec, a STREAM triad, and a
-recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3`` and the same with
+recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3 -falign-loops=64`` and the same with
 ``-fno-tree-vectorize``. Each kernel's MV score and vector width come from ``ma loopmark`` on the same flags
 (its innermost loop); its AVL is the paper's (section 4.2) from the innermost trip count t and the width w,
 t / ceil(t / w); flops, loads/stores, working set and trip count are the kernel program's own per-call
@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from backends.machine.hitrates import simulate
+from backends.machine.hitrates import Simulator
 from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
 from backends.vector import host_profile, loop_time
@@ -51,7 +51,10 @@ from ma_post.loopmark import loopmarks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "examples" / "vector_kernels" / "kernels.c"
-BUILDS = {"vectorised": ("-O3", "-march=x86-64-v3"), "scalar": ("-O3", "-march=x86-64-v3", "-fno-tree-vectorize")}
+# loops on 64-byte lines, as the SIMD probe's (backends/vector/simd.py): a scalar loop across two lines takes two
+# cycles per element on Zen 4 (its front end), so without it a kernel's speed depended on what else is in the file
+BUILDS = {"vectorised": ("-O3", "-march=x86-64-v3", "-falign-loops=64"),
+          "scalar": ("-O3", "-march=x86-64-v3", "-fno-tree-vectorize", "-falign-loops=64")}
 # kernel -> the text of its innermost loop's line
 LOOPS = {"tzetar": "for (long i = 1; i < n - 1; i++)", "matvec": "for (long k = rowstr[j]",
          "triad": "a[i] = b[i] + s * c[i]", "recurrence": "for (long i = 1; i < n; i++)"}
@@ -291,12 +294,26 @@ def gather_extension(machine: MachineProfile, simd: simd_curve.SimdBandwidth, ru
                   f"{gathered * 1e3:.2f} ms"
 
 
-def matvec_hit_rates(machine: MachineProfile, rows: int) -> list[float]:
-    """Simulated cumulative hit rates of matvec's reads of p on the profile's caches: one pass of its colidx
-    (kernels.c: colidx[k] = (k * 7919) % rows, a permutation of p every rows entries; the a and colidx streams
-    that share the caches are not simulated)."""
-    entries = np.arange(rows, dtype=np.uint64)
-    return simulate(machine.caches, 8 * ((entries * np.uint64(7919)) % np.uint64(rows)))
+def matvec_hit_rates(machine: MachineProfile, rows: int, per_row: int = 32) -> list[float]:
+    """Simulated cumulative hit rates of matvec's reads of p on the profile's caches, with the a and colidx streams
+    that pass through the same caches (kernels.c: colidx[k] = (k * 7919) % rows, a permutation of p every rows
+    entries): a warm-up pass of rows entries, then one that counts, eight entries at a time (their a and colidx
+    words, then their reads of p, whose hits alone are counted)."""
+    simulator, block = Simulator(machine.caches), 8
+    p_base, a_base, colidx_base = 0, 1 << 40, 1 << 41  # the arrays far apart, as separate allocations are
+    loads, hits = 0, np.zeros(len(machine.caches), dtype=np.int64)
+    for start in range(0, 2 * rows - block + 1, block):
+        k = np.arange(start, start + block, dtype=np.uint64)
+        streams = np.empty(2 * block, dtype=np.uint64)
+        streams[0::2], streams[1::2] = a_base + 8 * k, colidx_base + 8 * k
+        simulator.stream(streams)
+        before = simulator.counts()
+        simulator.stream(p_base + 8 * ((k * np.uint64(7919)) % np.uint64(rows)))
+        after = simulator.counts()
+        if start >= rows:  # the counted pass
+            loads += after[0] - before[0]
+            hits += np.subtract(after[1], before[1])
+    return [float(h) / loads for h in np.cumsum(hits)] + [1.0]
 
 
 def print_gather_extensions(machine: MachineProfile, simd: simd_curve.SimdBandwidth, build_name: str, run: Run,

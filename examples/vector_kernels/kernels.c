@@ -67,19 +67,6 @@ NOINLINE double gather(long nnz, const long *restrict colidx, const double *rest
     return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
 }
 
-/* matvec without its rows: a[k] * p[colidx[k]] into eight independent sums (no per-row add chain, no q or
- * rowstr), for bench/vector_predict.py's look at what matvec's time is made of. */
-NOINLINE double dot(long nnz, const long *restrict colidx, const double *restrict a, const double *restrict p)
-{
-    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
-    for (long k = 0; k + 8 <= nnz; k += 8) {
-        s0 += a[k] * p[colidx[k]]; s1 += a[k + 1] * p[colidx[k + 1]]; s2 += a[k + 2] * p[colidx[k + 2]];
-        s3 += a[k + 3] * p[colidx[k + 3]]; s4 += a[k + 4] * p[colidx[k + 4]]; s5 += a[k + 5] * p[colidx[k + 5]];
-        s6 += a[k + 6] * p[colidx[k + 6]]; s7 += a[k + 7] * p[colidx[k + 7]];
-    }
-    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
-}
-
 /* STREAM's triad, multithreaded where OpenMP is on. */
 NOINLINE void triad(long n, double *restrict a, const double *restrict b, const double *restrict c, double s)
 {
@@ -93,6 +80,20 @@ NOINLINE void recurrence(long n, double *restrict x, const double *restrict b)
 {
     for (long i = 1; i < n; i++)
         x[i] = x[i - 1] * 0.5 + b[i];
+}
+
+/* matvec without its rows (after the other kernels: their code stays where it was, and with it the
+ * alignment of their loops, which a scalar loop's speed depends on: docs/vector-backend.md): a[k] * p[colidx[k]] into eight independent sums (no per-row add chain, no q or
+ * rowstr), for bench/vector_predict.py's look at what matvec's time is made of. */
+NOINLINE double dot(long nnz, const long *restrict colidx, const double *restrict a, const double *restrict p)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    for (long k = 0; k + 8 <= nnz; k += 8) {
+        s0 += a[k] * p[colidx[k]]; s1 += a[k + 1] * p[colidx[k + 1]]; s2 += a[k + 2] * p[colidx[k + 2]];
+        s3 += a[k + 3] * p[colidx[k + 3]]; s4 += a[k + 4] * p[colidx[k + 4]]; s5 += a[k + 5] * p[colidx[k + 5]];
+        s6 += a[k + 6] * p[colidx[k + 6]]; s7 += a[k + 7] * p[colidx[k + 7]];
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
 }
 
 static double seconds(void)
