@@ -11,17 +11,20 @@ fit): the peak flop rate, and per kernel the bandwidth of each scenario read off
 curves and triad at the kernel's working set (backends/vector/bandwidth.py); in the caches the max is the
 measured triad curve of the unit the build uses, the SIMD (AVX2) triad for vectorised builds and the scalar triad
 for scalar ones (backends/vector/simd.py: ``--simd FILE``, else the profile's ``.simd.json`` beside it, else
-measured now, ~5 s). Nothing is fitted to the timings. "no MV"
+measured now, ~15 s; ``--save-simd FILE`` always measures them and saves them). Flop time is net of the flops
+the bandwidth's own loop does (backends/vector/timing.py); the best scenario of Figure 4's sum (the paper's
+form) and of the overlap form are printed beside. Nothing is fitted to the timings. "no MV"
 predicts the unvectorised build as if it were vectorised (MV 2, as the source asserts):
 the paper's Figure 6 case, where the model does not know what the compiler did.
 
 Error = (predicted - measured) / measured. Each build's time is the best of --runs runs of --repeat calls (times the
 case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
 processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
-the figures printed are one run. After the table, matvec's random reads alone (the ``gather`` kernel) are set
-against the random-access curve, to show what part of matvec's time Figure 4 does not model, and matvec is
-predicted by Figure 4 plus a gather term from the SIMD file's measured gather curve (an extension, printed
-beside the scenarios and not counted in them).
+the figures printed are one run. After the table, matvec taken apart (kernels.c's ``dot`` and ``gather``, with
+its columns and random ones), its random reads alone set against the random-access curve, and matvec predicted
+by Figure 4 plus gather terms from the SIMD file's measured curves (extensions, printed beside the scenarios):
+the gather curve at p's size, the sparse-dot curve at p's size, and the sparse-dot curve by level at the
+simulated hit rates of matvec's reads of p (with its streams), which a "k of 12" line counts in matvec's place.
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
                                      [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
