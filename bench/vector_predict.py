@@ -2,7 +2,7 @@
 the vector backend (Figure 4's Tv/Ts with min/mixed/max bandwidth) and measured (its Figures 5 and 6).
 
 The kernels are examples/vector_kernels/kernels.c (SP's tzetar, CG's CSR matvec, a STREAM triad, and a
-recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3`` and the same with
+recurrence GCC refuses to vectorise), built ``-O3 -march=x86-64-v3 -falign-loops=64`` and the same with
 ``-fno-tree-vectorize``. Each kernel's MV score and vector width come from ``ma loopmark`` on the same flags
 (its innermost loop); its AVL is the paper's (section 4.2) from the innermost trip count t and the width w,
 t / ceil(t / w); flops, loads/stores, working set and trip count are the kernel program's own per-call
@@ -11,17 +11,20 @@ fit): the peak flop rate, and per kernel the bandwidth of each scenario read off
 curves and triad at the kernel's working set (backends/vector/bandwidth.py); in the caches the max is the
 measured triad curve of the unit the build uses, the SIMD (AVX2) triad for vectorised builds and the scalar triad
 for scalar ones (backends/vector/simd.py: ``--simd FILE``, else the profile's ``.simd.json`` beside it, else
-measured now, ~5 s). Nothing is fitted to the timings. "no MV"
+measured now, ~15 s; ``--save-simd FILE`` always measures them and saves them). Flop time is net of the flops
+the bandwidth's own loop does (backends/vector/timing.py); the best scenario of Figure 4's sum (the paper's
+form) and of the overlap form are printed beside. Nothing is fitted to the timings. "no MV"
 predicts the unvectorised build as if it were vectorised (MV 2, as the source asserts):
 the paper's Figure 6 case, where the model does not know what the compiler did.
 
 Error = (predicted - measured) / measured. Each build's time is the best of --runs runs of --repeat calls (times the
 case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
 processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
-the figures printed are one run. After the table, matvec's random reads alone (the ``gather`` kernel) are set
-against the random-access curve, to show what part of matvec's time Figure 4 does not model, and matvec is
-predicted by Figure 4 plus a gather term from the SIMD file's measured gather curve (an extension, printed
-beside the scenarios and not counted in them).
+the figures printed are one run. After the table, matvec taken apart (kernels.c's ``dot`` and ``gather``, with
+its columns and random ones), its random reads alone set against the random-access curve, and matvec predicted
+by Figure 4 plus gather terms from the SIMD file's measured curves (extensions, printed beside the scenarios):
+the gather curve at p's size, the sparse-dot curve at p's size, and the sparse-dot curve by level at the
+simulated hit rates of matvec's reads of p (with its streams), which a "k of 12" line counts in matvec's place.
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
                                      [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
@@ -37,17 +40,24 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import numpy as np
+
+from backends.machine.hitrates import Simulator
 from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import curve_at, gather_seconds, memory_level
+from backends.vector.bandwidth import curve_at, gather_seconds, gather_seconds_by_level, memory_level
 from backends.vector.profile import SCENARIOS, VectorProfile
+from backends.vector.timing import sparse_loop_time
 from ma_post.loopmark import loopmarks
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "examples" / "vector_kernels" / "kernels.c"
-BUILDS = {"vectorised": ("-O3", "-march=x86-64-v3"), "scalar": ("-O3", "-march=x86-64-v3", "-fno-tree-vectorize")}
+# loops on 64-byte lines, as the SIMD probe's (backends/vector/simd.py): a scalar loop across two lines takes two
+# cycles per element on Zen 4 (its front end), so without it a kernel's speed depended on what else is in the file
+BUILDS = {"vectorised": ("-O3", "-march=x86-64-v3", "-falign-loops=64"),
+          "scalar": ("-O3", "-march=x86-64-v3", "-fno-tree-vectorize", "-falign-loops=64")}
 # kernel -> the text of its innermost loop's line
 LOOPS = {"tzetar": "for (long i = 1; i < n - 1; i++)", "matvec": "for (long k = rowstr[j]",
          "triad": "a[i] = b[i] + s * c[i]", "recurrence": "for (long i = 1; i < n; i++)"}
@@ -55,6 +65,12 @@ LOOPS = {"tzetar": "for (long i = 1; i < n - 1; i++)", "matvec": "for (long k = 
 # tzetar and the triad also with working sets in the second cache (Zen 4: 1 MiB), to test the level lookup
 CASES = [("tzetar", 64, 1), ("tzetar", 20, 200), ("matvec", 200_000, 1), ("triad", 4_000_000, 1),
          ("triad", 20_000, 400), ("recurrence", 4_000_000, 1)]
+# the table's predictions take flop time net of the bandwidth loops' own flops (backends/vector/timing.py); the best
+# scenario of the other forms is printed beside them
+OTHER_FORMS = ("sum", "max")
+# matvec taken apart (kernels.c): without its rows, without its a stream, each also with random columns
+PIECES = ("matvec random", "dot", "dot random", "gather", "gather random")
+FORM_NAMES = {"sum": "Figure 4's sum (the paper's form)", "max": "overlap (max)"}
 
 
 def loop_line(text: str) -> int:
@@ -81,7 +97,9 @@ class Run:
 
 
 def run_once(exe: Path, kernel: str, n: int, repeat: int) -> list[str]:
-    done = subprocess.run([str(exe), kernel, str(n), str(repeat)], capture_output=True, text=True, check=True)
+    """One timed run; ``kernel`` may carry the program's options after its name ("matvec random")."""
+    name, *options = kernel.split()
+    done = subprocess.run([str(exe), name, str(n), str(repeat), *options], capture_output=True, text=True, check=True)
     return done.stdout.split()
 
 
@@ -111,8 +129,8 @@ def paper_avl(trip: int, lanes: int) -> float:
     return trip / math.ceil(trip / lanes)
 
 
-def predict(profile: VectorProfile, run: Run, mv: int, avl: float | None) -> dict[str, float]:
-    return {s: float(loop_time(run.flops, run.words, mv, avl, profile, s).total) for s in SCENARIOS}
+def predict(profile: VectorProfile, run: Run, mv: int, avl: float | None, form: str = "net") -> dict[str, float]:
+    return {s: float(loop_time(run.flops, run.words, mv, avl, profile, s, form).total) for s in SCENARIOS}
 
 
 def level_name(machine: MachineProfile, working_set: float) -> str:
@@ -128,12 +146,14 @@ def main() -> None:
     parser.add_argument("--profile", default=None, help="a saved machine profile (default: probe this host now)")
     parser.add_argument("--simd", default=None, help="the host's SIMD bandwidth curve (default: the profile's "
                         ".simd.json beside it, else measured now)")
-    parser.add_argument("--save-simd", default=None, help="save the SIMD curve measured now to this file")
+    parser.add_argument("--save-simd", default=None, help="measure the SIMD curves now (whatever --simd or the "
+                        "profile's .simd.json say) and save them to this file")
     parser.add_argument("--figure", default=None, help="also save the errors as a bar chart (PNG/PDF/SVG)")
     args = parser.parse_args()
 
     machine = load(args.profile) if args.profile else probe(dataclasses.replace(ProbeSettings(), mpi=False, fit=False))
-    simd = simd_curve.SimdBandwidth.load(args.simd) if args.simd else simd_curve.for_profile(args.profile)
+    simd = None if args.save_simd else (simd_curve.SimdBandwidth.load(args.simd) if args.simd
+                                        else simd_curve.for_profile(args.profile))
     if simd is None:
         simd = simd_curve.measure_for(machine, notes="measured by bench/vector_predict.py")
         if args.save_simd:
@@ -149,9 +169,11 @@ def main() -> None:
           f"{machine.triad_gbs:.1f} GB/s; caches " + ", ".join(f"L{c.level} {c.size_bytes >> 10} KiB"
                                                               for c in machine.caches))
     header = (f"{'kernel':<11}{'N':>8} {'build':<11}{'MV':>3}{'AVL':>5}{'set':>5}{'GB/s min/mixed/max':>20}"
-              f"{'measured s':>12}" + "".join(f"{'pred ' + s:>12}{'err':>8}" for s in SCENARIOS) + f"{'best':>8}")
+              f"{'measured s':>12}" + "".join(f"{'pred ' + s:>12}{'err':>8}" for s in SCENARIOS) + f"{'best':>8}"
+              + "".join(f"{form + ' best':>10}" for form in OTHER_FORMS))
     print(header)
     best_errors = []
+    form_bests: dict[str, list[float]] = {form: [] for form in OTHER_FORMS}
     scenario_errors: dict[str, list[float]] = {s: [] for s in SCENARIOS}
     bars: list[tuple[str, dict[str, float]]] = []  # (kernel/build, scenario -> error) for the figure
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,7 +183,7 @@ def main() -> None:
                   args.repeat * calls) for kernel, base_n, calls in CASES]  # tzetar's N is the edge of a cube
         measured = measure(exes, cases, args.runs)
         matvec_n = next(n for kernel, n, _ in cases if kernel == "matvec")
-        gathers = measure({"vectorised": exes["vectorised"]}, [("gather", matvec_n, args.repeat)], args.runs)
+        pieces = measure({"scalar": exes["scalar"]}, [(piece, matvec_n, args.repeat) for piece in PIECES], args.runs)
     for build_name in BUILDS:
         for (kernel, n), runs in measured.items():
             run = runs[build_name]
@@ -176,28 +198,55 @@ def main() -> None:
                 errors = {s: (predicted[s] - run.seconds) / run.seconds for s in SCENARIOS}
                 bars.append((f"{kernel} {level_name(machine, run.working_set)}\n{label}", errors))
                 best = min(errors.values(), key=abs)
+                others = {form: min(((p - run.seconds) / run.seconds for p in
+                                     predict(profile, run, mv, loop_avl, form).values()), key=abs)
+                          for form in OTHER_FORMS}
                 if label != "no MV":
                     best_errors.append((kernel, label, best))
+                    for form, error in others.items():
+                        form_bests[form].append(error)
                     for s in SCENARIOS:
                         scenario_errors[s].append(errors[s])
                 bandwidths = "/".join(f"{profile.bandwidth(s, mv >= 2):.1f}" for s in SCENARIOS)
                 print(f"{kernel:<11}{n:>8} {label:<11}{mv:>3}{'-' if loop_avl is None else f'{loop_avl:.2f}':>5}"
                       f"{level_name(machine, run.working_set):>5}{bandwidths:>20}{run.seconds:>12.3e}"
                       + "".join(f"{predicted[s]:>12.3e}{100 * errors[s]:>+7.0f}%" for s in SCENARIOS)
-                      + f"{100 * best:>+7.0f}%")
+                      + f"{100 * best:>+7.0f}%" + "".join(f"{100 * e:>+9.0f}%" for e in others.values()))
     within = sum(abs(e) <= 0.2 for _, _, e in best_errors)
     print(f"best scenario within 20 %: {within} of {len(best_errors)} kernel builds; one scenario for all: "
-          + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items()))
-    print_gather(machine, gathers[("gather", matvec_n)]["vectorised"], measured[("matvec", matvec_n)]["scalar"],
+          + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items())
+          + "; other flop time forms: " + ", ".join(f"{FORM_NAMES[form]} {sum(abs(e) <= 0.2 for e in errs)} of "
+                                                    f"{len(errs)}" for form, errs in form_bests.items()))
+    print_pieces(measured[("matvec", matvec_n)]["scalar"], {k: r["scalar"] for (k, _), r in pieces.items()})
+    print_gather(machine, pieces[("gather", matvec_n)]["scalar"], measured[("matvec", matvec_n)]["scalar"],
                  matvec_n)
+    sparse_rows = []
+    hit_rates = matvec_hit_rates(machine, matvec_n)
     for build_name in BUILDS:
         run = measured[("matvec", matvec_n)][build_name]
         mark = marks[build_name][loop_line(LOOPS["matvec"])]
-        print_gather_extension(machine, simd, build_name, run, matvec_n, mark.mv,
-                               paper_avl(run.trip, mark.lanes or lanes) if mark.mv >= 2 else None)
+        sparse_rows.append(print_gather_extensions(machine, simd, build_name, run, matvec_n, mark.mv,
+                                                   paper_avl(run.trip, mark.lanes or lanes) if mark.mv >= 2 else None,
+                                                   hit_rates))
+    matvec_errors = [e for e in sparse_rows if e is not None]
+    if len(matvec_errors) == len(sparse_rows):
+        with_rows = [e for kernel, _, e in best_errors if kernel != "matvec"] + matvec_errors
+        print(f"with matvec by Figure 4 + sparse rows by level: {sum(abs(e) <= 0.2 for e in with_rows)} of "
+              f"{len(with_rows)} kernel builds within 20 %")
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
+
+
+def print_pieces(matvec: Run, pieces: dict[str, Run]) -> None:
+    """matvec's time taken apart, ns per entry (scalar build): without its rows (dot: the same entries into eight
+    sums, no per-row add chain, no q or rowstr), without its a stream (gather), and each with random columns."""
+    entries = matvec.flops / 2
+    print("matvec taken apart (scalar build, ns per entry; (k * 7919) % N columns | random): matvec "
+          f"{matvec.seconds / entries * 1e9:.2f} | {pieces['matvec random'].seconds / entries * 1e9:.2f}; "
+          + "; ".join(f"{label} {pieces[name].seconds / entries * 1e9:.2f} | "
+                      f"{pieces[name + ' random'].seconds / entries * 1e9:.2f}"
+                      for name, label in (("dot", "without its rows (dot)"), ("gather", "without a (gather)"))))
 
 
 def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -> None:
@@ -217,23 +266,76 @@ def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -
           f"({matvec.seconds / accesses * 1e9:.2f} ns per entry; its gathers alone {gather.seconds * 1e3:.2f} ms)")
 
 
-def print_gather_extension(machine: MachineProfile, simd: simd_curve.SimdBandwidth, build_name: str, run: Run,
-                           rows: int, mv: int, avl: float | None) -> None:
-    """matvec by Figure 4 plus a gather term (an extension, beside the paper's scenarios, not counted in them):
-    its gathers (one per entry, rows x trip, of p: 8 x rows bytes; each with its colidx read) at the SIMD file's
-    gather curve at p's size, the rest of its words (a, q, rowstr) and its flops by Figure 4's max scenario."""
-    if not simd.gather:
-        print("matvec, Figure 4 + gathers: the SIMD file has no gather curve")
-        return
-    gathers = float(rows * run.trip)
+def gather_extension(machine: MachineProfile, simd: simd_curve.SimdBandwidth, run: Run, rows: int, mv: int,
+                     avl: float | None, values: bool, hit_rates: list[float] | None = None) -> tuple[float, str] | None:
+    """matvec by Figure 4 plus a gather term (an extension, beside the paper's scenarios): its entries (rows x
+    trip; each a gathered read of p, 8 x rows bytes, and its colidx read) at the SIMD file's gather curve at p's
+    size, the rest of its words (a, q, rowstr) and flops by Figure 4's max scenario; or with ``values`` its entries
+    (each also with its a word and FMA) at the sparse-dot curve, the rest (q, rowstr) likewise; with ``hit_rates``
+    (p's reads'), each entry at the curve where random reads are served by the level that serves it
+    (bandwidth.gather_seconds_by_level). None without the curve; else the seconds and how they were made."""
+    curve = simd.sparse_dot if values else simd.gather
+    if not curve:
+        return None
+    entries = float(rows * run.trip)
     profile = host_profile(machine, 1, working_set=run.working_set, simd=simd)
-    rest = float(loop_time(run.flops, run.words - 2 * gathers, mv, avl, profile, "max").total)
-    gathered = gather_seconds(simd, gathers, 8.0 * rows)
-    total = rest + gathered
-    print(f"matvec {build_name}, Figure 4 + gathers (extension): max scenario without the gathers {rest * 1e3:.2f} ms"
-          f" + {gathers:.0f} gathers at {curve_at(simd.gather, 8.0 * rows):.2f} GB/s (the gather curve at p's "
-          f"{8e-6 * rows:.1f} MB) {gathered * 1e3:.2f} ms = {total * 1e3:.2f} ms; measured {run.seconds * 1e3:.2f} ms,"
-          f" error {100 * (total - run.seconds) / run.seconds:+.0f}%")
+    name = "sparse-dot" if values else "gather"
+    if hit_rates is None:
+        gathered = gather_seconds(simd, entries, 8.0 * rows, values)
+        at = f"{curve_at(curve, 8.0 * rows):.2f} GB/s (the {name} curve at p's {8e-6 * rows:.1f} MB)"
+    else:
+        gathered = gather_seconds_by_level(machine, simd, entries, hit_rates, values)
+        at = (f"{8 * entries / gathered / 1e9:.2f} GB/s (the {name} curve by level, p's reads' simulated hit rates "
+              + "/".join(f"{h:.2f}" for h in hit_rates) + ")")
+    if values:  # the backend's term for a loop asserting its gathers (VectorLoop.gathers)
+        total = float(sparse_loop_time(run.flops, run.words, entries, gathered / entries, mv, avl, profile,
+                                       "max").total)
+    else:  # the gather curve's loop has each entry's colidx word and read of p, no flop
+        total = float(loop_time(run.flops, run.words - 2 * entries, mv, avl, profile, "max").total) + gathered
+    rest = total - gathered
+    return total, f"max scenario for the rest {rest * 1e3:.2f} ms + {entries:.0f} entries at {at} " \
+                  f"{gathered * 1e3:.2f} ms"
+
+
+def matvec_hit_rates(machine: MachineProfile, rows: int, per_row: int = 32) -> list[float]:
+    """Simulated cumulative hit rates of matvec's reads of p on the profile's caches, with the a and colidx streams
+    that pass through the same caches (kernels.c: colidx[k] = (k * 7919) % rows, a permutation of p every rows
+    entries): a warm-up pass of rows entries, then one that counts, eight entries at a time (their a and colidx
+    words, then their reads of p, whose hits alone are counted)."""
+    simulator, block = Simulator(machine.caches), 8
+    p_base, a_base, colidx_base = 0, 1 << 40, 1 << 41  # the arrays far apart, as separate allocations are
+    loads, hits = 0, np.zeros(len(machine.caches), dtype=np.int64)
+    for start in range(0, 2 * rows - block + 1, block):
+        k = np.arange(start, start + block, dtype=np.uint64)
+        streams = np.empty(2 * block, dtype=np.uint64)
+        streams[0::2], streams[1::2] = a_base + 8 * k, colidx_base + 8 * k
+        simulator.stream(streams)
+        before = simulator.counts()
+        simulator.stream(p_base + 8 * ((k * np.uint64(7919)) % np.uint64(rows)))
+        after = simulator.counts()
+        if start >= rows:  # the counted pass
+            loads += after[0] - before[0]
+            hits += np.subtract(after[1], before[1])
+    return [float(h) / loads for h in np.cumsum(hits)] + [1.0]
+
+
+def print_gather_extensions(machine: MachineProfile, simd: simd_curve.SimdBandwidth, build_name: str, run: Run,
+                            rows: int, mv: int, avl: float | None, hit_rates: list[float]) -> float | None:
+    """Prints matvec by the gather terms; returns the error of the last, the sparse-dot curve at the levels
+    where p's reads hit (None without the curve)."""
+    error = None
+    for values, label in ((False, "Figure 4 + gathers"), (True, "Figure 4 + sparse rows"),
+                          (True, "Figure 4 + sparse rows by level")):
+        levels = hit_rates if label.endswith("level") else None
+        found = gather_extension(machine, simd, run, rows, mv, avl, values, levels)
+        if found is None:
+            print(f"matvec {build_name}, {label}: the SIMD file has no {'sparse_dot' if values else 'gather'} curve")
+            continue
+        total, how = found
+        error = (total - run.seconds) / run.seconds if values else error
+        print(f"matvec {build_name}, {label} (extension): {how} = {total * 1e3:.2f} ms; measured "
+              f"{run.seconds * 1e3:.2f} ms, error {100 * (total - run.seconds) / run.seconds:+.0f}%")
+    return error
 
 
 def save_figure(bars: list[tuple[str, dict[str, float]]], path: Path) -> None:

@@ -76,7 +76,7 @@ def test_prediction_is_symbolic_and_follows_the_mv_scores(builder: ModelBuilder)
     assert "na" not in scalar.free_inputs and "niter" in scalar.free_inputs
     values = {k: v for k, v in POINT.items() if k != "na"}
     loops = {"conj_loop/conj_grad/cgit": VectorLoop(3, "4")}
-    vector = VectorBackend(loops).predict(builder, machine(), {"na": 14000})
+    vector = VectorBackend(loops, flop_time="sum").predict(builder, machine(), {"na": 14000})  # the rates alone
     flops = builder.model("flops").evaluate(POINT)
     inner = [s for s in vector.sites if s.path.startswith("conj_loop/conj_grad/cgit/")]
     assert inner and all(s.communication == 0 for s in vector.sites)
@@ -95,18 +95,21 @@ def test_prediction_is_symbolic_and_follows_the_mv_scores(builder: ModelBuilder)
 
 @pytest.mark.octave
 def test_prediction_exports_to_octave(builder: ModelBuilder, tmp_path: Path) -> None:
+    """The X1E's prediction (Figure 4's sum) and the host's (the net flop time: a max(...) per loop)."""
     loops = {"conj_loop/conj_grad/cgit": VectorLoop(2, "4")}
-    prediction = VectorBackend(loops, "max", CRAY_X1E).predict(builder, machine())
-    model = builder.submodel("vector_time", sympy.sympify(prediction.total))
-    (path,) = export_octave([model], tmp_path)
     octave = shutil.which("octave-cli")
     assert octave, "octave-cli is needed (scripts/setup.sh installs it)"
-    args = ", ".join(str(POINT[name]) for name in model.inputs)
-    done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
-                           f"printf('%.17g\\n', {octave_function_name('vector_time')}({args}))"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300, check=True)
-    assert path.name == "vector_time.m"
-    assert float(done.stdout.split()[-1]) == pytest.approx(prediction.evaluate(POINT), rel=1e-12)
+    for name, profile in (("vector_time", CRAY_X1E), ("vector_host_time", None)):
+        prediction = VectorBackend(loops, "max", profile).predict(builder, machine())
+        assert (profile is None) == prediction.total.has(sympy.Max)
+        model = builder.submodel(name, sympy.sympify(prediction.total))
+        (path,) = export_octave([model], tmp_path)
+        args = ", ".join(str(POINT[name]) for name in model.inputs)
+        done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
+                               f"printf('%.17g\\n', {octave_function_name(name)}({args}))"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, check=True)
+        assert path.name == f"{name}.m"
+        assert float(done.stdout.split()[-1]) == pytest.approx(prediction.evaluate(POINT), rel=1e-12)
 
 
 DAXPY_APP = """
@@ -275,3 +278,83 @@ def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: Model
     scalar = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26")}  # scalar: the profile's stride-1 curve
     predicted = VectorBackend(scalar, "max", simd=curve).predict(tzetar, host, at_w)
     assert float(predicted.part("memory")) == pytest.approx(1179360 * 8 / 9e9)
+
+
+def test_flop_time_net_of_the_bandwidth_loops_own_flops_by_hand() -> None:
+    """A scalar loop of 27 flops and 18 words on a profile whose bandwidths come from loops doing 2/3 flop per
+    word (the triads): 12 of its flops are inside the memory time, 15 are added at the scalar rate (net); Figure
+    4's sum adds all 27; the overlap form takes the larger of the two times. A profile without the kernels'
+    flops (the X1E) gives the paper's sum in every form but max."""
+    from backends.vector.profile import VectorProfile
+
+    triads = {"min": 2 / 3, "mixed": 2 / 3, "max": 2 / 3}
+    profile = VectorProfile("p", 4e9, 8e9, 1e9, 2e9, 4, {"min": 1.0, "mixed": 2.0, "max": 8.0},
+                            kernel_flops_per_word=triads)
+    memory = 18 * 8 / 8e9
+    net = loop_time(27, 18, 0, None, profile, "max")
+    assert (float(net.compute), float(net.memory)) == pytest.approx((15 / 1e9, memory))
+    assert float(loop_time(27, 18, 0, None, profile, "max", "sum").total) == pytest.approx(27 / 1e9 + memory)
+    assert float(loop_time(27, 18, 0, None, profile, "max", "max").total) == pytest.approx(max(27 / 1e9, memory))
+    assert float(loop_time(6, 18, 0, None, profile, "max").compute) == 0  # all its flops inside the triad's
+    for form in ("net", "sum"):
+        assert loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max", form).total == \
+            loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max", "sum").total
+    with pytest.raises(BackendError, match="unknown flop time form"):
+        loop_time(1, 1, 0, None, profile, "max", "overlap")
+
+
+def test_the_host_profile_knows_the_flops_of_its_bandwidth_loops() -> None:
+    """Max from the triad (memory, unit stride; or the SIMD file's triads) holds 2/3 flop per word, from the
+    MultiMAPS strided loop 1; min from the random loop (one add per 12 bytes) 2/3; mixed the smaller."""
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 10, 100.0), SimdPoint(1 << 24, 50.0)),
+                          scalar_triad=(SimdPoint(1 << 10, 40.0), SimdPoint(1 << 24, 20.0)))
+    in_memory, in_l1 = host_profile(machine()), host_profile(machine(), working_set=4096)
+    assert in_memory.kernel_flops("max") == pytest.approx(2 / 3) and in_l1.kernel_flops("max") == 1.0
+    assert in_l1.kernel_flops("min") == in_l1.kernel_flops("mixed") == pytest.approx(2 / 3)
+    simd = host_profile(machine(), working_set=4096, simd=curve)
+    assert simd.kernel_flops("max") == simd.kernel_flops("max", vector=True) == pytest.approx(2 / 3)
+    assert CRAY_X1E.kernel_flops("max") == CRAY_X1E.kernel_flops("min", vector=True) == 0
+
+
+def test_a_loops_flop_and_load_store_sites_are_timed_together(tzetar: ModelBuilder) -> None:
+    """SP's tzetar annotates its flops and load/stores at two sites under one vec_loop: the net form takes the
+    loop's 725760 flops against its 1179360 words (class W) in memory, where the triad's 2/3 flop per word
+    covers them all, so the loop costs its memory time; Figure 4's sum adds 725760 flops at the multistreamed
+    rate (MV 3: 16 GF/s x 2 cores); the X1E gives the paper's figure in both."""
+    loops = loops_from_trace(tzetar.ts)
+    at_w = {"problem_size": 36, "nprocs": 1}
+    memory = 1179360 * 8 / 10e9
+    net = VectorBackend(loops, "max").predict(tzetar, machine(), at_w)
+    paper = VectorBackend(loops, "max", flop_time="sum").predict(tzetar, machine(), at_w)
+    assert (float(net.part("compute")), float(net.part("memory"))) == pytest.approx((0.0, memory))
+    assert float(paper.part("compute")) == pytest.approx(725760 / 32e9)
+    assert any("flop time 'net'" in note for note in net.notes)
+    x1e = {form: VectorBackend(loops, "max", CRAY_X1E, flop_time=form).predict(tzetar, machine(), at_w)
+           for form in ("net", "sum")}
+    assert x1e["net"].evaluate({}) == x1e["sum"].evaluate({}) == pytest.approx(
+        float(loop_time(725760, 1179360, 3, 35, CRAY_X1E, "max").total))
+
+
+def test_a_sparse_loops_asserted_gathers_take_the_sparse_dot_curve(tzetar: ModelBuilder) -> None:
+    """A loop asserting 1000 gathers (sparse-row entries) of a 1 MiB array: they cost the sparse-dot curve's 2 ns
+    each there (4 GB/s of 8-byte reads), their 3000 words and 2000 flops leave Figure 4's part (class W: 1179360
+    words, 725760 flops; in memory at the triad's 10 GB/s; net, the rest's flops are inside the triad's 2/3 per
+    word; the sum adds them at the scalar rate, 4 GF/s). With the reads' hit rates (half in the first cache,
+    0.5 ns at the curve's smallest point; half in memory, 2 ns at its largest) 1.25 ns each."""
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 10, 100.0),),
+                          sparse_dot=(SimdPoint(4096, 16.0), SimdPoint(1 << 20, 4.0)))
+    at_w = {"problem_size": 36, "nprocs": 1}
+    sparse = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gathered_bytes="2**20")}
+    memory = (1179360 - 3000) * 8 / 10e9
+    net = VectorBackend(sparse, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert (float(net.part("compute")), float(net.part("memory"))) == pytest.approx((0.0, memory + 1000 * 2e-9))
+    paper = VectorBackend(sparse, "max", simd=curve, flop_time="sum").predict(tzetar, machine(), at_w)
+    assert float(paper.part("compute")) == pytest.approx((725760 - 2000) / 4e9)
+    by_level = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gather_hit_rates=(0.5, 1.0))}
+    predicted = VectorBackend(by_level, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert float(predicted.part("memory")) == pytest.approx(memory + 1000 * 1.25e-9)
+    with pytest.raises(BackendError, match="sparse-dot curve: give one"):
+        VectorBackend(sparse, "max").predict(tzetar, machine(), at_w)
+    unsized = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gathered_bytes="8*size*n")}
+    with pytest.raises(BackendError, match="need gathered_bytes, a number"):
+        VectorBackend(unsized, "max", simd=curve).predict(tzetar, machine(), at_w)

@@ -14,7 +14,12 @@ import pytest
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import gather_seconds, scalar_unit_scenario_bandwidths
+from backends.vector.bandwidth import (
+    gather_seconds,
+    gather_seconds_by_level,
+    level_reference_sizes,
+    scalar_unit_scenario_bandwidths,
+)
 from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
 
@@ -45,7 +50,8 @@ def test_the_gather_curve_measures_this_host() -> None:
     measured = simd_curve.measure([4096], min_time=2e-4, samples=2, kernels=kernels, gather_sizes=[4096, 1 << 20],
                                   index_bytes=1 << 20)
     assert [p.size_bytes for p in measured.gather] == [4096, 1 << 20]
-    assert all(0 < p.bandwidth_gbs < 1000 and len(p.samples_gbs) == 2 for p in measured.gather)
+    assert [p.size_bytes for p in measured.sparse_dot] == [4096, 1 << 20]
+    assert all(0 < p.bandwidth_gbs < 1000 and len(p.samples_gbs) == 2 for p in measured.gather + measured.sparse_dot)
     assert measured.settings["index_bytes"] == 1 << 20
     with pytest.raises(BackendError, match=r"gather sizes must be powers of two"):
         simd_curve.measure([4096], kernels=kernels, gather_sizes=[3000], index_bytes=1 << 20)
@@ -60,6 +66,17 @@ def test_the_gather_term_by_hand() -> None:
     assert gather_seconds(curve, 1e6, 1.6e6) == pytest.approx(8e6 / ((6.0 - weight) * 1e9))
     with pytest.raises(BackendError, match="no gather curve"):
         gather_seconds(SIMD, 1e6, 1.6e6)
+
+
+def test_the_sparse_row_term_by_hand() -> None:
+    """With ``values`` (a CSR row: a value streamed with each gathered read), the sparse-dot curve, not the gather
+    curve: 1e6 entries of a 1 MiB array at 4 GB/s are 2 ms; a file without it (version 2) is an error."""
+    curve = SimdBandwidth("avx2+fma", SIMD.triad, gather=(SimdPoint(1 << 20, 6.0),),
+                          sparse_dot=(SimdPoint(1 << 20, 4.0), SimdPoint(1 << 21, 3.0)))
+    assert gather_seconds(curve, 1e6, 1 << 20, values=True) == pytest.approx(8e6 / 4e9)
+    assert gather_seconds(curve, 1e6, 1 << 20) == pytest.approx(8e6 / 6e9)
+    with pytest.raises(BackendError, match="no sparse_dot curve"):
+        gather_seconds(SimdBandwidth("avx2+fma", SIMD.triad, gather=curve.gather), 1e6, 1 << 20, values=True)
 
 
 def test_the_scalar_triad_is_compiled_scalar_with_its_loop_in_one_line() -> None:
@@ -99,6 +116,11 @@ def test_the_curve_file_beside_a_profile(tmp_path) -> None:
     (tmp_path / "v1.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 1, "isa": "avx2+fma", '
                                       '"triad": [{"size_bytes": 1024, "bandwidth_gbs": 100}]}')
     assert SimdBandwidth.load(tmp_path / "v1.json").scalar_triad == ()  # a version 1 file: no scalar curve
+    (tmp_path / "v2.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 2, "isa": "avx2+fma", '
+                                      '"triad": [{"size_bytes": 1024, "bandwidth_gbs": 100}], '
+                                      '"sparse_dot": [{"size_bytes": 1024, "bandwidth_gbs": 1}]}')
+    with pytest.raises(BackendError, match=r"v2\.json: a version 2 SIMD bandwidth file has no sparse_dot"):
+        SimdBandwidth.load(tmp_path / "v2.json")
     (tmp_path / "other.json").write_text('{"schema": "ma-machine-profile"}')
     with pytest.raises(BackendError, match=r"other\.json: not a SIMD bandwidth file"):
         SimdBandwidth.load(tmp_path / "other.json")
@@ -153,3 +175,20 @@ def test_scalar_unit_stride_loops_take_the_scalar_triad_curve_in_the_caches() ->
     assert host_profile(machine(), 1, working_set=32768, simd=SIMD).bandwidth("max") == 60.0
     with pytest.raises(BackendError, match="no scalar triad curve"):
         scalar_unit_scenario_bandwidths(machine(), SIMD, 32768)
+
+
+def test_gathers_by_the_levels_their_hit_rates_say_by_hand() -> None:
+    """Reads served by each level cost what the curve measures where random reads are served there: the first
+    cache at its smallest point (4 KiB, 16 GB/s: 0.5 ns a read), the second at 8 x the first (256 KiB, 8 GB/s:
+    1 ns), memory at its largest point (4 MiB, 2 GB/s: 4 ns). Hit rates h = 0.5, 0.75, 1: half the reads at
+    0.5 ns, a quarter at 1, a quarter at 4: 1.5 ns a read."""
+    curve = SimdBandwidth("avx2+fma", SIMD.triad, sparse_dot=(SimdPoint(4096, 16.0), SimdPoint(1 << 18, 8.0),
+                                                              SimdPoint(1 << 22, 2.0)))
+    host = machine()
+    assert level_reference_sizes(host, curve.sparse_dot) == [4096, 1 << 18, 1 << 22]
+    assert gather_seconds_by_level(host, curve, 1e6, [0.5, 0.75, 1.0], values=True) == pytest.approx(1.5e-3)
+    assert gather_seconds_by_level(host, curve, 1e6, [0.0, 0.0, 1.0], values=True) == pytest.approx(4e-3)
+    with pytest.raises(BackendError, match=r"not cumulative h_1\.\.h_n"):
+        gather_seconds_by_level(host, curve, 1e6, [0.5, 1.0], values=True)
+    with pytest.raises(BackendError, match="no gather curve"):
+        gather_seconds_by_level(host, curve, 1e6, [0.5, 0.75, 1.0])

@@ -4,8 +4,10 @@ Each site's flops and loads/stores (the symbolic model) are timed by :func:`timi
 MV score and AVL: from ``loops`` (site path -> :class:`VectorLoop`; a loop applies to the sites under it),
 e.g. the trace's ``ma.vec_loop`` records (:func:`loops_from_trace`), or MV 0 (scalar) where nothing is
 known. ``scenario`` picks the bandwidth (min, mixed, max); :meth:`VectorBackend.predict_scenarios` gives all
-three. The profile is the host's, from the MachineProfile given to ``predict`` (and, for vectorised loops,
-the SIMD bandwidth curve ``simd`` when given: :mod:`.simd`), unless ``profile`` is set (e.g.
+three. ``flop_time`` picks how flop time joins memory time (:mod:`.timing`: net of the flops the bandwidth's
+own loop did, the default; Figure 4's sum; or their max), per loop: an annotated loop's flop and load/store
+sites are timed together. The profile is the host's, from the MachineProfile given to ``predict`` (and, for
+vectorised loops, the SIMD bandwidth curve ``simd`` when given: :mod:`.simd`), unless ``profile`` is set (e.g.
 :data:`profile.CRAY_X1E`). A loop without a working set is placed by its asserted vector load/stores x 8 bytes
 (each element touched once), so trace records, which carry no working set, still pick a level.
 """
@@ -22,7 +24,7 @@ from ma.trace_format import VECTOR_LOOPS_KEY
 from ..base import Backend, Prediction, SitePrediction
 from .profile import CRAY_X1E, SCENARIOS, VectorProfile, host_profile
 from .simd import SimdBandwidth, for_profile
-from .timing import LoopTime, loop_time
+from .timing import FLOP_TIMES, LoopTime, loop_time, sparse_loop_time
 
 if TYPE_CHECKING:
     import argparse
@@ -33,8 +35,8 @@ if TYPE_CHECKING:
 
     from ..machine.profile import MachineProfile
 
-__all__ = ["CRAY_X1E", "SCENARIOS", "LoopTime", "SimdBandwidth", "VectorBackend", "VectorLoop", "VectorProfile",
-           "host_profile", "loop_time", "loops_from_trace"]
+__all__ = ["CRAY_X1E", "FLOP_TIMES", "SCENARIOS", "LoopTime", "SimdBandwidth", "VectorBackend", "VectorLoop",
+           "VectorProfile", "host_profile", "loop_time", "loops_from_trace"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +44,11 @@ class VectorLoop:
     """What is asserted about a loop: its MV score, and as expression texts in the model's variables (derived
     ones included: they are resolved through the model's definitions) or numbers, its AVL, vector load/stores
     and flops (per call) and the bytes it touches (its working set: where on the measured bandwidth curves it
-    sits). ``where`` is the annotation's FILE:LINE, for messages."""
+    sits). A sparse row loop may assert its ``gathers`` (entries per call: each a value and an index streamed and
+    a read of an array of ``gathered_bytes``), timed on the SIMD file's sparse-dot curve
+    (:func:`timing.sparse_loop_time`): at the array's size (random indices), or where ``gather_hit_rates`` (the
+    reads' cumulative h_1..h_n and 1.0, e.g. simulated for the index pattern) say they are served.
+    ``where`` is the annotation's FILE:LINE, for messages."""
 
     mv: int
     avl: str | float | None = None
@@ -51,6 +57,9 @@ class VectorLoop:
     working_set: str | float | None = None
     stride: int = 1
     where: str = ""
+    gathers: str | float | None = None
+    gathered_bytes: str | float | None = None
+    gather_hit_rates: tuple[float, ...] | None = None
 
     def resolved(self, model: ModelBuilder, path: str = "") -> dict[str, sympy.Expr]:
         """The loop's expressions in the model's inputs only (derived variables replaced by their definitions
@@ -59,7 +68,7 @@ class VectorLoop:
         from ma_post.sympy_expr import as_expr
 
         out = {}
-        for name in ("avl", "vloadstore", "vflops", "working_set"):
+        for name in ("avl", "vloadstore", "vflops", "working_set", "gathers", "gathered_bytes"):
             value = getattr(self, name)
             if value is None:
                 continue
@@ -94,9 +103,13 @@ class VectorBackend(Backend):
     DESCRIPTION = "vector paper (Cray X1E) Tv/Ts model: vector/scalar rates by MV score, bandwidth scaled by AVL"
 
     def __init__(self, loops: Mapping[str, VectorLoop] | None = None, scenario: str = "mixed",
-                 profile: VectorProfile | None = None, simd: SimdBandwidth | None = None) -> None:
+                 profile: VectorProfile | None = None, simd: SimdBandwidth | None = None,
+                 flop_time: str = "net") -> None:
         if scenario not in SCENARIOS:
             raise BackendError(f"unknown bandwidth scenario {scenario!r}: expected one of {', '.join(SCENARIOS)}")
+        if flop_time not in FLOP_TIMES:
+            raise BackendError(f"unknown flop time form {flop_time!r}: expected one of {', '.join(FLOP_TIMES)}")
+        self.flop_time = flop_time
         self.loops = dict(loops or {})
         self.scenario = scenario
         self.profile = profile
@@ -111,14 +124,19 @@ class VectorBackend(Backend):
         parser.add_argument("--simd-bandwidth", default=None, metavar="FILE",
                             help="vector: the host's SIMD bandwidth curve (default: PROFILE.simd.json beside "
                                  "--machine, when there is one)")
+        parser.add_argument("--flop-time", choices=FLOP_TIMES, default="net",
+                            help="vector: flop time beyond the flops the bandwidth's own loop did (net), added as "
+                                 "in the paper's Figure 4 (sum), or overlapped with memory time (max)")
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> VectorBackend:
-        """Loops from the run's ``ma.vec_loop`` records; ``--scenario``, ``--vector-profile``, ``--simd-bandwidth``."""
+        """Loops from the run's ``ma.vec_loop`` records; ``--scenario``, ``--vector-profile``, ``--simd-bandwidth``,
+        ``--flop-time``."""
         profile = CRAY_X1E if getattr(options, "vector_profile", "host") == "x1e" else None
         path = getattr(options, "simd_bandwidth", None)
         simd = SimdBandwidth.load(path) if path else for_profile(getattr(options, "machine", None))
-        return cls(loops_from_trace(traces), getattr(options, "scenario", "mixed"), profile, simd)
+        return cls(loops_from_trace(traces), getattr(options, "scenario", "mixed"), profile, simd,
+                   getattr(options, "flop_time", "net"))
 
     def variants(self, model: ModelBuilder, machine: MachineProfile,
                  parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:
@@ -145,26 +163,63 @@ class VectorBackend(Backend):
         flops = dict((site.path, expr) for site, expr in model.model("flops", inline=True).by_site())
         words = dict((site.path, expr) for site, expr in model.model("loadstore", inline=True).by_site())
         profiles: dict[tuple[float | None, int], VectorProfile] = {}
-        sites: list[SitePrediction] = []
         notes: list[str] = []
+        # a loop's sites (an annotated loop's flop and load/store sites are apart) are timed together: the flop
+        # time net of the bandwidth loop's flops, or overlapped, is the loop's, shared by its sites' flops
+        loops: dict[str, tuple[VectorLoop, dict[str, sympy.Expr], VectorProfile, list[str]]] = {}
         for path in sorted(set(flops) | set(words)):
             prefix, loop = self.loop_of(path)
+            if prefix in loops:
+                loops[prefix][3].append(path)
+                continue
             exprs = loop.resolved(model, prefix)
             working_set = self._working_set(self._bytes(exprs), bound, loop, notes)
             key = (working_set, loop.stride)
             if key not in profiles:
                 profiles[key] = self.profile or host_profile(machine, working_set=working_set, stride=loop.stride,
                                                              simd=self.simd)
-            time = loop_time(flops.get(path, sympy.Integer(0)), words.get(path, sympy.Integer(0)), loop.mv,
-                             exprs.get("avl"), profiles[key], self.scenario)
-            sites.append(SitePrediction(path, as_expr(time.compute).subs(bound),
-                                        as_expr(time.memory).subs(bound), sympy.Integer(0)))
+            loops[prefix if prefix else path] = (loop, exprs, profiles[key], [path])
+        sites: list[SitePrediction] = []
+        for loop, exprs, profile, paths in loops.values():
+            zero = sympy.Integer(0)
+            site_flops = [as_expr(flops.get(path, zero)) for path in paths]
+            all_flops, all_words = sum(site_flops, zero), sum((as_expr(words.get(p, zero)) for p in paths), zero)
+            gathers = "gathers" in exprs
+            total = (sparse_loop_time(all_flops, all_words, exprs["gathers"],
+                                      self._entry_seconds(machine, loop, exprs, bound), loop.mv, exprs.get("avl"),
+                                      profile, self.scenario, self.flop_time) if gathers else
+                     loop_time(all_flops, all_words, loop.mv, exprs.get("avl"), profile, self.scenario, self.flop_time))
+            for path, site_flop in zip(paths, site_flops, strict=True):
+                site_words = as_expr(words.get(path, zero))
+                memory = (zero if site_words == 0 else total.memory * site_words / all_words) if gathers else \
+                    loop_time(0, site_words, loop.mv, exprs.get("avl"), profile, self.scenario).memory
+                compute = zero if site_flop == 0 else total.compute * site_flop / all_flops
+                sites.append(SitePrediction(path, as_expr(compute).subs(bound), as_expr(memory).subs(bound), zero))
+        sites.sort(key=lambda site: site.path)
         bandwidths = sorted({p.bandwidth(self.scenario, vector) for p in profiles.values() for vector in (False, True)})
         name = next(iter(profiles.values())).name if profiles else (self.profile.name if self.profile else
                                                                      f"{machine.name}-vector")
         notes.insert(0, f"vector profile {name!r}, bandwidth scenario {self.scenario!r} "
-                        f"({', '.join(f'{b:.4g}' for b in bandwidths)} GB/s); communication is not modelled")
+                        f"({', '.join(f'{b:.4g}' for b in bandwidths)} GB/s), flop time {self.flop_time!r}; "
+                        "communication is not modelled")
         return Prediction(self.NAME, name, tuple(sites), dict(parameters or {}), tuple(dict.fromkeys(notes)))
+
+    def _entry_seconds(self, machine: MachineProfile, loop: VectorLoop, exprs: Mapping[str, sympy.Expr],
+                       bound: Mapping[sympy.Symbol, float]) -> float:
+        """Seconds per asserted gather (sparse-row entry) on the SIMD file's sparse-dot curve."""
+        from .bandwidth import gather_seconds, gather_seconds_by_level
+
+        where = loop.where or "a vector loop"
+        if self.simd is None:
+            raise BackendError(f"{where}: its gathers are timed on the SIMD bandwidth file's sparse-dot curve: give "
+                               "one (--simd-bandwidth, or PROFILE.simd.json beside the machine profile)")
+        if loop.gather_hit_rates is not None:
+            return gather_seconds_by_level(machine, self.simd, 1.0, loop.gather_hit_rates, values=True)
+        size = exprs["gathered_bytes"].subs(bound) if "gathered_bytes" in exprs else None
+        if size is None or not size.is_number:
+            raise BackendError(f"{where}: gathers without gather_hit_rates need gathered_bytes, a number at the "
+                               f"given parameters (got {size})")
+        return gather_seconds(self.simd, 1.0, float(size), values=True)
 
     @staticmethod
     def _bytes(exprs: Mapping[str, sympy.Expr]) -> sympy.Expr | None:
@@ -190,5 +245,6 @@ class VectorBackend(Backend):
     def predict_scenarios(self, model: ModelBuilder, machine: MachineProfile,
                           parameters: Mapping[str, float] | None = None) -> dict[str, Prediction]:
         """One prediction per bandwidth scenario (min, mixed, max)."""
-        return {s: VectorBackend(self.loops, s, self.profile, self.simd).predict(model, machine, parameters)
+        return {s: VectorBackend(self.loops, s, self.profile, self.simd, self.flop_time).predict(model, machine,
+                                                                                                parameters)
                 for s in SCENARIOS}

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -125,6 +126,19 @@ def _unit_stride_scenarios(machine: MachineProfile, triad: Sequence[CurvePoint],
     return {"min": low, "mixed": (low + high) / 2, "max": high}
 
 
+# Flops per 8-byte word of bandwidth that each measuring loop does itself (timing.py's "net" flop time): the triads
+# a = b + q*c one FMA per 3 words; the MultiMAPS random loop one add per access, counted as 12 bytes (index and
+# word); its strided loop one add per word loaded.
+KERNEL_FLOPS_PER_WORD = {"triad": 2.0 / 3.0, "random": 8.0 / 12.0, "stride": 1.0}
+
+
+def kernel_flops_per_word(triad: bool) -> dict[str, float]:
+    """Per scenario, the flops per word inside its bandwidth: max from the triad (``triad``) or the strided curve,
+    min from the random curve; mixed, a mean of the two bandwidths, holds what both loops do at least."""
+    high, low = KERNEL_FLOPS_PER_WORD["triad" if triad else "stride"], KERNEL_FLOPS_PER_WORD["random"]
+    return {"min": low, "mixed": min(low, high), "max": high}
+
+
 def _check(working_set: float | None) -> None:
     if working_set is not None and not working_set > 0:
         raise BackendError(f"working set must be a positive number of bytes, not {working_set!r}")
@@ -134,14 +148,49 @@ def _size(machine: MachineProfile, working_set: float | None) -> float:
     return working_set if working_set is not None else max(p.size_bytes for p in machine.multimaps)
 
 
-def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float) -> float:
+def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float, values: bool = False) -> float:
     """An extension of Figure 4, not one of its scenarios: the seconds of ``gathers`` random reads (each with its
-    index read from a stream) of an array of ``gathered_bytes``, at the SIMD file's measured gather curve there.
-    Figure 4 gives a loop one bandwidth; a sparse row loop streams most of its words and gathers the rest from a
-    smaller array, with fewer misses in flight than the random-access curve's loop (its indices in cache) has."""
-    if not simd.gather:
-        raise BackendError("the SIMD bandwidth file has no gather curve: measure it again "
+    index read from a stream) of an array of ``gathered_bytes``, at the SIMD file's measured gather curve there;
+    with ``values``, each read also with a value streamed beside it and one FMA (a CSR row's entry), at the
+    sparse-dot curve. Figure 4 gives a loop one bandwidth; a sparse row loop streams most of its words and gathers
+    the rest from a smaller array, with fewer misses in flight than the random-access curve's loop (its indices in
+    cache) has, and its value stream shares them with the gathers rather than running beside them at the triad's
+    rate (docs/vector-backend.md)."""
+    name = "sparse_dot" if values else "gather"
+    curve = simd.sparse_dot if values else simd.gather
+    if not curve:
+        raise BackendError(f"the SIMD bandwidth file has no {name} curve: measure it again "
                            "(backends.vector.simd.measure_for)")
     if not gathered_bytes > 0:
         raise BackendError(f"the gathered array's size must be a positive number of bytes, not {gathered_bytes!r}")
-    return gathers * 8.0 / (curve_at(simd.gather, gathered_bytes) * 1e9)
+    return gathers * 8.0 / (curve_at(curve, gathered_bytes) * 1e9)
+
+
+def level_reference_sizes(machine: MachineProfile, curve: Sequence[CurvePoint]) -> list[float]:
+    """Per level (the caches, then main memory), the working set at which the gather curves stand for reads served
+    there: random reads of an array 8 times the level above (capped at the level's own size) are at least 7/8 served
+    by the level; the first cache at the curve's smallest point, main memory at its largest."""
+    sizes = [p.size_bytes for p in curve]
+    levels = [float(min(sizes))]
+    for above, cache in pairwise(machine.caches):
+        levels.append(float(min(8 * above.size_bytes, cache.size_bytes)))
+    return [*levels, float(max(sizes))]
+
+
+def gather_seconds_by_level(machine: MachineProfile, simd: SimdBandwidth, gathers: float,
+                            hit_rates: Sequence[float], values: bool = False) -> float:
+    """:func:`gather_seconds` for reads whose index pattern is known: ``hit_rates`` are the gathered reads'
+    cumulative h_1..h_n (+ 1.0 for main memory; :func:`backends.machine.hitrates.simulate` of their addresses),
+    and each read served by a level costs what the curve measures where random reads are served there
+    (:func:`level_reference_sizes`). The curve at the array's size assumes random indices; a pattern that reuses
+    lines later than random (a constant stride through the array) is served further out."""
+    curve = simd.sparse_dot if values else simd.gather
+    if not curve:
+        raise BackendError(f"the SIMD bandwidth file has no {'sparse_dot' if values else 'gather'} curve: measure "
+                           "it again (backends.vector.simd.measure_for)")
+    sizes = level_reference_sizes(machine, curve)
+    if len(hit_rates) != len(sizes) or any(b < a for a, b in pairwise(hit_rates)):
+        raise BackendError(f"hit rates {list(hit_rates)} are not cumulative h_1..h_n and 1.0 for the "
+                           f"{len(sizes) - 1} caches and main memory of {machine.name!r}")
+    served = np.diff([0.0, *hit_rates[:-1], 1.0])
+    return gathers * sum(share * 8.0 / (curve_at(curve, size) * 1e9) for share, size in zip(served, sizes, strict=True))

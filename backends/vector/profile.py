@@ -35,6 +35,9 @@ class VectorProfile:
     clock_hz: float | None = None
     word_bytes: int = 8
     vector_bandwidth_gbs: dict[str, float] | None = None  # scenario -> GB/s of vector memory references
+    # scenario -> flops per 8-byte word that the loop measuring the bandwidth did itself (timing.py; None: unknown, 0)
+    kernel_flops_per_word: dict[str, float] | None = None
+    vector_kernel_flops_per_word: dict[str, float] | None = None
 
     def bandwidth(self, scenario: str, vector: bool = False) -> float:
         """GB/s of the scenario for scalar memory references, or vector ones where the profile has their own."""
@@ -43,6 +46,12 @@ class VectorProfile:
             raise BackendError(f"vector profile {self.name!r}: unknown bandwidth scenario {scenario!r}; "
                                f"expected one of {', '.join(table)}")
         return table[scenario]
+
+    def kernel_flops(self, scenario: str, vector: bool = False) -> float:
+        """Flops per word done by the loop whose bandwidth the scenario uses (0 when the profile does not say)."""
+        table = (self.vector_kernel_flops_per_word if vector and self.vector_bandwidth_gbs
+                 else self.kernel_flops_per_word)
+        return float((table or {}).get(scenario, 0.0))
 
 
 # The vector paper, section 5.4 and Figure 4: 4.5/18 GHz vector, 0.565/2.26 GHz scalar, 64-element vector
@@ -72,15 +81,25 @@ def host_profile(machine: MachineProfile, cores: int | None = None, working_set:
     unit stride, vector memory references have their own (:func:`.bandwidth.vector_scenario_bandwidths`), and
     scalar ones the scalar triad curve where the file has it (:func:`.bandwidth.scalar_unit_scenario_bandwidths`).
     """
-    from .bandwidth import scalar_unit_scenario_bandwidths, scenario_bandwidths, vector_scenario_bandwidths
+    from .bandwidth import (
+        kernel_flops_per_word,
+        memory_level,
+        scalar_unit_scenario_bandwidths,
+        scenario_bandwidths,
+        vector_scenario_bandwidths,
+    )
 
     lanes = simd_lanes(str(machine.cpu.get("isa", "")))
     ncores = cores or int(machine.host.get("cpus") or 1)
     peak = machine.peak_flops
     unit = simd is not None and stride == 1
-    scalar = (scalar_unit_scenario_bandwidths(machine, simd, working_set) if unit and simd and simd.scalar_triad
+    scalar_triad = unit and simd is not None and bool(simd.scalar_triad)
+    scalar = (scalar_unit_scenario_bandwidths(machine, simd, working_set) if scalar_triad and simd
               else scenario_bandwidths(machine, working_set, stride))
+    in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
     return VectorProfile(f"{machine.name}-vector", peak, peak * ncores, peak / lanes, peak / lanes * ncores, lanes,
                          scalar, clock_hz=machine.cpu.get("clock_hz"),
                          vector_bandwidth_gbs=vector_scenario_bandwidths(machine, simd, working_set)
-                         if unit and simd else None)
+                         if unit and simd else None,
+                         kernel_flops_per_word=kernel_flops_per_word(triad=scalar_triad or (in_memory and stride == 1)),
+                         vector_kernel_flops_per_word=kernel_flops_per_word(triad=True) if unit and simd else None)

@@ -35,8 +35,9 @@ from ma.errors import BackendError
 
 CSRC = Path(__file__).resolve().parent / "csrc" / "simd_bandwidth.c"
 SCHEMA = "ma-vector-simd-bandwidth"
-VERSION = 2  # 2 added scalar_triad and gather; version 1 files (neither) still load
-VERSIONS = (1, 2)
+VERSION = 3  # 2 added scalar_triad and gather, 3 sparse_dot; older files (without them) still load
+VERSIONS = (1, 2, 3)
+ADDED_IN = {"scalar_triad": 2, "gather": 2, "sparse_dot": 3}  # curve -> the file version that added it
 WORD = 8
 TRIAD_BLOCK, READ_BLOCK = 16, 32  # doubles per unrolled iteration of each kernel
 
@@ -63,6 +64,7 @@ class SimdBandwidth:
     settings: dict[str, Any] = field(default_factory=dict)
     scalar_triad: tuple[SimdPoint, ...] = ()
     gather: tuple[SimdPoint, ...] = ()  # size_bytes: the gathered array's; GB/s: 8 bytes per gathered read
+    sparse_dot: tuple[SimdPoint, ...] = ()  # as gather, each read with a value streamed beside it (a CSR row)
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, **asdict(self)}
@@ -74,17 +76,18 @@ class SimdBandwidth:
         if data.get("version") not in VERSIONS:
             raise BackendError(f"{source}: SIMD bandwidth file version {data.get('version')!r} is not one this "
                                f"backend reads (expected one of {', '.join(map(str, VERSIONS))})")
-        curves = {name: _points(data, name, source) for name in ("triad", "read", "scalar_triad", "gather")}
+        curves = {name: _points(data, name, source) for name in ("triad", "read", *ADDED_IN)}
         try:
             result = cls(str(data["isa"]), curves["triad"], curves["read"], str(data.get("measured_at", "")),
                          str(data.get("notes", "")), dict(data.get("settings", {})), curves["scalar_triad"],
-                         curves["gather"])
+                         curves["gather"], curves["sparse_dot"])
         except (KeyError, TypeError, ValueError) as exc:
             raise BackendError(f"{source}: bad SIMD bandwidth file ({exc!s}); expected isa, measured_at, notes and "
                                "settings (docs/vector-backend.md)") from None
-        if data.get("version") == 1 and (result.scalar_triad or result.gather):
-            raise BackendError(f"{source}: a version 1 SIMD bandwidth file has no scalar_triad or gather (those are "
-                               "version 2)")
+        for name, version in ADDED_IN.items():
+            if data["version"] < version and getattr(result, name):
+                raise BackendError(f"{source}: a version {data['version']} SIMD bandwidth file has no {name} (it is "
+                                   f"version {version}'s)")
         if not result.triad:
             raise BackendError(f"{source}: the SIMD bandwidth file has no triad points")
         return result
@@ -154,7 +157,9 @@ class SimdKernels:
         lib.ma_scalar_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
         lib.ma_simd_read.argtypes = [ptr, size_t, size_t]
         lib.ma_gather_stream.argtypes = [ptr, size_t, ptr, size_t, size_t]
-        for kernel in (lib.ma_simd_triad, lib.ma_scalar_triad, lib.ma_simd_read, lib.ma_gather_stream):
+        lib.ma_sparse_dot.argtypes = [ptr, ptr, size_t, ptr, size_t, size_t]
+        for kernel in (lib.ma_simd_triad, lib.ma_scalar_triad, lib.ma_simd_read, lib.ma_gather_stream,
+                       lib.ma_sparse_dot):
             kernel.restype = ctypes.c_double
         self._lib = lib
 
@@ -174,6 +179,11 @@ class SimdKernels:
     def gather(self, p: Any, index: Any, reps: int) -> float:
         """Gathers p[index & (p.size - 1)] (p.size a power of two, index uint64, a multiple of 8 long)."""
         return float(self._lib.ma_gather_stream(p.ctypes.data, p.size, index.ctypes.data, index.size, reps))
+
+    def sparse_dot(self, a: Any, p: Any, index: Any, reps: int) -> float:
+        """Sums a[k] * p[index[k] & (p.size - 1)] (as :meth:`gather`, a as long as index)."""
+        return float(self._lib.ma_sparse_dot(a.ctypes.data, p.ctypes.data, p.size, index.ctypes.data, index.size,
+                                             reps))
 
 
 def _aligned(words: int) -> Any:
@@ -204,14 +214,16 @@ def working_sets(last_cache_bytes: int, count: int = 24, smallest: int = 4096, m
 
 
 KERNELS = ("triad", "scalar_triad", "read")  # the curves measure() takes, in the order of each round
+GATHER_KERNELS = ("gather", "sparse_dot")  # at the gathered array's sizes
 
 
 def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kernels: SimdKernels | None = None,
             notes: str = "", gather_sizes: Sequence[int] = (), index_bytes: int = 0) -> SimdBandwidth:
     """The three curves at ``sizes`` (bytes; each rounded down to whole unrolled iterations), on one core, in
     ``samples`` rounds of one run per kernel and size; the best run of each counts. With ``gather_sizes``
-    (powers of two, bytes of the gathered array), the gather curve too, in the same rounds: random reads of
-    the array, their indices streamed from an array of ``index_bytes`` (beyond the last cache)."""
+    (powers of two, bytes of the gathered array), the gather and sparse-dot curves too, in the same rounds: random
+    reads of the array, their indices (and the sparse dot's values) streamed from arrays of ``index_bytes``
+    (beyond the last cache)."""
     from backends.machine.probe import pinned
 
     kernels = kernels or SimdKernels()
@@ -230,7 +242,8 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
         runs["read", size] = partial(kernels.read, pool[:words]), WORD * words
     if gather_sizes:
         runs.update(_gather_runs(kernels, gather_sizes, index_bytes))
-    order = [(kernel, size) for size in sizes for kernel in KERNELS] + [("gather", size) for size in gather_sizes]
+    order = [(kernel, size) for size in sizes for kernel in KERNELS] + [
+        (kernel, size) for size in gather_sizes for kernel in GATHER_KERNELS]
     rates: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
     with pinned():
         reps = {key: _repetitions(run, min_time) for key, (run, _) in runs.items()}
@@ -240,30 +253,35 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
                 rates[key].append(nbytes * reps[key] / run(reps[key]) / 1e9)
     curves = {kernel: tuple(SimdPoint(_size_of(kernel, size, runs), max(rates[kernel, size]),
                                       tuple(round(r, 3) for r in rates[kernel, size])) for size in chosen)
-              for kernel, chosen in (*((k, sizes) for k in KERNELS), ("gather", gather_sizes))}
+              for kernel, chosen in (*((k, sizes) for k in KERNELS), *((k, gather_sizes) for k in GATHER_KERNELS))}
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return SimdBandwidth("avx2+fma", curves["triad"], curves["read"], stamp, notes,
                          {"min_time": min_time, "samples": samples, "statistic": "best",
                           "rounds": "each round runs every kernel at every size once", "index_bytes": index_bytes},
-                         curves["scalar_triad"], curves["gather"])
+                         curves["scalar_triad"], curves["gather"], curves["sparse_dot"])
 
 
 def _gather_runs(kernels: SimdKernels, sizes: Sequence[int],
                  index_bytes: int) -> dict[tuple[str, int], tuple[Callable[[int], float], int]]:
-    """The gather kernel per array size: one random index array (fixed seed) for all, 8 bytes per read counted."""
+    """The gather and sparse-dot kernels per array size: one random index array (fixed seed) for all, the sparse
+    dot's values an array as long; 8 bytes per gathered read counted."""
     import numpy as np
 
     if any(size < WORD or size & (size - 1) for size in sizes):
         raise BackendError(f"gather sizes must be powers of two of at least {WORD} bytes, not {list(sizes)}")
     count = max(8, index_bytes // WORD // 8 * 8)
     index = np.random.default_rng(19).integers(0, 1 << 62, count, dtype=np.uint64)
-    array = _aligned(max(sizes) // WORD)
-    return {("gather", size): (partial(kernels.gather, array[:size // WORD], index), WORD * count) for size in sizes}
+    array, values = _aligned(max(sizes) // WORD), _aligned(count)
+    runs: dict[tuple[str, int], tuple[Callable[[int], float], int]] = {
+        ("gather", size): (partial(kernels.gather, array[:size // WORD], index), WORD * count) for size in sizes}
+    runs.update({("sparse_dot", size): (partial(kernels.sparse_dot, values, array[:size // WORD], index), WORD * count)
+                 for size in sizes})
+    return runs
 
 
 def _size_of(kernel: str, size: int, runs: dict[tuple[str, int], tuple[Callable[[int], float], int]]) -> int:
     """A point's size: the bytes a triad or read run touches; a gather's, its array's (the reads are counted)."""
-    return size if kernel == "gather" else runs[kernel, size][1]
+    return size if kernel in GATHER_KERNELS else runs[kernel, size][1]
 
 
 def measure_for(machine: Any, **options: Any) -> SimdBandwidth:

@@ -6,7 +6,8 @@
  *
  * SPDX-License-Identifier: BSD-3-Clause
  *
- * Usage: kernels KERNEL N REPEAT   (KERNEL: tzetar | matvec | triad | recurrence | gather)
+ * Usage: kernels KERNEL N REPEAT [random]   (KERNEL: tzetar | matvec | triad | recurrence | gather | dot; "random":
+ *        matvec's, gather's and dot's column indices drawn at random instead of (k * 7919) % N)
  * Prints: KERNEL N REPEAT seconds-per-call flops-per-call loadstores-per-call checksum working-set-bytes
  *         inner-trip (the bytes the kernel's arrays span, and the trip count of its innermost loop)
  */
@@ -81,6 +82,20 @@ NOINLINE void recurrence(long n, double *restrict x, const double *restrict b)
         x[i] = x[i - 1] * 0.5 + b[i];
 }
 
+/* matvec without its rows (after the other kernels: their code stays where it was, and with it the
+ * alignment of their loops, which a scalar loop's speed depends on: docs/vector-backend.md): a[k] * p[colidx[k]] into eight independent sums (no per-row add chain, no q or
+ * rowstr), for bench/vector_predict.py's look at what matvec's time is made of. */
+NOINLINE double dot(long nnz, const long *restrict colidx, const double *restrict a, const double *restrict p)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    for (long k = 0; k + 8 <= nnz; k += 8) {
+        s0 += a[k] * p[colidx[k]]; s1 += a[k + 1] * p[colidx[k + 1]]; s2 += a[k + 2] * p[colidx[k + 2]];
+        s3 += a[k + 3] * p[colidx[k + 3]]; s4 += a[k + 4] * p[colidx[k + 4]]; s5 += a[k + 5] * p[colidx[k + 5]];
+        s6 += a[k + 6] * p[colidx[k + 6]]; s7 += a[k + 7] * p[colidx[k + 7]];
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+}
+
 static double seconds(void)
 {
     struct timespec t;
@@ -98,10 +113,11 @@ static double *filled(long n, double scale)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence|gather N REPEAT\n", argv[0]);
+    if (argc != 4 && !(argc == 5 && strcmp(argv[4], "random") == 0)) {
+        fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence|gather|dot N REPEAT [random]\n", argv[0]);
         return 2;
     }
+    int random_columns = argc == 5;
     const char *kernel = argv[1];
     long n = atol(argv[2]), repeat = atol(argv[3]);
     double checksum = 0.0, flops = 0.0, loadstores = 0.0, t0 = 0.0, t1 = 0.0, bytes = 0.0;
@@ -119,16 +135,21 @@ int main(int argc, char **argv)
         loadstores = 18.0 * (double)inner;     /* 13 arrays read (rhs x5, 8 others), rhs x5 written */
         bytes = 13.0 * 8.0 * (double)points;
         trip = n - 2;
-    } else if (strcmp(kernel, "matvec") == 0 || strcmp(kernel, "gather") == 0) {
-        int whole = strcmp(kernel, "matvec") == 0;
+    } else if (strcmp(kernel, "matvec") == 0 || strcmp(kernel, "gather") == 0 || strcmp(kernel, "dot") == 0) {
+        int whole = strcmp(kernel, "matvec") == 0, with_a = strcmp(kernel, "dot") == 0;
         long per_row = 32, nnz = n * per_row;
         long *rowstr = malloc((size_t)(n + 1) * sizeof *rowstr), *colidx = malloc((size_t)nnz * sizeof *colidx);
         for (long j = 0; j <= n; j++) rowstr[j] = j * per_row;
-        for (long k = 0; k < nnz; k++) colidx[k] = (k * 7919) % n;
+        unsigned long long state = 19;  /* a 64-bit LCG's high bits: fixed, uniform column indices */
+        for (long k = 0; k < nnz; k++) {
+            state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+            colidx[k] = random_columns ? (long)((state >> 20) % (unsigned long long)n) : (k * 7919) % n;
+        }
         double *a = filled(nnz, 1e-3), *p = filled(n, 2e-3), *q = filled(n, 0.0);
         t0 = seconds();
         for (long r = 0; r < repeat; r++) {
             if (whole) matvec(n, rowstr, colidx, a, p, q);
+            else if (with_a) checksum += dot(nnz, colidx, a, p);
             else checksum += gather(nnz, colidx, p);
         }
         t1 = seconds();
@@ -139,9 +160,9 @@ int main(int argc, char **argv)
             bytes = 8.0 * (2.0 * (double)nnz + 3.0 * (double)n + 1.0); /* a, colidx; p, q, rowstr */
             trip = per_row;
         } else {
-            flops = (double)nnz;
-            loadstores = 2.0 * (double)nnz;                 /* colidx, p */
-            bytes = 8.0 * ((double)nnz + (double)n);       /* colidx; p */
+            flops = (with_a ? 2.0 : 1.0) * (double)nnz;
+            loadstores = (with_a ? 3.0 : 2.0) * (double)nnz;                 /* (a,) colidx, p */
+            bytes = 8.0 * ((with_a ? 2.0 : 1.0) * (double)nnz + (double)n);  /* (a,) colidx; p */
             trip = nnz;
         }
     } else if (strcmp(kernel, "triad") == 0) {

@@ -91,6 +91,30 @@ double ma_gather_stream(const double *p, size_t pwords, const unsigned long *idx
     return elapsed;
 }
 
+/* A sparse row's entries: sum a[k] * p[idx[k] & (pwords - 1)] over `nidx` entries (a multiple of 8), `reps`
+ * times, into eight independent sums: per entry one value and one index streamed (both arrays larger than the
+ * last cache), one gathered read of p and one FMA, as a CSR matrix-vector product's inner loop has. The gather
+ * kernel above lacks the value stream; on Zen 4 that stream does not run beside the gathers at the triad's rate
+ * but shares their misses in flight (docs/vector-backend.md), so a sparse row loop needs its own curve. */
+double ma_sparse_dot(const double *a, const double *p, size_t pwords, const unsigned long *idx, size_t nidx,
+                     size_t reps) {
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0, s6 = 0, s7 = 0;
+    const unsigned long m = pwords - 1;
+    double start = now();
+    for (size_t r = 0; r < reps; r++) {
+        for (size_t k = 0; k < nidx; k += 8) {
+            s0 += a[k] * p[idx[k] & m]; s1 += a[k + 1] * p[idx[k + 1] & m];
+            s2 += a[k + 2] * p[idx[k + 2] & m]; s3 += a[k + 3] * p[idx[k + 3] & m];
+            s4 += a[k + 4] * p[idx[k + 4] & m]; s5 += a[k + 5] * p[idx[k + 5] & m];
+            s6 += a[k + 6] * p[idx[k + 6] & m]; s7 += a[k + 7] * p[idx[k + 7] & m];
+        }
+        __asm__ volatile("" ::: "memory");
+    }
+    double elapsed = now() - start;
+    ma_simd_sink = ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+    return elapsed;
+}
+
 /* Read of `words` doubles (a multiple of 32, 32-byte aligned), `reps` times, into eight independent vector
  * sums: one sum would be bound by its add latency, not by the loads. */
 double ma_simd_read(const double *a, size_t words, size_t reps) {
