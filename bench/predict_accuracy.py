@@ -5,8 +5,9 @@ of the whole timed loop.
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
-``cpu.python_flops``) come from ``ma machine probe``, measured once, independently of these programs (a profile
-without them gets them measured here first, said so).
+``cpu.python_flops``) and the oversubscribed exchange (``network.oversubscribed``: messages on more ranks than
+cores) come from ``ma machine probe``, measured once, independently of these programs (a profile without them
+gets them measured here first, said so).
 
 The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
@@ -43,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.machine import cputerms
 from backends.machine import profile as profiles
+from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.measured import per_rank
 from backends.maps.signature import Signatures, save_signature_file
@@ -84,10 +86,16 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
         name, path = next(iter(profiles.shipped_profiles().items()))
         origin = f"shipped ({name})"
     machine = profiles.load(path)
+    measured = []
     if cputerms.python_terms(machine.cpu, str(path)) is None:
         machine.cpu.update(cputerms.measure())
-        path = machine.save(out / "profile-with-cpu-terms.json")
-        origin += "; CPU terms measured here, before the runs"
+        measured.append("CPU terms")
+    if machine.network is not None and not machine.network.oversubscribed:
+        machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
+        measured.append("the oversubscribed exchange")
+    if measured:
+        path = machine.save(out / "profile-with-measured-terms.json")
+        origin += f"; {' and '.join(measured)} measured here, before the runs"
     return machine, path, origin
 
 
@@ -183,6 +191,10 @@ def main() -> int:
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
           "compiled code", flush=True)
+    over = machine.network.oversubscribed if machine.network else None
+    if machine.network and over:
+        print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "
+              f"on {over['ranks']} ranks over {over['cores']} cores (the oversubscribed exchange)", flush=True)
     cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
     signatures: dict[tuple[str, str], Signatures] = {}
     notes: list[str] = []
