@@ -61,7 +61,7 @@ class ProbeSettings:
     flop_time: float = 2e-3  # short, like min_time: the best of the samples is the peak
     pingpong_sizes: tuple[int, ...] = (8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20)
     pingpong_time: float = 0.02
-    # oversubscribed ping-pong: a batch lasts many scheduler time slices, so it averages over who runs when
+    # the oversubscribed exchange: a batch lasts many scheduler time slices, so it averages over who runs when
     oversubscribed_time: float = 0.1
     mpi: bool = True
     fit: bool = True
@@ -252,8 +252,8 @@ def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) ->
     table = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange",))
     latency, bandwidth = _hockney(table)
     return {"version": OVERSUBSCRIBED_VERSION, "pattern": "exchange", "ranks": ranks, "cores": cores,
-            "latency_s": latency,
-            "bandwidth_bytes_per_s": bandwidth, "batch_s": settings.oversubscribed_time, "pingpong": table}
+            "latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "batch_s": settings.oversubscribed_time,
+            "pingpong": table}
 
 
 def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheLevel],

@@ -63,7 +63,7 @@ class NetworkProfile:
     ranks: int = 2
     launcher: str = "mpiexec"
     pingpong: list[dict[str, float]] = field(default_factory=list)
-    # the ping-pong on more ranks than cores (probe.measure_oversubscribed); optional, versioned
+    # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
     oversubscribed: dict[str, Any] | None = None
 
     def message_seconds(self, nbytes: float) -> float:

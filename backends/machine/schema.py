@@ -104,7 +104,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "properties": {"bytes": {"type": "integer", "minimum": 0}, "seconds": _POSITIVE},
                     },
                 },
-                # the ping-pong on more ranks than cores (probe.measure_oversubscribed); optional, versioned
+                # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
                 "oversubscribed": {
                     "type": ["object", "null"],
                     "required": ["version", "ranks", "cores", "latency_s", "bandwidth_bytes_per_s"],

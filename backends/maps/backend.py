@@ -333,7 +333,7 @@ class MapsBackend(Backend):
         latency, bandwidth = network.link(machine.network, self.procs, self._cores(machine))
         if machine.network.oversubscribed and self._cores(machine):
             notes.append(f"more ranks than the {self._cores(machine)} cores: messages priced towards the "
-                         "oversubscribed ping-pong (network.oversubscribed)")
+                         "oversubscribed exchange (network.oversubscribed)")
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)

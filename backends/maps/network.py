@@ -15,7 +15,7 @@ and ``bytes`` their volume (n x bytes per message m), so per site::
     barrier         (dissemination)          ceil(log2 p) n L
 
 With more ranks than cores, a message also waits for its partner to be given a core: L and 1/B then come
-from the profile's ping-pong on more ranks than cores (``network.oversubscribed``, :func:`link`).
+from the probe's exchange on more ranks than cores (``network.oversubscribed``, :func:`link`).
 
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
@@ -69,7 +69,7 @@ def link(network: NetworkProfile, procs: sympy.Expr, cores: int) -> tuple[sympy.
     """(L, B) of a message on ``procs`` ranks sharing ``cores`` cores.
 
     Up to one rank per core: the two-rank ping-pong's. Beyond, each of L and 1/B moves from the two-rank
-    figure towards the oversubscribed ping-pong's (measured on R ranks over C cores, ranks per core r = R/C)
+    figure towards the oversubscribed exchange's (measured on R ranks over C cores, ranks per core r = R/C)
     in proportion to the ranks beyond one per core, ``e = max(0, procs/cores - 1) / (r - 1)``: with the
     scheduler's round robin, a rank whose partner has no core waits for the ranks ahead of it on that core,
     as many as the ranks per core beyond one. e = 1 at the probe's own ratio; beyond it the line is
