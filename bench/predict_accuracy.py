@@ -5,8 +5,9 @@ of the whole timed loop.
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
-``cpu.python_flops``) come from ``ma machine probe``, measured once, independently of these programs (a profile
-without them gets them measured here first, said so).
+``cpu.python_flops``) and the oversubscribed exchange (``network.oversubscribed``: messages on more ranks than
+cores) come from ``ma machine probe``, measured once, independently of these programs (a profile without them
+gets them measured here first, said so).
 
 The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
@@ -18,6 +19,9 @@ The application signature is measured before the timed runs, never from them:
   problem size (CG A under Valgrind: about 35 s here).
 Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
+
+For each run on more ranks than cores it also prints the oversubscribed exchange latency that would have made
+the prediction exact (a diagnosis of that term, not an input).
 
 Every timed run is ``ma run -n P -- python -m <app> --class C``; the prediction comes from its validated model,
 the profile and the signature only; the measurement from the trace's inclusive wall times, both for the
@@ -43,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from backends.machine import cputerms
 from backends.machine import profile as profiles
-from backends.maps import MapsBackend, MapsPrediction
+from backends.machine.probe import ProbeSettings, measure_oversubscribed
+from backends.maps import MapsBackend, MapsPrediction, whatif
 from backends.maps.measured import per_rank
 from backends.maps.signature import Signatures, save_signature_file
 from backends.maps.tracedata import measured_c_calls, site_hit_rates, site_lines_per_flop
@@ -84,10 +89,16 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
         name, path = next(iter(profiles.shipped_profiles().items()))
         origin = f"shipped ({name})"
     machine = profiles.load(path)
+    measured = []
     if cputerms.python_terms(machine.cpu, str(path)) is None:
         machine.cpu.update(cputerms.measure())
-        path = machine.save(out / "profile-with-cpu-terms.json")
-        origin += "; CPU terms measured here, before the runs"
+        measured.append("CPU terms")
+    if machine.network is not None and not machine.network.oversubscribed:
+        machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
+        measured.append("the oversubscribed exchange")
+    if measured:
+        path = machine.save(out / "profile-with-measured-terms.json")
+        origin += f"; {' and '.join(measured)} measured here, before the runs"
     return machine, path, origin
 
 
@@ -147,6 +158,11 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     builder = ModelBuilder(load(trace_dir))
     prediction: MapsPrediction = MapsBackend(signatures=signatures).predict(builder, machine)
     overlapped = MapsBackend(signatures=signatures, overlap="max").predict(builder, machine)
+    over = machine.network.oversubscribed if machine.network else None
+    slower = None  # the same prediction with the oversubscribed exchange's latency doubled: its slope
+    if over and procs > int(machine.host.get("cpus") or 0):
+        doubled = whatif.apply(machine, whatif.parse("network.oversubscribed.latency_s=*2"))
+        slower = MapsBackend(signatures=signatures).predict(builder, doubled)
     rows = []
     subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
                    and s.path.startswith(app.timed_loop + "/")]
@@ -161,6 +177,12 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
                      "predicted_max": slowest(builder, overlapped.within(path)),
                      "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
                      "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
+        if over and slower is not None:  # the exchange latency that would make this prediction exact
+            predicted = slowest(builder, prediction.within(path))
+            measured = float(np.max(measured_seconds(builder, path)))
+            slope = (slowest(builder, slower.within(path)) - predicted) / over["latency_s"]
+            if slope > 0:
+                rows[-1]["latency_exact_s"] = over["latency_s"] + (measured - predicted) / slope
     rows[0]["subroutines"] = {path: {"predicted": slowest(builder, prediction.within(path)),
                                      "measured": float(np.max(measured_seconds(builder, path)))}
                               for path in subroutines}
@@ -183,6 +205,10 @@ def main() -> int:
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
           "compiled code", flush=True)
+    over = machine.network.oversubscribed if machine.network else None
+    if machine.network and over:
+        print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "
+              f"on {over['ranks']} ranks over {over['cores']} cores (the oversubscribed exchange)", flush=True)
     cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
     signatures: dict[tuple[str, str], Signatures] = {}
     notes: list[str] = []
@@ -216,12 +242,19 @@ def main() -> int:
                f"({rows[worst]['case']}, {rows[worst]['region']})")
     print(f"\n{summary}")
     single = [e for e, r in zip(errors, rows, strict=True) if r["procs"] == 1]
-    print(f"one rank per case only: average absolute error {100 * float(np.mean(single)):.1f}% over {len(single)}")
+    if single:
+        print(f"one rank per case only: average absolute error {100 * float(np.mean(single)):.1f}% over "
+              f"{len(single)}")
     cores = int(machine.host.get("cpus") or 0)
     inside = [e for e, r in zip(errors, rows, strict=True) if not cores or r["procs"] <= cores]
     if cores and inside:  # the model assumes one rank per core; more ranks wait for descheduled partners
         print(f"at most one rank per core ({cores} cores; the model's assumption): average absolute error "
               f"{100 * float(np.mean(inside)):.1f}% over {len(inside)}, worst {100 * max(inside):.1f}%")
+    implied = [f"{r['case']} {r['latency_exact_s'] * 1e6:.0f}" for r in rows if "latency_exact_s" in r
+               and r["region"] == "timed loop"]
+    if implied and machine.network and machine.network.oversubscribed:
+        print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "
+              f"(the profile's: {machine.network.oversubscribed['latency_s'] * 1e6:.0f})")
     for note in notes:
         print(f"note: {note}")
     (out / "accuracy.json").write_text(json.dumps({"profile": machine.name, "rows": rows, "summary": summary,

@@ -45,6 +45,12 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     assert machine.triad_gbs > 0.5
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3
     assert [row["bytes"] for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
+    # exchanges on twice as many ranks as cores: the wait for a partner without a core
+    over = machine.network.oversubscribed
+    assert over is not None and over["version"] == 1 and over["pattern"] == "exchange"
+    assert over["ranks"] == 2 * over["cores"] > machine.host["cpus"] - 1
+    assert [row["bytes"] for row in over["pingpong"]] == list(probe.ProbeSettings.quick().pingpong_sizes)
+    assert over["latency_s"] == min(over["pingpong"], key=lambda row: row["bytes"])["seconds"] > 0
     fit = machine.bandwidth_fit
     assert fit is not None and len(fit.plateaus_gbs) == machine.levels and fit.avg_abs_rel_error is not None
     assert set(fit.per_curve) == curves
@@ -55,6 +61,7 @@ def test_show_fit_and_plot(quick_profile: Path, tmp_path: Path, capsys: pytest.C
     assert main(["machine", "show", str(quick_profile)]) == 0
     out = capsys.readouterr().out
     assert "peak flops" in out and "MPI ping-pong" in out and "stride 64" in out and "avg |err|" in out
+    assert "(oversubscribed): latency" in out
     refit = tmp_path / "refit.json"
     assert main(["machine", "fit", str(quick_profile), "-o", str(refit), "--population", "100",
                  "--generations", "5", "--seed", "3"]) == 0

@@ -15,6 +15,8 @@ from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, M
 from ma.errors import ProfileError
 
 SMALL = [CacheLevel(1, 4096, 4, 64), CacheLevel(2, 65536, 8, 64)]
+OVERSUBSCRIBED = {"version": 1, "pattern": "exchange", "ranks": 4, "cores": 2, "latency_s": 4e-5,
+                  "bandwidth_bytes_per_s": 1e9, "pingpong": [{"bytes": 8, "seconds": 4e-5}]}
 
 
 def sample_profile() -> MachineProfile:
@@ -26,7 +28,7 @@ def sample_profile() -> MachineProfile:
         name="sample", host={"hostname": "h", "cpu_model": "cpu", "cpus": 2, "measured_at": "2026-01-01T00:00:00Z"},
         caches=SMALL, cpu={"peak_flops": 1e10, "isa": "sse2"}, memory={"triad_gbs": 10.0}, multimaps=points,
         multimaps_settings={"samples": 2, "statistic": "median"},
-        network=NetworkProfile(2e-6, 5e9, pingpong=[{"bytes": 8, "seconds": 2e-6}]),
+        network=NetworkProfile(2e-6, 5e9, pingpong=[{"bytes": 8, "seconds": 2e-6}], oversubscribed=OVERSUBSCRIBED),
         bandwidth_fit=BandwidthFit([1.0, 3.0, 30.0], [50.0, 20.0, 5.0], [1.0, -1.0], [0.1, 0.2]))
 
 
@@ -66,6 +68,10 @@ def edited(tmp_path: Path, change: Any) -> Path:
     (lambda d: d["multimaps"]["points"][0].pop("stride"), "multimaps.points[0].stride", "needs its stride"),
     (lambda d: d["bandwidth_fit"].update(plateaus_gbs=[1.0, 2.0]), "bandwidth_fit.plateaus_gbs", "expected 3"),
     (lambda d: d["network"].update(latency_s="fast"), "network.latency_s", "is not of type 'number'"),
+    (lambda d: d["network"].update(oversubscribed={**OVERSUBSCRIBED, "version": 2}), "network.oversubscribed.version",
+     "1 was expected"),
+    (lambda d: d["network"].update(oversubscribed={**OVERSUBSCRIBED, "pingpong": [{"bytes": 8, "seconds": 0}]}),
+     "network.oversubscribed.pingpong[0].seconds", "less than or equal to the minimum of 0"),
 ])
 def test_schema_errors_name_file_and_field(tmp_path: Path, change: Any, field: str, message: str) -> None:
     path = edited(tmp_path, change)

@@ -286,6 +286,38 @@ def test_more_ranks_than_cores_time_share_them() -> None:
         MapsBackend(cores=-1)
 
 
+def test_messages_beyond_one_rank_per_core_use_the_oversubscribed_exchange() -> None:
+    """L and 1/B move from the two-rank figures to the oversubscribed exchange's (4 ranks on 2 cores) in
+    proportion to the ranks per core beyond one: e = max(0, p/2 - 1) / (4/2 - 1)."""
+    values = {"n": 10, "m": 1000}
+    over_latency, over_bandwidth = 21e-6, BANDWIDTH / 4
+    machine = profile()
+    assert machine.network is not None
+    machine.network.oversubscribed = {"version": 1, "pattern": "exchange", "ranks": 4, "cores": 2,
+                                      "latency_s": over_latency, "bandwidth_bytes_per_s": over_bandwidth}
+    plain = MapsBackend(cores=2).predict(builder(), profile())
+    shared = MapsBackend(cores=2).predict(builder(), machine)
+    assert any("oversubscribed" in note for note in shared.notes)
+    for procs, excess in ((1, 0.0), (2, 0.0), (4, 1.0), (8, 3.0)):
+        latency = LATENCY + excess * (over_latency - LATENCY)
+        inverse = 1 / BANDWIDTH + excess * (1 / over_bandwidth - 1 / BANDWIDTH)
+        point = {**values, "nprocs": procs}
+        halo = halo_seconds(shared, point)
+        assert halo == pytest.approx(20 * latency + 20 * 8000 * inverse, rel=1e-12)
+        for part in ("compute", "memory"):  # the time-sharing term is the same with or without the block
+            assert float(shared.part(part).subs(point)) == pytest.approx(float(plain.part(part).subs(point)))
+    # --cores 0 (no time-sharing) and a profile without the block: the two-rank figures at any count
+    for backend, prof in ((MapsBackend(cores=0), machine), (MapsBackend(cores=2), profile())):
+        point = {**values, "nprocs": 8}
+        assert halo_seconds(backend.predict(builder(), prof), point) == pytest.approx(
+            20 * LATENCY + 20 * 8000 / BANDWIDTH, rel=1e-12)
+
+
+def halo_seconds(prediction: Prediction, point: dict[str, int]) -> float:
+    site = next(s for s in prediction.sites if s.path == "solve/it/halo")
+    return float(site.communication.subs({k: sympy.Integer(v) for k, v in point.items()}))
+
+
 def test_measured_traffic_prices_a_flop_site_without_loadstore(tmp_path: Path) -> None:
     """l_k lines per flop served beyond L1, each 64 B at F of a stride-1 stream from level k: here one cache
     and memory, so the stream's row is (1 - 8/64, 1) and a flop costs l_2 x 64 / F(0.875)."""

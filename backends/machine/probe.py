@@ -4,8 +4,9 @@ MultiMAPS (Tikir et al. SC07, Figure 2): a strided read over working sets from 1
 cache, strides 1..64 words, plus a random-access curve; each point is repeated until one measurement lasts
 ``min_time``, then measured ``samples`` times, and the median kept (every sample is stored too). The process is
 pinned to one core while it measures. Then the flop peak of that core (FMA chains in registers), the STREAM
-triad, and MPI ping-pong latency and bandwidth between two ranks of the environment's ``mpiexec``; then the
-hit rates of every MultiMAPS point on the hierarchy (:mod:`.hitrates`) and the GA fit (:mod:`.gafit`).
+triad, and MPI ping-pong latency and bandwidth between two ranks of the environment's ``mpiexec`` (and, in
+rounds of exchanges, on twice as many ranks as cores: ``network.oversubscribed``); then the hit rates of every
+MultiMAPS point on the hierarchy (:mod:`.hitrates`) and the GA fit (:mod:`.gafit`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -35,6 +36,7 @@ from .kernels import Kernels, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
+OVERSUBSCRIBED_VERSION = 1  # of the network.oversubscribed block
 WORD = 8
 LINE = 64
 
@@ -59,6 +61,8 @@ class ProbeSettings:
     flop_time: float = 2e-3  # short, like min_time: the best of the samples is the peak
     pingpong_sizes: tuple[int, ...] = (8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20)
     pingpong_time: float = 0.02
+    # the oversubscribed exchange: a batch lasts many scheduler time slices, so it averages over who runs when
+    oversubscribed_time: float = 0.1
     mpi: bool = True
     fit: bool = True
     ga: gafit.GASettings = field(default_factory=gafit.GASettings)
@@ -68,7 +72,7 @@ class ProbeSettings:
     @classmethod
     def quick(cls) -> ProbeSettings:
         return cls(sizes=12, llc_multiple=0.25, min_time=2e-4, samples=5, flop_time=5e-4,
-                   pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3,
+                   pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3, oversubscribed_time=5e-3,
                    ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
                    is_quick=True)
 
@@ -193,15 +197,16 @@ def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: Prob
     return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
 
 
-def measure_network(settings: ProbeSettings) -> NetworkProfile:
-    """MPI ping-pong between two ranks started by the environment's mpiexec (intra-node)."""
+def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: tuple[str, ...] = ()
+                    ) -> list[dict[str, float]]:
+    """One-way seconds per message size: ranks 0 and 1's ping-pong, or with ``mode`` ("exchange",) every rank's
+    rounds of exchanges (``csrc/pingpong.c``)."""
     from ma_runtime import toolchain
 
     mpiexec = toolchain.find_program("mpiexec")
     if mpiexec is None:
         raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
-    program = build_pingpong()
-    argv = [str(mpiexec), "-n", "2", str(program), str(settings.pingpong_time), str(settings.samples),
+    argv = [str(mpiexec), "-n", str(ranks), str(build_pingpong()), *mode, str(min_time), str(settings.samples),
             *map(str, settings.pingpong_sizes)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
@@ -215,10 +220,40 @@ def measure_network(settings: ProbeSettings) -> NetworkProfile:
         table.append({"bytes": int(nbytes), "seconds": float(best if settings.statistic == "best" else median)})
     if len(table) != len(settings.pingpong_sizes):
         raise ProbeError(f"MPI ping-pong printed {len(table)} of {len(settings.pingpong_sizes)} lines:\n{done.stdout}")
+    return table
+
+
+def _hockney(table: Sequence[Mapping[str, float]]) -> tuple[float, float]:
+    """Latency (the smallest message's time) and bandwidth (the best bytes per second) of a ping-pong table."""
     smallest = min(table, key=lambda row: row["bytes"])
-    return NetworkProfile(latency_s=smallest["seconds"],
-                          bandwidth_bytes_per_s=max(row["bytes"] / row["seconds"] for row in table),
-                          ranks=2, launcher=str(mpiexec), pingpong=table)
+    return smallest["seconds"], max(row["bytes"] / row["seconds"] for row in table)
+
+
+def measure_network(settings: ProbeSettings) -> NetworkProfile:
+    """MPI ping-pong between two ranks started by the environment's mpiexec (intra-node), then
+    :func:`measure_oversubscribed`."""
+    from ma_runtime import toolchain
+
+    table = _pingpong_table(2, settings.pingpong_time, settings)
+    latency, bandwidth = _hockney(table)
+    return NetworkProfile(latency_s=latency, bandwidth_bytes_per_s=bandwidth, ranks=2,
+                          launcher=str(toolchain.find_program("mpiexec")), pingpong=table,
+                          oversubscribed=measure_oversubscribed(settings))
+
+
+def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) -> dict[str, Any]:
+    """Exchanges on twice as many ranks as this host's cores (``network.oversubscribed``): every rank sends
+    and receives in rounds whose partners change (``ma_pingpong exchange``), so a message waits for a partner
+    the scheduler has taken off its core, as an application's exchanges and collectives do. The maps backend
+    prices messages with it when a run has more ranks than cores."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    ranks = 2 * cores
+    table = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange",))
+    latency, bandwidth = _hockney(table)
+    return {"version": OVERSUBSCRIBED_VERSION, "pattern": "exchange", "ranks": ranks, "cores": cores,
+            "latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "batch_s": settings.oversubscribed_time,
+            "pingpong": table}
 
 
 def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheLevel],
@@ -298,7 +333,7 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
         memory = measure_triad(kernels, hierarchy, cfg)
     network = None
     if cfg.mpi:
-        say("MPI ping-pong (2 ranks)")
+        say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores)")
         network = measure_network(cfg)
     say("hit rates (simulated on the hierarchy, prefetchers included)")
     simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))

@@ -63,6 +63,8 @@ class NetworkProfile:
     ranks: int = 2
     launcher: str = "mpiexec"
     pingpong: list[dict[str, float]] = field(default_factory=list)
+    # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
+    oversubscribed: dict[str, Any] | None = None
 
     def message_seconds(self, nbytes: float) -> float:
         """The latency/bandwidth model of one message (perc_framework.txt: the L/B model)."""

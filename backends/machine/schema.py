@@ -104,6 +104,21 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "properties": {"bytes": {"type": "integer", "minimum": 0}, "seconds": _POSITIVE},
                     },
                 },
+                # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
+                "oversubscribed": {
+                    "type": ["object", "null"],
+                    "required": ["version", "ranks", "cores", "latency_s", "bandwidth_bytes_per_s"],
+                    "properties": {
+                        "version": {"const": 1},
+                        "pattern": {"enum": ["exchange"]},
+                        "ranks": _POSITIVE_INT,
+                        "cores": _POSITIVE_INT,
+                        "latency_s": _POSITIVE,
+                        "bandwidth_bytes_per_s": _POSITIVE,
+                        "batch_s": _POSITIVE,
+                        "pingpong": {"$ref": "#/properties/network/properties/pingpong"},
+                    },
+                },
             },
         },
         "multimaps": {

@@ -277,10 +277,15 @@ class MapsBackend(Backend):
             add(path, term.subroutine, "memory", term.expr * sympy.Float(out[path]))
         return out
 
+    def _cores(self, machine: MachineProfile) -> int:
+        """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
+        return self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
+
     def _time_share(self, model: ModelBuilder, machine: MachineProfile, notes: list[str]) -> sympy.Expr:
         """max(1, nprocs / cores): with more ranks than cores, each rank has the cores part of the time (compute,
-        memory and interpreter stretch alike; the network model has no term for a partner not scheduled)."""
-        cores = self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
+        memory and interpreter stretch alike; a message's wait for a partner not scheduled is the network's:
+        :func:`.network.link`)."""
+        cores = self._cores(machine)
         if not cores or self.procs.name not in model.ts.variable_names():
             return sympy.Integer(1)
         notes.append(f"more ranks than the {cores} cores of {machine.name!r} time-share them: compute, memory and "
@@ -325,7 +330,10 @@ class MapsBackend(Backend):
             return
         counts = {t.site.path: t for t in model.model("mpi_count", inline=True).terms}
         volumes = {t.site.path: t.expr for t in model.model("mpi_bytes", inline=True).terms}
-        latency, bandwidth = machine.network.latency_s, machine.network.bandwidth_bytes_per_s
+        latency, bandwidth = network.link(machine.network, self.procs, self._cores(machine))
+        if machine.network.oversubscribed and self._cores(machine):
+            notes.append(f"more ranks than the {self._cores(machine)} cores: messages priced towards the "
+                         "oversubscribed exchange (network.oversubscribed)")
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)

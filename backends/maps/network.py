@@ -14,15 +14,23 @@ and ``bytes`` their volume (n x bytes per message m), so per site::
     alltoall        (pairwise exchange)      (p-1) (n L + bytes/B)
     barrier         (dissemination)          ceil(log2 p) n L
 
+With more ranks than cores, a message also waits for its partner to be given a core: L and 1/B then come
+from the probe's exchange on more ranks than cores (``network.oversubscribed``, :func:`link`).
+
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import sympy
 from sympy.codegen.cfunctions import log2
 
 from ma_post.sympy_expr import as_expr
+
+if TYPE_CHECKING:
+    from ..machine.profile import NetworkProfile
 
 ALGORITHMS: dict[str, str] = {
     "mpi_send": "Hockney n L + bytes/B", "mpi_isend": "Hockney n L + bytes/B",
@@ -55,3 +63,23 @@ def site_seconds(site_type: str, messages: sympy.Expr, volume: sympy.Expr, procs
     """Seconds per rank of one MPI site with ``messages`` messages of ``volume`` bytes in all."""
     a, b = factors(site_type, procs)
     return a * messages * as_expr(latency_s) + b * volume / as_expr(bandwidth_bytes_per_s)
+
+
+def link(network: NetworkProfile, procs: sympy.Expr, cores: int) -> tuple[sympy.Expr, sympy.Expr]:
+    """(L, B) of a message on ``procs`` ranks sharing ``cores`` cores.
+
+    Up to one rank per core: the two-rank ping-pong's. Beyond, each of L and 1/B moves from the two-rank
+    figure towards the oversubscribed exchange's (measured on R ranks over C cores, ranks per core r = R/C)
+    in proportion to the ranks beyond one per core, ``e = max(0, procs/cores - 1) / (r - 1)``: with the
+    scheduler's round robin, a rank whose partner has no core waits for the ranks ahead of it on that core,
+    as many as the ranks per core beyond one. e = 1 at the probe's own ratio; beyond it the line is
+    extrapolated. Without the oversubscribed figure (or ``cores`` 0), the two-rank L and B everywhere."""
+    latency, inverse = sympy.Float(network.latency_s), sympy.Float(1 / network.bandwidth_bytes_per_s)
+    over = network.oversubscribed
+    if not over or not cores:
+        return latency, 1 / inverse
+    per_core = over["ranks"] / over["cores"]
+    excess = sympy.Max(0, procs / cores - 1) / sympy.Float(per_core - 1)
+    extra_latency = max(0.0, over["latency_s"] - network.latency_s)
+    extra_inverse = max(0.0, 1 / over["bandwidth_bytes_per_s"] - 1 / network.bandwidth_bytes_per_s)
+    return latency + sympy.Float(extra_latency) * excess, 1 / (inverse + sympy.Float(extra_inverse) * excess)

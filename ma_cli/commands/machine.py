@@ -175,6 +175,10 @@ def handle_show(args: argparse.Namespace) -> int:
         net = machine.network
         print(f"  MPI ping-pong ({net.ranks} ranks): latency {net.latency_s * 1e6:.2f} us, "
               f"bandwidth {net.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
+        if net.oversubscribed:
+            over = net.oversubscribed
+            print(f"  MPI exchange on {over['ranks']} ranks over {over['cores']} cores (oversubscribed): latency "
+                  f"{over['latency_s'] * 1e6:.2f} us, bandwidth {over['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s")
     curves: dict[str, list[float]] = {}
     for point in machine.multimaps:
         curves.setdefault(point.curve, []).append(point.bandwidth_gbs)

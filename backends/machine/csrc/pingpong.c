@@ -1,7 +1,11 @@
 /* MPI ping-pong between ranks 0 and 1 (`ma machine probe`): for each message size given on the command line,
  * rank 0 prints "bytes median_seconds best_seconds", the one-way time of the median and of the fastest of
  * `batches` batches, each batch as many round trips as fill `min_time` seconds.
- * Usage: ma_pingpong MIN_TIME BATCHES SIZE... */
+ * With `exchange` first, every rank takes part instead: rounds of MPI_Sendrecv at distances 1, 2, 4, ... < size
+ * (send to rank + d, receive from rank - d: the dissemination pattern of barriers and allgathers, so partners
+ * change every round), and the time printed is per round, one message each way per rank. On more ranks than
+ * cores that is the time a message waits for a partner the scheduler has taken off its core.
+ * Usage: ma_pingpong [exchange] MIN_TIME BATCHES SIZE... */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,14 +31,36 @@ static double round_trips(char *buffer, int bytes, long count, int rank) {
     return MPI_Wtime() - start;
 }
 
+/* `count` times the rounds at distances 1, 2, 4, ... < size; returns the seconds */
+static double exchange_rounds(char *buffer, char *incoming, int bytes, long count, int rank, int size) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (long i = 0; i < count; i++)
+        for (int d = 1; d < size; d *= 2)
+            MPI_Sendrecv(buffer, bytes, MPI_BYTE, (rank + d) % size, 0, incoming, bytes, MPI_BYTE,
+                         (rank - d + size) % size, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    return MPI_Wtime() - start;
+}
+
+/* messages one after another in one repetition: 2 per round trip, 1 per exchange round */
+static double messages_per_repetition(int exchange, int size) {
+    int rounds = 0;
+    for (int d = 1; d < size; d *= 2)
+        rounds++;
+    return exchange ? (double)rounds : 2.0;
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int exchange = argc > 1 && strcmp(argv[1], "exchange") == 0;
+    argc -= exchange;
+    argv += exchange;
     if (size < 2 || argc < 4) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpiexec -n 2 ma_pingpong MIN_TIME BATCHES SIZE...\n");
+            fprintf(stderr, "usage: mpiexec -n 2 ma_pingpong [exchange] MIN_TIME BATCHES SIZE...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     double min_time = atof(argv[1]);
@@ -45,15 +71,17 @@ int main(int argc, char **argv) {
     for (int a = 3; a < argc; a++)
         if (atol(argv[a]) > largest)
             largest = atol(argv[a]);
-    char *buffer = malloc((size_t)largest + 1);
+    char *buffer = malloc((size_t)largest + 1), *incoming = malloc((size_t)largest + 1);
     memset(buffer, 1, (size_t)largest + 1);
-    double times[99];
+    double times[99], messages = messages_per_repetition(exchange, size);
     for (int a = 3; a < argc; a++) {
         int bytes = atoi(argv[a]);
-        round_trips(buffer, bytes, 10, rank); /* warm up: connection set-up, page faults */
+#define BATCH(count) (exchange ? exchange_rounds(buffer, incoming, bytes, (count), rank, size) \
+                               : round_trips(buffer, bytes, (count), rank))
+        BATCH(10); /* warm up: connection set-up, page faults */
         long count = 1;
-        for (;;) { /* rank 0 decides how many round trips fill min_time; both ranks follow */
-            double t = round_trips(buffer, bytes, count, rank);
+        for (;;) { /* rank 0 decides how many batches fill min_time; every rank follows */
+            double t = BATCH(count);
             int enough = t >= min_time;
             MPI_Bcast(&enough, 1, MPI_INT, 0, MPI_COMM_WORLD);
             if (enough)
@@ -61,12 +89,13 @@ int main(int argc, char **argv) {
             count *= 2;
         }
         for (int b = 0; b < batches; b++)
-            times[b] = round_trips(buffer, bytes, count, rank) / (2.0 * (double)count);
+            times[b] = BATCH(count) / (messages * (double)count);
         qsort(times, (size_t)batches, sizeof(double), compare);
         if (rank == 0)
             printf("%d %.9e %.9e\n", bytes, times[batches / 2], times[0]);
     }
     free(buffer);
+    free(incoming);
     MPI_Finalize();
     return 0;
 }
