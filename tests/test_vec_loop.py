@@ -310,3 +310,27 @@ def test_c_vec_loop_gathers(tmp_path: Path) -> None:
                                                        gathers="nnz", gathered_bytes="8*n")}
     outside = [a for a in ts.anomalies if "ma_vec_loop_gathers('rows'" in a.message]
     assert len(outside) == 1 and outside[0].file == str(source)  # (an anomaly takes its site's line)
+
+
+@pytest.mark.mpi
+def test_the_c_kernel_sets_matvec_states_its_gathers(tmp_path: Path) -> None:
+    """examples/vector_kernels/kernels.c built with the annotation runtime (-DMA_TRACED, as bench/vector_predict.py
+    builds it): matvec's trace states one read of p per entry (32 a row) of p's 8 x rows bytes, and its loads,
+    flops and AVL as the program counts them."""
+    from backends.vector import loops_from_trace
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    exe, trace = tmp_path / "kernels", tmp_path / "trace"
+    subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", "-DMA_TRACED", *pmpi.c_flags(),
+                    str(REPO / "examples" / "vector_kernels" / "kernels.c"), "-o", str(exe), *pmpi.c_libs()],
+                   check=True, timeout=300)
+    done = ma("run", "-n", "1", "--trace-dir", str(trace), "--", str(exe), "matvec", "1000", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = done.stdout.split()
+    ts = ma_post.load(trace)
+    (result,) = vec_loop_results(ts)
+    assert (result.id, result.calls, result.mv) == ("matvec", 2, 2)
+    assert result.gathers == {"gathers": 32000, "gathered_bytes": 8000}
+    assert (result.predicted["vflops"], result.predicted["vloadstore"]) == (float(printed[4]), float(printed[5]))
+    assert loops_from_trace(ts)[""].gathers == "nnz"
