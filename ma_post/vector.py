@@ -124,7 +124,8 @@ def figure8_lines(results: list[VecLoopResult]) -> str:
 
 
 def paper_lines(results: list[VecLoopResult]) -> str:
-    """The paper's ``ma_vec_loop_start`` line per site, and a ``ma_vec_loop_stop`` line where measured.
+    """The paper's ``ma_vec_loop_start`` line per site, a ``ma_vec_loop_gathers`` line where gathers are stated, and a
+    ``ma_vec_loop_stop`` line where measured.
 
     The stop line's fields are the counts this host has: vector flops, vector load/stores, AVL, scalar flops
     and scalar load/stores per call (the X1E's cycles, stalls, strides and cache misses have no equivalent).
@@ -134,6 +135,10 @@ def paper_lines(results: list[VecLoopResult]) -> str:
         e, p = r.exprs, r.predicted
         lines.append(f"MA:{r.depth}:ma_vec_loop_start:{r.id}:{e['vloadstore']}:{_number(p['vloadstore'])}:"
                      f"{e['vflops']}:{_number(p['vflops'])}:{e['avl']}:{p['avl']:.6f}:{r.mv}")
+        if r.gather_exprs is not None and r.gathers is not None:  # stated gathers (no counterpart in the paper)
+            g, v = r.gather_exprs, r.gathers
+            lines.append(f"MA:{r.depth}:ma_vec_loop_gathers:{r.id}:{g['gathers']}:{_number(v['gathers'])}:"
+                         f"{g['gathered_bytes']}:{_number(v['gathered_bytes'])}")
         if r.measured is not None:
             m = r.measured
             lines.append(f"MA:{r.depth}:ma_vec_loop_stop:{r.id}:{r.calls}:{math.floor(m['vflops'])}:"

@@ -310,6 +310,8 @@ def test_c_vec_loop_gathers(tmp_path: Path) -> None:
                                                        gathers="nnz", gathered_bytes="8*n")}
     outside = [a for a in ts.anomalies if "ma_vec_loop_gathers('rows'" in a.message]
     assert len(outside) == 1 and outside[0].file == str(source)  # (an anomaly takes its site's line)
+    shown = ma("validate", str(trace), "--vec-loops", "paper").stdout.splitlines()
+    assert "MA:2:ma_vec_loop_gathers:rows:nnz:1000:8*n:2048" in shown
 
 
 @pytest.mark.mpi
