@@ -20,11 +20,14 @@ the paper's Figure 6 case, where the model does not know what the compiler did.
 Error = (predicted - measured) / measured. Each build's time is the best of --runs runs of --repeat calls (times the
 case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
 processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
-the figures printed are one run. After the table, matvec taken apart (kernels.c's ``dot`` and ``gather``, with
-its columns and random ones), its random reads alone set against the random-access curve, and matvec predicted
-by Figure 4 plus gather terms from the SIMD file's measured curves (extensions, printed beside the scenarios):
-the gather curve at p's size, the sparse-dot curve at p's size, and the sparse-dot curve by level at the
-simulated hit rates of matvec's reads of p (with its streams), which a "k of 12" line counts in matvec's place.
+the figures printed are one run. matvec states its gathers in kernels.c (``ma_vec_loop_gathers``: one read of p per
+entry, p's bytes): the bench builds it with the annotation runtime, runs it once under ``ma run`` and reads them from
+the trace, and each of matvec's scenarios prices them as the vector backend does (the sparse-dot curve at p's size,
+``timing.sparse_loop_time``), so the table and its tally include them. After the table, matvec taken apart
+(kernels.c's ``dot`` and ``gather``, with its columns and random ones), its random reads alone set against the
+random-access curve, and matvec predicted by Figure 4 plus gather terms from the SIMD file's measured curves
+(extensions: the gather curve at p's size, the sparse-dot curve at p's size, and the sparse-dot curve by level at
+the simulated hit rates of matvec's reads of p, with its streams), which a "k of 12" line counts in matvec's place.
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
                                      [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
@@ -50,7 +53,11 @@ from backends.vector import simd as simd_curve
 from backends.vector.bandwidth import curve_at, gather_seconds, gather_seconds_by_level, memory_level
 from backends.vector.profile import SCENARIOS, VectorProfile
 from backends.vector.timing import sparse_loop_time
+from ma_post import load as load_trace
 from ma_post.loopmark import loopmarks
+from ma_post.vector import vec_loop_results
+from ma_runtime import pmpi
+from ma_runtime.toolchain import find_mpicc
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "examples" / "vector_kernels" / "kernels.c"
@@ -129,8 +136,32 @@ def paper_avl(trip: int, lanes: int) -> float:
     return trip / math.ceil(trip / lanes)
 
 
-def predict(profile: VectorProfile, run: Run, mv: int, avl: float | None, form: str = "net") -> dict[str, float]:
-    return {s: float(loop_time(run.flops, run.words, mv, avl, profile, s, form).total) for s in SCENARIOS}
+# the gathers a kernel's annotation states (kernels.c's ma_vec_loop_gathers), read from its trace: count and bytes
+Gathers = tuple[float, float]
+
+
+def traced_gathers(directory: Path, kernel: str, n: int) -> Gathers | None:
+    """The first call's gathers and gathered bytes the kernel's ``ma_vec_loop`` states, from one traced call of
+    kernels.c built with the annotation runtime (-DMA_TRACED) and run under ``ma run``; None if it states none."""
+    exe, trace = directory / "kernels-traced", directory / f"trace-{kernel}"
+    subprocess.run([str(find_mpicc()), *BUILDS["vectorised"], "-DMA_TRACED", *pmpi.c_flags(), str(SOURCE), "-o",
+                    str(exe), *pmpi.c_libs()], check=True)
+    ma = Path(shutil.which("ma") or "ma")
+    subprocess.run([str(ma), "run", "-n", "1", "--trace-dir", str(trace), "--", str(exe), kernel, str(n), "1"],
+                   check=True, capture_output=True)
+    stated = [r.gathers for r in vec_loop_results(load_trace(trace)) if r.id == kernel and r.gathers]
+    return (stated[0]["gathers"], stated[0]["gathered_bytes"]) if stated else None
+
+
+def predict(profile: VectorProfile, run: Run, mv: int, avl: float | None, form: str = "net",
+            gathers: Gathers | None = None, simd: simd_curve.SimdBandwidth | None = None) -> dict[str, float]:
+    """Each scenario's seconds by Figure 4; with ``gathers`` (count, gathered bytes) stated, those are priced on
+    the sparse-dot curve at the gathered array's size in every scenario, as the vector backend does."""
+    if gathers is None or simd is None or not simd.sparse_dot:
+        return {s: float(loop_time(run.flops, run.words, mv, avl, profile, s, form).total) for s in SCENARIOS}
+    entry = gather_seconds(simd, 1.0, gathers[1], values=True)
+    return {s: float(sparse_loop_time(run.flops, run.words, gathers[0], entry, mv, avl, profile, s, form).total)
+            for s in SCENARIOS}
 
 
 def level_name(machine: MachineProfile, working_set: float) -> str:
@@ -183,7 +214,15 @@ def main() -> None:
                   args.repeat * calls) for kernel, base_n, calls in CASES]  # tzetar's N is the edge of a cube
         measured = measure(exes, cases, args.runs)
         matvec_n = next(n for kernel, n, _ in cases if kernel == "matvec")
+        stated = {"matvec": traced_gathers(Path(tmp), "matvec", matvec_n)}
         pieces = measure({"scalar": exes["scalar"]}, [(piece, matvec_n, args.repeat) for piece in PIECES], args.runs)
+    if simd.sparse_dot and stated["matvec"]:
+        print(f"matvec's traced gathers: {stated['matvec'][0]:.0f} per call of a {stated['matvec'][1] / 1e6:.1f} MB "
+              f"array, on the sparse-dot curve there ({curve_at(simd.sparse_dot, stated['matvec'][1]):.2f} GB/s) in "
+              "every scenario")
+    else:
+        print("matvec's gathers: " + ("the SIMD file has no sparse_dot curve" if stated["matvec"] else
+                                      "its trace states none") + ": Figure 4 alone")
     for build_name in BUILDS:
         for (kernel, n), runs in measured.items():
             run = runs[build_name]
@@ -193,13 +232,14 @@ def main() -> None:
             rows = [(build_name, mark.mv, avl)]
             if build_name == "scalar":  # the paper's Figure 6: the model assumes the asserted vectorisation
                 rows.append(("no MV", 2, paper_avl(run.trip, lanes)))
+            gathers = stated.get(kernel)
             for label, mv, loop_avl in rows:
-                predicted = predict(profile, run, mv, loop_avl)
+                predicted = predict(profile, run, mv, loop_avl, gathers=gathers, simd=simd)
                 errors = {s: (predicted[s] - run.seconds) / run.seconds for s in SCENARIOS}
                 bars.append((f"{kernel} {level_name(machine, run.working_set)}\n{label}", errors))
                 best = min(errors.values(), key=abs)
                 others = {form: min(((p - run.seconds) / run.seconds for p in
-                                     predict(profile, run, mv, loop_avl, form).values()), key=abs)
+                                     predict(profile, run, mv, loop_avl, form, gathers, simd).values()), key=abs)
                           for form in OTHER_FORMS}
                 if label != "no MV":
                     best_errors.append((kernel, label, best))

@@ -43,6 +43,9 @@ PEER_KEYS = ("path", "type", "thread", "expr", "pass", "fail", "unmeasured", "fi
 # Written only when used: ``peers`` (above) and ``vector_loops``, the records of ma.vec_loop
 # (docs/vector-backend.md).
 VECTOR_LOOPS_KEY = "vector_loops"
+# A record's optional indexed loads (its "gathers" object, null when not stated): expressions, first-call values
+# and sums under these names.
+VEC_LOOP_GATHER_KEYS = ("gathers", "gathered_bytes")
 OPTIONAL_DOCUMENT_KEYS = (PEERS_KEY, VECTOR_LOOPS_KEY)
 HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", "command", "start_time",
                "end_time", "status", "exit_reason", "tolerance", "counters", "mpi")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ma.errors import TraceError
-from ma.trace_format import VECTOR_LOOPS_KEY
+from ma.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
 
 if TYPE_CHECKING:
     from ma_post.traceset import TraceSet
@@ -35,6 +35,8 @@ class VecLoopResult:
     measured: dict[str, float] | None  # vloadstore, vflops, avl, scalar_flops, scalar_loadstore (per call), mv
     file: str | None = None            # where the annotation is written
     line: int | None = None
+    gather_exprs: dict[str, str] | None = None    # gathers, gathered_bytes (ma.trace_format.VEC_LOOP_GATHER_KEYS)
+    gathers: dict[str, float] | None = None       # their values at the first call
 
     @property
     def where(self) -> str:
@@ -73,12 +75,23 @@ def vec_loop_results(ts: TraceSet) -> list[VecLoopResult]:
                 results.append(VecLoopResult(
                     section.rank, str(record["id"]), str(record["path"]), int(record["depth"]),
                     dict(record["expr"]), dict(record["predicted_first"] or {}), int(record["mv"]),
-                    int(record["calls"]), _measured(record), where[0], where[1]))
+                    int(record["calls"]), _measured(record), where[0], where[1], *_gathers(record)))
             except (ValueError, KeyError, TypeError, AttributeError, ZeroDivisionError) as exc:
                 at = f" (ma.vec_loop at {where[0]}:{where[1]})" if where[0] else ""
                 raise TraceError(section.source, f"rank {section.rank}: vector_loops[{index}]{at}: bad record "
                                                  f"({exc!s}); expected the layout of docs/vector-backend.md") from None
     return results
+
+
+def _gathers(record: dict[str, Any]) -> tuple[dict[str, str] | None, dict[str, float] | None]:
+    """The record's stated indexed loads (expressions, first-call values), or None, None (none stated, or a trace
+    written before they existed)."""
+    stated = record.get("gathers")
+    if stated is None:
+        return None, None
+    exprs, first = stated["expr"], stated["predicted_first"]
+    return ({key: str(exprs[key]) for key in VEC_LOOP_GATHER_KEYS},
+            {key: float(first[key]) for key in VEC_LOOP_GATHER_KEYS} if first else None)
 
 
 def _record_where(record: Any) -> tuple[str | None, int | None]:
@@ -111,7 +124,8 @@ def figure8_lines(results: list[VecLoopResult]) -> str:
 
 
 def paper_lines(results: list[VecLoopResult]) -> str:
-    """The paper's ``ma_vec_loop_start`` line per site, and a ``ma_vec_loop_stop`` line where measured.
+    """The paper's ``ma_vec_loop_start`` line per site, a ``ma_vec_loop_gathers`` line where gathers are stated, and a
+    ``ma_vec_loop_stop`` line where measured.
 
     The stop line's fields are the counts this host has: vector flops, vector load/stores, AVL, scalar flops
     and scalar load/stores per call (the X1E's cycles, stalls, strides and cache misses have no equivalent).
@@ -121,6 +135,10 @@ def paper_lines(results: list[VecLoopResult]) -> str:
         e, p = r.exprs, r.predicted
         lines.append(f"MA:{r.depth}:ma_vec_loop_start:{r.id}:{e['vloadstore']}:{_number(p['vloadstore'])}:"
                      f"{e['vflops']}:{_number(p['vflops'])}:{e['avl']}:{p['avl']:.6f}:{r.mv}")
+        if r.gather_exprs is not None and r.gathers is not None:  # stated gathers (no counterpart in the paper)
+            g, v = r.gather_exprs, r.gathers
+            lines.append(f"MA:{r.depth}:ma_vec_loop_gathers:{r.id}:{g['gathers']}:{_number(v['gathers'])}:"
+                         f"{g['gathered_bytes']}:{_number(v['gathered_bytes'])}")
         if r.measured is not None:
             m = r.measured
             lines.append(f"MA:{r.depth}:ma_vec_loop_stop:{r.id}:{r.calls}:{math.floor(m['vflops'])}:"

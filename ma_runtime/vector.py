@@ -8,8 +8,11 @@ and its MV score (0: neither vectorised nor multithreaded, 1: multithreaded, 2: 
 paper's mflag/vflag pair). It is a pure-Python annotation kind (the compiled hot path, the
 Cython regions, is untouched): it adds no node to the site tree, so annotating an existing loop keeps
 its sites' paths; it keeps one record per (enclosing site path, id) that the runtime writes into the
-trace's ``vector_loops`` array. Under the ``valgrind`` counter the record also holds the measured vector
-metrics of the maflops tool (vector/scalar flops and load/stores, vector lanes); elsewhere they stay null.
+trace's ``vector_loops`` array. A sparse loop may also state its indexed loads (keyword-only ``gathers``, the
+count of indexed reads per call, and ``gathered_bytes``, the size of the array they read), which the vector
+backend times on the measured gather curves; they go into the record's ``gathers`` object (null without).
+Under the ``valgrind`` counter the record also holds the measured vector metrics of the maflops tool
+(vector/scalar flops and load/stores, vector lanes); elsewhere they stay null.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any, Literal
 
 from ma.errors import AnnotationError, MAError
 from ma.expr import Expression, parse_expression
+from ma.trace_format import VEC_LOOP_GATHER_KEYS
 
 from .mars import runtime, thread_state
 from .sites import caller
@@ -49,6 +53,21 @@ class VecLoopRecord:
     predicted_sum: list[Number] = field(default_factory=lambda: [0, 0, 0])
     measured: dict[str, int] | None = None
     measured_calls: int = 0
+    gather_exprs: tuple[str, str] | None = None         # gathers, gathered_bytes (when stated)
+    gather_first: list[Number] = field(default_factory=list)
+    gather_sum: list[Number] = field(default_factory=lambda: [0, 0])
+
+    def add_gathers(self, values: list[Number]) -> None:
+        if not self.gather_first:
+            self.gather_first = values
+        self.gather_sum = [a + b for a, b in zip(self.gather_sum, values, strict=True)]
+
+    def gathers_json(self) -> dict[str, Any] | None:
+        if self.gather_exprs is None:
+            return None
+        return {"expr": dict(zip(VEC_LOOP_GATHER_KEYS, self.gather_exprs, strict=True)),
+                "predicted_first": dict(zip(VEC_LOOP_GATHER_KEYS, self.gather_first, strict=True)),
+                "predicted_sum": dict(zip(VEC_LOOP_GATHER_KEYS, self.gather_sum, strict=True))}
 
     def to_json(self) -> dict[str, Any]:
         return {"id": self.id, "path": self.path, "file": self.file, "line": self.line, "depth": self.depth,
@@ -56,7 +75,7 @@ class VecLoopRecord:
                 "expr": dict(zip(_PREDICTED, self.exprs, strict=True)),
                 "predicted_first": dict(zip(_PREDICTED, self.first, strict=True)) if self.first else None,
                 "predicted_sum": dict(zip(_PREDICTED, self.predicted_sum, strict=True)),
-                "measured": self.measured, "measured_calls": self.measured_calls}
+                "measured": self.measured, "measured_calls": self.measured_calls, "gathers": self.gathers_json()}
 
 
 _records: dict[tuple[str, str], VecLoopRecord] = {}
@@ -77,13 +96,20 @@ def _vector_reader() -> Any:
 
 
 class vec_loop:
-    """``ma.vec_loop(id, vloadstore, vflops, avl, mv, vloadstore_value=None, vflops_value=None, avl_value=None)``."""
+    """``ma.vec_loop(id, vloadstore, vflops, avl, mv, vloadstore_value=None, vflops_value=None, avl_value=None, *,
+    gathers=None, gathered_bytes=None)``: ``gathers`` (indexed reads per call) and ``gathered_bytes`` (the size
+    of the array they read) are expressions, stated together or not at all."""
 
     def __init__(self, id: str, vloadstore: str, vflops: str, avl: str, mv: int,
                  vloadstore_value: Number | None = None, vflops_value: Number | None = None,
-                 avl_value: Number | None = None) -> None:
+                 avl_value: Number | None = None, *, gathers: str | None = None,
+                 gathered_bytes: str | None = None) -> None:
         self.file, self.line = caller()
-        for name, text in (("vloadstore", vloadstore), ("vflops", vflops), ("avl", avl)):
+        if (gathers is None) != (gathered_bytes is None):
+            raise AnnotationError(f"{self.where}ma.vec_loop({id!r}, ...): gathers and gathered_bytes go together "
+                                  f"(the indexed reads and the size of the array they read)")
+        stated = () if gathers is None else (("gathers", gathers), ("gathered_bytes", gathered_bytes))
+        for name, text in (("vloadstore", vloadstore), ("vflops", vflops), ("avl", avl), *stated):
             if not isinstance(text, str):
                 raise AnnotationError(f"{self.where}ma.vec_loop({id!r}, ...): {name} must be an expression str, "
                                       f"not {text!r}")
@@ -94,6 +120,9 @@ class vec_loop:
         self.exprs = (vloadstore, vflops, avl)
         self.parsed: tuple[Expression, ...] = tuple(self._parse(name, text) for name, text in
                                                     zip(_PREDICTED, self.exprs, strict=True))
+        self.gather_exprs = None if gathers is None else (gathers, str(gathered_bytes))
+        self.gather_parsed: tuple[Expression, ...] = () if self.gather_exprs is None else tuple(
+            self._parse(name, text) for name, text in zip(VEC_LOOP_GATHER_KEYS, self.gather_exprs, strict=True))
         self.mv = mv
         self.given = (vloadstore_value, vflops_value, avl_value)
         self.record: VecLoopRecord | None = None
@@ -112,9 +141,10 @@ class vec_loop:
             exc.add_note(f"in the {name} of ma.vec_loop({self.id!r}) at {self.file}:{self.line}")
             raise
 
-    def _evaluate(self, state: Any) -> list[Number]:
+    def _evaluate(self, state: Any, names: tuple[str, ...] = _PREDICTED, values_given: tuple[Number | None, ...] = (),
+                  expressions: tuple[Expression, ...] = ()) -> list[Number]:
         values = []
-        for name, given, parsed in zip(_PREDICTED, self.given, self.parsed, strict=True):
+        for name, given, parsed in zip(names, values_given or self.given, expressions or self.parsed, strict=True):
             try:
                 values.append(given if given is not None else parsed.evaluate(state.env))
             except MAError as exc:
@@ -130,6 +160,8 @@ class vec_loop:
         node = frames[0].node if frames else None
         path = node.path if node is not None else ""
         values = self._evaluate(state)
+        gathers = self._evaluate(state, VEC_LOOP_GATHER_KEYS, (None, None), self.gather_parsed) \
+            if self.gather_exprs else None
         with _lock:
             record = _records.get((path, self.id))
             if record is None:
@@ -139,6 +171,9 @@ class vec_loop:
             if not record.first:
                 record.first = values
             record.predicted_sum = [a + b for a, b in zip(record.predicted_sum, values, strict=True)]
+            if gathers is not None:
+                record.gather_exprs = record.gather_exprs or self.gather_exprs
+                record.add_gathers(gathers)
         self.record = record
         self.read = _vector_reader()
         self.before = self.read() if self.read is not None else None
@@ -159,5 +194,7 @@ class vec_loop:
 
 
 def vec_loop_call(id: str, vloadstore: str, vflops: str, avl: str, mv: int, vloadstore_value: Number | None = None,
-                  vflops_value: Number | None = None, avl_value: Number | None = None) -> vec_loop:
-    return vec_loop(id, vloadstore, vflops, avl, mv, vloadstore_value, vflops_value, avl_value)
+                  vflops_value: Number | None = None, avl_value: Number | None = None, *, gathers: str | None = None,
+                  gathered_bytes: str | None = None) -> vec_loop:
+    return vec_loop(id, vloadstore, vflops, avl, mv, vloadstore_value, vflops_value, avl_value, gathers=gathers,
+                    gathered_bytes=gathered_bytes)

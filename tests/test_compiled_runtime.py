@@ -57,6 +57,8 @@ for step in range(12):
         pass
     with ma.flop("g", "2*n"):
         pass
+    with ma.vec_loop("v", "n", "2*n", "4", 2, gathers="n", gathered_bytes="8*n"):  # its indexed loads too
+        pass
 
 for bad in (lambda: ma.flop("f"), lambda: ma.flop("f", "n", wrong=1), lambda: ma.mpi_send("s", "n", 1, 1, 1),
             lambda: ma.flop("f", "n", 3, value=1), lambda: ma.loop("l", "n", count=1)):
@@ -152,6 +154,8 @@ def test_compiled_and_pure_python_runtimes_write_the_same_traces(tmp_path: Path,
         assert {"exception", "unbalanced"} <= {a["kind"] for a in fast["anomalies"]}
         assert not any(c["path"] == "hidden" for c in root["children"])
         assert find_node(fast["threads"][1]["root"], "thread_f")["calls"] == 3
+        assert fast["vector_loops"] == plain["vector_loops"]
+        assert fast["vector_loops"][0]["gathers"]["predicted_sum"] == {"gathers": 64, "gathered_bytes": 512}
 
 
 def test_an_edited_declaration_file_is_not_shadowed_by_a_stale_build(tmp_path: Path) -> None:

@@ -300,6 +300,7 @@ C_RING_WITH_VEC_LOOP = C_RING.replace('    ma_loop_end("ring", 3);\n', """    ma
     for (int i = 0; i < 1000; i++)
         x[i] = i, y[i] = 1;
     ma_vec_loop_start("daxpy", "3*n/4", 750, "2*n", 2000, "4", 4, 2);
+    ma_vec_loop_gathers("daxpy", "n", 1000, "8*n", MA_NO_VALUE);
     for (int i = 0; i < 1000; i++)
         y[i] += 2.5 * x[i];
     ma_vec_loop_stop("daxpy");
@@ -337,6 +338,7 @@ def test_c_partner_and_vec_loop_results_agree_between_layouts(tmp_path: Path) ->
     loops = [vec_loop_results(ts) for ts in (merged, per_rank)]
     assert loops[0] == loops[1] and [r.rank for r in loops[0]] == [0, 1, 2, 3]
     assert loops[0][0].predicted == {"vloadstore": 750, "vflops": 2000, "avl": 4} and loops[0][0].calls == 1
+    assert loops[0][0].gathers == {"gathers": 1000, "gathered_bytes": 8000}
     outputs = [subprocess.run([str(VENV_BIN / "ma"), "validate", str(tmp_path / layout), "--vec-loops", "figure8"],
                               capture_output=True, text=True) for layout in ("merged", "per-rank")]
     assert outputs[0].returncode == outputs[1].returncode == 1, outputs[0].stderr

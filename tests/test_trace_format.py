@@ -97,3 +97,7 @@ def test_measured_signature_keys_written_by_the_c_runtime() -> None:
     start = node.index(f'\\"{tf.NODE_CACHE_KEY}\\":{{')
     written = re.findall(r'\\"([a-z_]+)\\":', node[start:])
     assert tuple(written[1:4]) == tf.CACHE_KEYS
+
+
+def test_vec_loop_gather_keys_written_by_the_c_runtime() -> None:
+    assert string_array(c_source("libma/ma_trace.c"), "gather_keys") == tf.VEC_LOOP_GATHER_KEYS

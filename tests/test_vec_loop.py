@@ -208,3 +208,131 @@ def test_c_vec_loop_records_and_measures(tmp_path: Path) -> None:
     assert result.error("vloadstore") == pytest.approx(0, abs=0.01)
     shown = ma("validate", str(trace), "--vec-loops", "paper").stdout.splitlines()
     assert "MA:2:ma_vec_loop_start:daxpy:3*n/4:3000:2*n:8000:4:4.000000:2" in shown
+
+
+GATHERS_APP = """
+import ma
+
+for nnz in (1000, 3000):
+    ma.variable("n", 128)
+    ma.variable("nnz", nnz)
+    with ma.subroutine("spmv"), ma.vec_loop("rows", "2*nnz+n", "2*nnz", "1", 0, gathers="nnz", gathered_bytes="8*n"):
+        pass
+"""
+
+
+def test_python_vec_loop_records_its_gathers(run_program) -> None:
+    """ma.vec_loop's keyword-only gathers and gathered_bytes: the record's ``gathers`` object (expressions, the first
+    call's values, their sums), read back by the reader and by the vector backend's loops."""
+    from backends.vector import VectorLoop, loops_from_trace
+
+    run = run_program(GATHERS_APP)
+    assert run.returncode == 0, run.stderr[-2000:]
+    (record,) = run.trace()["vector_loops"]
+    assert record["gathers"] == {"expr": {"gathers": "nnz", "gathered_bytes": "8*n"},
+                                 "predicted_first": {"gathers": 1000, "gathered_bytes": 1024},
+                                 "predicted_sum": {"gathers": 4000, "gathered_bytes": 2048}}
+    ts = ma_post.load(run.trace_dir)
+    (result,) = vec_loop_results(ts)
+    assert result.gather_exprs == {"gathers": "nnz", "gathered_bytes": "8*n"}
+    assert result.gathers == {"gathers": 1000, "gathered_bytes": 1024}
+    line = next(i for i, text in enumerate(GATHERS_APP.splitlines(), start=1) if "ma.vec_loop" in text)
+    assert loops_from_trace(ts) == {"spmv": VectorLoop(0, "1", "2*nnz+n", "2*nnz", where=f"{run.trace_dir.parent}/"
+                                                       f"prog.py:{line}", gathers="nnz", gathered_bytes="8*n")}
+
+
+def test_vec_loop_without_gathers_records_null() -> None:
+    from ma_runtime.vector import VecLoopRecord
+
+    assert VecLoopRecord("x", "", 1, ("n", "n", "1"), 0).to_json()["gathers"] is None
+
+
+def test_gathers_and_gathered_bytes_go_together() -> None:
+    from ma_runtime.vector import vec_loop
+
+    with pytest.raises(AnnotationError, match="gathers and gathered_bytes go together"):
+        vec_loop("x", "n", "n", "1", 0, gathers="n")
+    with pytest.raises(AnnotationError, match="gathered_bytes must be an expression"):
+        vec_loop("x", "n", "n", "1", 0, gathers="n", gathered_bytes=8)  # type: ignore[arg-type]
+    with pytest.raises(MAError) as bad:
+        vec_loop("x", "n", "n", "1", 0, gathers="n+", gathered_bytes="8")
+    assert any("in the gathers of ma.vec_loop('x')" in note for note in bad.value.__notes__)
+
+
+C_GATHERS_APP = r"""
+#include <math.h>
+#include <mpi.h>
+#include "ma.h"
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    long n = 256, nnz = 1000;
+    ma_def_variable_int("n", n);
+    ma_def_variable_int("nnz", nnz);
+    ma_subroutine_start("spmv");
+    for (int r = 0; r < 2; r++) {
+        ma_vec_loop_start("rows", "2*nnz+n", MA_NO_VALUE, "2*nnz", MA_NO_VALUE, "1", NAN, 0);
+        ma_vec_loop_gathers("rows", "nnz", r ? 1500 : MA_NO_VALUE, "8*n", MA_NO_VALUE);
+        ma_vec_loop_stop("rows");
+    }
+    ma_vec_loop_gathers("rows", "nnz", MA_NO_VALUE, "8*n", MA_NO_VALUE);
+    ma_subroutine_end("spmv");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.mpi
+def test_c_vec_loop_gathers(tmp_path: Path) -> None:
+    """ma_vec_loop_gathers inside the region: the same ``gathers`` object as the Python runtime's; outside any
+    open vec_loop it is an anomaly naming its file."""
+    from backends.vector import VectorLoop, loops_from_trace
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    source, exe = tmp_path / "app.c", tmp_path / "app"
+    source.write_text(C_GATHERS_APP)
+    subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Werror", *pmpi.c_flags(), str(source), "-o", str(exe),
+                    *pmpi.c_libs()], check=True, timeout=300)
+    trace = tmp_path / "trace"
+    done = ma("run", "-n", "1", "--trace-dir", str(trace), "--", str(exe))
+    assert done.returncode == 0, done.stderr[-2000:]
+    ts = ma_post.load(trace)
+    (result,) = vec_loop_results(ts)
+    assert result.gather_exprs == {"gathers": "nnz", "gathered_bytes": "8*n"}
+    assert result.gathers == {"gathers": 1000, "gathered_bytes": 2048}
+    (record,) = ts.optional("vector_loops")[0].entries
+    assert record["gathers"]["predicted_sum"] == {"gathers": 2500, "gathered_bytes": 4096}
+    line = next(i for i, text in enumerate(C_GATHERS_APP.splitlines(), start=1) if "ma_vec_loop_start" in text)
+    assert loops_from_trace(ts) == {"spmv": VectorLoop(0, "1", "2*nnz+n", "2*nnz", where=f"{source}:{line}",
+                                                       gathers="nnz", gathered_bytes="8*n")}
+    outside = [a for a in ts.anomalies if "ma_vec_loop_gathers('rows'" in a.message]
+    assert len(outside) == 1 and outside[0].file == str(source)  # (an anomaly takes its site's line)
+    shown = ma("validate", str(trace), "--vec-loops", "paper").stdout.splitlines()
+    assert "MA:2:ma_vec_loop_gathers:rows:nnz:1000:8*n:2048" in shown
+
+
+@pytest.mark.mpi
+def test_the_c_kernel_sets_matvec_states_its_gathers(tmp_path: Path) -> None:
+    """examples/vector_kernels/kernels.c built with the annotation runtime (-DMA_TRACED, as bench/vector_predict.py
+    builds it): matvec's trace states one read of p per entry (32 a row) of p's 8 x rows bytes, and its loads,
+    flops and AVL as the program counts them."""
+    from backends.vector import loops_from_trace
+    from ma_runtime import pmpi
+    from ma_runtime.toolchain import find_mpicc
+
+    exe, trace = tmp_path / "kernels", tmp_path / "trace"
+    subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", "-DMA_TRACED", *pmpi.c_flags(),
+                    str(REPO / "examples" / "vector_kernels" / "kernels.c"), "-o", str(exe), *pmpi.c_libs()],
+                   check=True, timeout=300)
+    done = ma("run", "-n", "1", "--trace-dir", str(trace), "--", str(exe), "matvec", "1000", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    printed = done.stdout.split()
+    ts = ma_post.load(trace)
+    (result,) = vec_loop_results(ts)
+    assert (result.id, result.calls, result.mv) == ("matvec", 2, 2)
+    assert result.gathers == {"gathers": 32000, "gathered_bytes": 8000}
+    assert (result.predicted["vflops"], result.predicted["vloadstore"]) == (float(printed[4]), float(printed[5]))
+    assert loops_from_trace(ts)[""].gathers == "nnz"

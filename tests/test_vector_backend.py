@@ -358,3 +358,40 @@ def test_a_sparse_loops_asserted_gathers_take_the_sparse_dot_curve(tzetar: Model
     unsized = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", gathered_bytes="8*size*n")}
     with pytest.raises(BackendError, match="need gathered_bytes, a number"):
         VectorBackend(unsized, "max", simd=curve).predict(tzetar, machine(), at_w)
+
+
+SPARSE_APP = """
+import ma
+
+ma.variable("n", 131072)
+ma.variable("nnz", 1000000)
+with ma.subroutine("spmv"):
+    with ma.vec_loop("rows", "64*n", "2*nnz", "1", 0, gathers="nnz", gathered_bytes="8*n"):
+        with ma.flop("rows_flops", "2*nnz"), ma.loadstore("rows_ldst", "64*n"):
+            pass
+"""
+
+
+def test_a_traced_loops_gathers_are_in_every_scenario(tmp_path: Path) -> None:
+    """A traced ma.vec_loop stating 10^6 gathers of a 1 MiB array (n = 131072): each scenario prices them on the
+    sparse-dot curve at the array's size (4 GB/s there: 2 ns each) and the rest of the loop's 8 Mi words (64 MiB,
+    beyond the cache) less the gathers' 3 each at its bandwidth: min the random curve at 64 MiB (1 GB/s), max the
+    triad (10 GB/s), mixed their mean; the loop's 2 flops per gather are the gathers' own (no compute left)."""
+    (tmp_path / "app.py").write_text(SPARSE_APP)
+    trace = tmp_path / "trace"
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "1", "--trace-dir", str(trace), "--", sys.executable,
+                           str(tmp_path / "app.py")], env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    builder = ModelBuilder(load(trace))
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 10, 100.0),),
+                          sparse_dot=(SimdPoint(4096, 16.0), SimdPoint(1 << 20, 4.0)))
+    run = {"n": 131072, "nnz": 10**6}
+    predictions = VectorBackend(loops_from_trace(builder.ts), simd=curve).predict_scenarios(builder, machine(), run)
+    rest, gathers = (8 * 131072 * 8 - 3 * 10**6) * 8, 10**6 * 2e-9
+    for scenario, bandwidth in (("min", 1.0), ("mixed", 5.5), ("max", 10.0)):
+        prediction = predictions[scenario]
+        assert float(prediction.part("compute")) == pytest.approx(0.0)
+        assert float(prediction.part("memory")) == pytest.approx(rest / (bandwidth * 1e9) + gathers)
+    without = VectorBackend(loops_from_trace(builder.ts), "max", simd=curve)
+    without.loops = {path: VectorLoop(0, "1", "64*n", "2*nnz") for path in without.loops}
+    assert float(without.predict(builder, machine(), run).part("memory")) == pytest.approx(8 * 131072 * 8 * 8 / 10e9)

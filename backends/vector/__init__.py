@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ma.errors import BackendError, MAError
-from ma.trace_format import VECTOR_LOOPS_KEY
+from ma.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
 
 from ..base import Backend, Prediction, SitePrediction
 from .profile import CRAY_X1E, SCENARIOS, VectorProfile, host_profile
@@ -82,20 +82,27 @@ class VectorLoop:
 
 def loops_from_trace(ts: TraceSet) -> dict[str, VectorLoop]:
     """The ``ma.vec_loop`` records of a loaded run (rank files or merged trace; lowest rank first) as site
-    path -> VectorLoop."""
+    path -> VectorLoop, with the gathers a record states (timed at the gathered array's size)."""
     loops: dict[str, VectorLoop] = {}
     for section in ts.optional(VECTOR_LOOPS_KEY):
         for index, record in enumerate(section.entries):
             where = f"{record['file']}:{record.get('line')}" if isinstance(record, dict) and record.get("file") else ""
             try:
                 expr = record["expr"]
+                gathers = (record.get("gathers") or {"expr": dict.fromkeys(VEC_LOOP_GATHER_KEYS)})["expr"]
+                count, size = (_text(gathers[key]) for key in VEC_LOOP_GATHER_KEYS)
                 loops.setdefault(str(record["path"]), VectorLoop(
-                    int(record["mv"]), str(expr["avl"]), str(expr["vloadstore"]), str(expr["vflops"]), where=where))
+                    int(record["mv"]), str(expr["avl"]), str(expr["vloadstore"]), str(expr["vflops"]), where=where,
+                    gathers=count, gathered_bytes=size))
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 at = f" (ma.vec_loop at {where})" if where else ""
                 raise BackendError(f"{section.source}: rank {section.rank}: vector_loops[{index}]{at}: bad record "
                                    f"({exc!s}); expected the layout of docs/vector-backend.md") from None
     return loops
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
 
 
 class VectorBackend(Backend):

@@ -10,7 +10,21 @@
  *        matvec's, gather's and dot's column indices drawn at random instead of (k * 7919) % N)
  * Prints: KERNEL N REPEAT seconds-per-call flops-per-call loadstores-per-call checksum working-set-bytes
  *         inner-trip (the bytes the kernel's arrays span, and the trip count of its innermost loop)
+ *
+ * Built with -DMA_TRACED against the annotation runtime (mpicc, `ma config --cflags --libs`) and run under
+ * `ma run`, matvec's calls are asserted by ma_vec_loop_start with their gathers (ma_vec_loop_gathers: one read
+ * of p per entry, p's bytes): bench/vector_predict.py reads them from that trace. Otherwise the calls compile away.
  */
+#ifdef MA_TRACED
+#include <math.h>
+#include <mpi.h>
+#include "ma.h"
+#else
+#define ma_def_variable_int(name, value) ((void)0)
+#define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) ((void)0)
+#define ma_vec_loop_gathers(id, gathers, gathers_value, bytes, bytes_value) ((void)0)
+#define ma_vec_loop_stop(id) ((void)0)
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +127,9 @@ static double *filled(long n, double scale)
 
 int main(int argc, char **argv)
 {
+#ifdef MA_TRACED
+    MPI_Init(&argc, &argv);
+#endif
     if (argc != 4 && !(argc == 5 && strcmp(argv[4], "random") == 0)) {
         fprintf(stderr, "usage: %s tzetar|matvec|triad|recurrence|gather|dot N REPEAT [random]\n", argv[0]);
         return 2;
@@ -146,9 +163,17 @@ int main(int argc, char **argv)
             colidx[k] = random_columns ? (long)((state >> 20) % (unsigned long long)n) : (k * 7919) % n;
         }
         double *a = filled(nnz, 1e-3), *p = filled(n, 2e-3), *q = filled(n, 0.0);
+        ma_def_variable_int("rows", n);
+        ma_def_variable_int("nnz", nnz);
         t0 = seconds();
         for (long r = 0; r < repeat; r++) {
-            if (whole) matvec(n, rowstr, colidx, a, p, q);
+            if (whole) {
+                /* a, colidx, p per entry, q, rowstr per row; vectorised (GCC -O3): 32 entries a row, AVL 4 */
+                ma_vec_loop_start("matvec", "3*nnz+2*rows", MA_NO_VALUE, "2*nnz", MA_NO_VALUE, "4", NAN, 2);
+                ma_vec_loop_gathers("matvec", "nnz", MA_NO_VALUE, "8*rows", MA_NO_VALUE); /* p[colidx[k]] */
+                matvec(n, rowstr, colidx, a, p, q);
+                ma_vec_loop_stop("matvec");
+            }
             else if (with_a) checksum += dot(nnz, colidx, a, p);
             else checksum += gather(nnz, colidx, p);
         }
@@ -191,5 +216,8 @@ int main(int argc, char **argv)
     }
     printf("%s %ld %ld %.9e %.0f %.0f %.6e %.0f %ld\n", kernel, n, repeat, (t1 - t0) / (double)repeat, flops,
            loadstores, checksum, bytes, trip);
+#ifdef MA_TRACED
+    MPI_Finalize();
+#endif
     return 0;
 }

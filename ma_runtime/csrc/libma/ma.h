@@ -59,6 +59,8 @@
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
     (MA__USE4(id, vls, vls_value, vfl), MA__USE4(vfl_value, avl, avl_value, mv))
 #define ma_vec_loop_stop(id) MA__USE1(id)
+#define ma_vec_loop_gathers(id, gathers, gathers_value, bytes, bytes_value) \
+    (MA__USE3(id, gathers, gathers_value), MA__USE2(bytes, bytes_value))
 #define ma_mpi(type, id, expr, value, count_expr, count) \
     (MA__USE3(type, id, expr), MA__USE3(value, count_expr, count))
 #define ma_mpi_peer(expr) MA__USE1(expr)
@@ -120,6 +122,11 @@ void ma_heap_memory_stop(const char *id);
 void ma_vec_loop_start(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
                        long long vflops_value, const char *avl, double avl_value, int mv);
 void ma_vec_loop_stop(const char *id);
+/* Inside ma_vec_loop_start/stop of `id`: its indexed loads, `gathers` reads per call (expression and value,
+ * MA_NO_VALUE when the program has none) of an array of `bytes` bytes (likewise), timed by the vector
+ * backend on the measured gather curves (Python: ma.vec_loop(..., gathers=, gathered_bytes=)). */
+void ma_vec_loop_gathers(const char *id, const char *gathers, long long gathers_value, const char *bytes,
+                         long long bytes_value);
 
 /* ---- MPI assertions: `expr` = bytes per message, `count` = number of calls ----
  * Placed just before the MPI call(s) they describe (paper, Figure 4). The assertion measures the next
@@ -158,6 +165,8 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
                           long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
                           int line);
 void ma_vec_loop_stop_at(const char *id, const char *file, int line);
+void ma_vec_loop_gathers_at(const char *id, const char *gathers, long long gathers_value, const char *bytes,
+                            long long bytes_value, const char *file, int line);
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line);
 void ma_mpi_peer_at(const char *expr, const char *file, int line);
@@ -189,6 +198,8 @@ int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap);
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
     ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), __FILE__, __LINE__)
 #define ma_vec_loop_stop(id) ma_vec_loop_stop_at((id), __FILE__, __LINE__)
+#define ma_vec_loop_gathers(id, gathers, gathers_value, bytes, bytes_value) \
+    ma_vec_loop_gathers_at((id), (gathers), (gathers_value), (bytes), (bytes_value), __FILE__, __LINE__)
 #define ma_mpi(type, id, expr, value, count_expr, count) \
     ma_mpi_at((type), (id), (expr), (value), (count_expr), (count), __FILE__, __LINE__)
 #define ma_mpi_peer(expr) ma_mpi_peer_at((expr), __FILE__, __LINE__)

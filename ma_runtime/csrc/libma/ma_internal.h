@@ -148,6 +148,10 @@ typedef struct ma_vecrec {
     ma_num first[3];
     double sum[3];
     unsigned long long measured[MA_VEC_N_MEASURED];
+    char *gather_expr[2]; /* ma_vec_loop_gathers: reads, gathered array's bytes; NULL when not stated */
+    uint64_t gather_calls;
+    ma_num gather_first[2];
+    double gather_sum[2];
     struct ma_vecrec *next;
 } ma_vecrec;
 const ma_vecrec *ma_rt_vector_loops(const ma_runtime_state *rt);

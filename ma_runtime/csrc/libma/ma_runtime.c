@@ -1472,6 +1472,42 @@ void ma_vec_loop_stop_at(const char *id, const char *file, int line)
     }
 }
 
+void ma_vec_loop_gathers_at(const char *id, const char *gathers, long long gathers_value, const char *bytes,
+                            long long bytes_value, const char *file, int line)
+{
+    if (!runtime_for_call() || !rt->enabled)
+        return;
+    if (!vec_depth || !id || strcmp(vec_open[vec_depth - 1].rec->id, id) || !gathers || !bytes) {
+        anomaly("invalid", rt->current, file, line, "ma_vec_loop_gathers('%s', ...): needs two expressions, inside "
+                "the innermost open ma_vec_loop of that id (ignored)", id ? id : "(null)");
+        return;
+    }
+    const char *exprs[2] = {gathers, bytes};
+    long long given[2] = {gathers_value, bytes_value};
+    ma_num values[2];
+    for (int i = 0; i < 2; i++) {
+        if (given[i] != MA_NO_VALUE)
+            values[i] = ma_int(given[i]);
+        else if (evaluate(exprs[i], rt->current, file, line, &values[i]))
+            return;
+    }
+    ma_vecrec *r = vec_open[vec_depth - 1].rec;
+    if (!r->gather_expr[0]) {
+        for (int i = 0; i < 2; i++)
+            r->gather_expr[i] = xstrdup(exprs[i]);
+        memcpy(r->gather_first, values, sizeof values);
+    }
+    r->gather_calls++;
+    for (int i = 0; i < 2; i++)
+        r->gather_sum[i] += ma_num_as_double(values[i]);
+}
+
+void ma_vec_loop_gathers(const char *id, const char *gathers, long long gathers_value, const char *bytes,
+                         long long bytes_value)
+{
+    ma_vec_loop_gathers_at(id, gathers, gathers_value, bytes, bytes_value, NULL, 0);
+}
+
 void ma_vec_loop_start(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
                        long long vflops_value, const char *avl, double avl_value, int mv)
 {

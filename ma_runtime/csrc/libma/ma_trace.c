@@ -436,6 +436,35 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
     return o.buf;
 }
 
+/* `,"gathers":{...}` of a record (ma_vec_loop_gathers; VEC_LOOP_GATHER_KEYS), null when not stated. */
+static void vector_loop_gathers(out *o, const ma_vecrec *r)
+{
+    static const char *const gather_keys[2] = {"gathers", "gathered_bytes"};
+    if (!r->gather_expr[0]) {
+        raw(o, ",\"gathers\":null");
+        return;
+    }
+    raw(o, ",\"gathers\":{\"expr\":{");
+    for (int i = 0; i < 2; i++) {
+        raw(o, i ? "," : "");
+        key(o, gather_keys[i]);
+        str(o, r->gather_expr[i]);
+    }
+    raw(o, "},\"predicted_first\":{");
+    for (int i = 0; i < 2; i++) {
+        raw(o, i ? "," : "");
+        key(o, gather_keys[i]);
+        num(o, r->gather_first[i]);
+    }
+    raw(o, "},\"predicted_sum\":{");
+    for (int i = 0; i < 2; i++) {
+        raw(o, i ? "," : "");
+        key(o, gather_keys[i]);
+        num(o, ma_dbl(r->gather_sum[i]));
+    }
+    raw(o, "}}");
+}
+
 /* `,"vector_loops":[...]` of the ma_vec_loop records (ma_runtime/vector.py writes the same); nothing when none. */
 static void vector_loops(out *o, const ma_vecrec *r)
 {
@@ -491,7 +520,9 @@ static void vector_loops(out *o, const ma_vecrec *r)
         } else {
             raw(o, "null");
         }
-        fmt(o, ",\"measured_calls\":%llu}", (unsigned long long)r->measured_calls);
+        fmt(o, ",\"measured_calls\":%llu", (unsigned long long)r->measured_calls);
+        vector_loop_gathers(o, r);
+        raw(o, "}");
     }
     raw(o, "]");
 }
