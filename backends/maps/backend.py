@@ -229,8 +229,9 @@ class MapsBackend(Backend):
         if traffic:
             notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
                          f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
-        self._communication(model, machine, add, notes)
         interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
+        work = sympy.Add(*(p.get(name, sympy.Integer(0)) for p in parts.values() for name in ("compute", "memory")))
+        self._communication(model, machine, add, notes, work)
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
@@ -324,7 +325,10 @@ class MapsBackend(Backend):
         return out, assumed
 
     def _communication(self, model: ModelBuilder, machine: MachineProfile,
-                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str]) -> None:
+                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str], work: sympy.Expr) -> None:
+        """Per MPI site, :func:`.network.site_seconds`. ``work``: a rank's compute, memory and interpreter
+        seconds (one core's, before time-sharing); over the latencies its messages pay (a n summed over the
+        sites), it is the work per message at which the oversubscribed exchange's work curve gives the wait."""
         if machine.network is None:
             notes.append(f"profile {machine.name!r} has no network measurements: communication left at 0")
             return
@@ -334,6 +338,12 @@ class MapsBackend(Backend):
         if machine.network.oversubscribed and self._cores(machine):
             notes.append(f"more ranks than the {self._cores(machine)} cores: messages priced towards the "
                          "oversubscribed exchange (network.oversubscribed)")
+        messages = sympy.Add(*(network.factors(t.site.type, self.procs)[0] * t.expr for t in counts.values()))
+        wait = network.work_wait(machine.network, self.procs, self._cores(machine), work / sympy.Max(messages, 1))
+        if wait is not None:
+            latency = wait
+            notes.append("the wait per message read off the oversubscribed exchange's work curve at this "
+                         "program's work per message (network.oversubscribed.work)")
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)
