@@ -63,6 +63,7 @@ def test_at_the_probes_ratio_a_rank_spends_the_curves_wall_time_per_message() ->
     shared = MapsBackend(cores=2).predict(builder(), machine)
     assert any("work curve" in note for note in shared.notes)
     wait = 60 * w - 2 * w
+    assert at(shared.messages, **point) == 42 and at(shared.work_per_message, **point) == pytest.approx(w, rel=1e-12)
     assert halo_seconds(shared, point) == pytest.approx(20 * wait + 20 * 8000 / BANDWIDTH, rel=1e-9)
     total = at(shared.total, **point)
     assert total == pytest.approx(42 * 60 * w + (160 + 160000 + 32) / BANDWIDTH, rel=1e-9)
