@@ -21,7 +21,8 @@ Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/
 prediction falls back to assumed hit rates / one call per execution and says so.
 
 For each run on more ranks than cores it also prints the oversubscribed exchange latency that would have made
-the prediction exact (a diagnosis of that term, not an input).
+the prediction exact (a diagnosis of that term, not an input); with the exchange's work curve
+(``network.oversubscribed.work``), the model's work per message and the wait per message that would have.
 
 Every timed run is ``ma run -n P -- python -m <app> --class C``; the prediction comes from its validated model,
 the profile and the signature only; the measurement from the trace's inclusive wall times, both for the
