@@ -21,7 +21,8 @@ Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/
 prediction falls back to assumed hit rates / one call per execution and says so.
 
 For each run on more ranks than cores it also prints the oversubscribed exchange latency that would have made
-the prediction exact (a diagnosis of that term, not an input).
+the prediction exact (a diagnosis of that term, not an input); with the exchange's work curve
+(``network.oversubscribed.work``), the model's work per message and the wait per message that would have.
 
 Every timed run is ``ma run -n P -- python -m <app> --class C``; the prediction comes from its validated model,
 the profile and the signature only; the measurement from the trace's inclusive wall times, both for the
@@ -93,7 +94,7 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
     if cputerms.python_terms(machine.cpu, str(path)) is None:
         machine.cpu.update(cputerms.measure())
         measured.append("CPU terms")
-    if machine.network is not None and not machine.network.oversubscribed:
+    if machine.network is not None and not (machine.network.oversubscribed or {}).get("work"):
         machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
         measured.append("the oversubscribed exchange")
     if measured:
@@ -177,6 +178,13 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
                      "predicted_max": slowest(builder, overlapped.within(path)),
                      "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
                      "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
+        if over and over.get("work") and procs > int(machine.host.get("cpus") or 0):
+            # the model's work per message, and the wall time per message that would make this prediction exact
+            messages = slowest(builder, prediction.messages)
+            rows[-1]["work_per_message_s"] = slowest(builder, prediction.work_per_message)
+            if messages > 0:
+                rows[-1]["wait_exact_s"] = (float(np.max(measured_seconds(builder, path)))
+                                            - slowest(builder, prediction.within(path))) / messages
         if over and slower is not None:  # the exchange latency that would make this prediction exact
             predicted = slowest(builder, prediction.within(path))
             measured = float(np.max(measured_seconds(builder, path)))
@@ -209,6 +217,9 @@ def main() -> int:
     if machine.network and over:
         print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "
               f"on {over['ranks']} ranks over {over['cores']} cores (the oversubscribed exchange)", flush=True)
+        if over.get("work"):
+            curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.0f}" for row in over["work"])
+            print(f"  with work between messages, us of work -> us per message: {curve}", flush=True)
     cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
     signatures: dict[tuple[str, str], Signatures] = {}
     notes: list[str] = []
@@ -252,6 +263,11 @@ def main() -> int:
               f"{100 * float(np.mean(inside)):.1f}% over {len(inside)}, worst {100 * max(inside):.1f}%")
     implied = [f"{r['case']} {r['latency_exact_s'] * 1e6:.0f}" for r in rows if "latency_exact_s" in r
                and r["region"] == "timed loop"]
+    for row in rows:
+        if "work_per_message_s" in row and row["region"] == "timed loop":
+            print(f"{row['case']}: work per message {row['work_per_message_s'] * 1e6:.1f} us (compute + memory + "
+                  f"interpreter over the whole run's messages); the prediction would be exact with "
+                  f"{row.get('wait_exact_s', 0) * 1e6:+.1f} us more wait per message")
     if implied and machine.network and machine.network.oversubscribed:
         print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "
               f"(the profile's: {machine.network.oversubscribed['latency_s'] * 1e6:.0f})")

@@ -3,6 +3,7 @@ the environment's mpiexec, hit rates and the GA fit; then show, fit and plot on 
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -47,10 +48,16 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     assert [row["bytes"] for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
     # exchanges on twice as many ranks as cores: the wait for a partner without a core
     over = machine.network.oversubscribed
-    assert over is not None and over["version"] == 1 and over["pattern"] == "exchange"
+    assert over is not None and over["version"] == 2 and over["pattern"] == "exchange"
     assert over["ranks"] == 2 * over["cores"] > machine.host["cpus"] - 1
     assert [row["bytes"] for row in over["pingpong"]] == list(probe.ProbeSettings.quick().pingpong_sizes)
     assert over["latency_s"] == min(over["pingpong"], key=lambda row: row["bytes"])["seconds"] > 0
+    # the same exchange with work before each message: the work alone grows with the passes; a message takes at
+    # least its own work (a timing on a shared host: no stricter order is asserted)
+    work = over["work"]
+    assert [row["passes"] for row in work] == list(probe.ProbeSettings.quick().oversubscribed_work)
+    assert work[0]["work_s"] == 0 and all(a["work_s"] < b["work_s"] for a, b in itertools.pairwise(work))
+    assert all(row["seconds"] >= 0.9 * row["work_s"] and row["seconds"] > 0 for row in work)
     fit = machine.bandwidth_fit
     assert fit is not None and len(fit.plateaus_gbs) == machine.levels and fit.avg_abs_rel_error is not None
     assert set(fit.per_curve) == curves
@@ -62,6 +69,7 @@ def test_show_fit_and_plot(quick_profile: Path, tmp_path: Path, capsys: pytest.C
     out = capsys.readouterr().out
     assert "peak flops" in out and "MPI ping-pong" in out and "stride 64" in out and "avg |err|" in out
     assert "(oversubscribed): latency" in out
+    assert "us of work -> us per message: 0 -> " in out
     refit = tmp_path / "refit.json"
     assert main(["machine", "fit", str(quick_profile), "-o", str(refit), "--population", "100",
                  "--generations", "5", "--seed", "3"]) == 0

@@ -68,8 +68,10 @@ def edited(tmp_path: Path, change: Any) -> Path:
     (lambda d: d["multimaps"]["points"][0].pop("stride"), "multimaps.points[0].stride", "needs its stride"),
     (lambda d: d["bandwidth_fit"].update(plateaus_gbs=[1.0, 2.0]), "bandwidth_fit.plateaus_gbs", "expected 3"),
     (lambda d: d["network"].update(latency_s="fast"), "network.latency_s", "is not of type 'number'"),
-    (lambda d: d["network"].update(oversubscribed={**OVERSUBSCRIBED, "version": 2}), "network.oversubscribed.version",
-     "1 was expected"),
+    (lambda d: d["network"].update(oversubscribed={**OVERSUBSCRIBED, "version": 3}), "network.oversubscribed.version",
+     "is not one of"),
+    (lambda d: d["network"].update(oversubscribed={**OVERSUBSCRIBED, "work": [{"work_s": -1.0, "seconds": 1e-5}]}),
+     "network.oversubscribed.work[0].work_s", "less than the minimum of 0"),
     (lambda d: d["network"].update(oversubscribed={**OVERSUBSCRIBED, "pingpong": [{"bytes": 8, "seconds": 0}]}),
      "network.oversubscribed.pingpong[0].seconds", "less than or equal to the minimum of 0"),
 ])

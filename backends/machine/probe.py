@@ -36,7 +36,7 @@ from .kernels import Kernels, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
-OVERSUBSCRIBED_VERSION = 1  # of the network.oversubscribed block
+OVERSUBSCRIBED_VERSION = 2  # of the network.oversubscribed block (2: with the work curve)
 WORD = 8
 LINE = 64
 
@@ -63,6 +63,8 @@ class ProbeSettings:
     pingpong_time: float = 0.02
     # the oversubscribed exchange: a batch lasts many scheduler time slices, so it averages over who runs when
     oversubscribed_time: float = 0.1
+    # passes over 32 KiB (about 0.6 us each here) before each message of the oversubscribed exchange: its work curve
+    oversubscribed_work: tuple[int, ...] = (0, 4, 16, 64, 256, 1024, 4096)
     mpi: bool = True
     fit: bool = True
     ga: gafit.GASettings = field(default_factory=gafit.GASettings)
@@ -73,6 +75,7 @@ class ProbeSettings:
     def quick(cls) -> ProbeSettings:
         return cls(sizes=12, llc_multiple=0.25, min_time=2e-4, samples=5, flop_time=5e-4,
                    pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3, oversubscribed_time=5e-3,
+                   oversubscribed_work=(0, 16, 256),
                    ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
                    is_quick=True)
 
@@ -197,17 +200,19 @@ def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: Prob
     return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
 
 
-def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: tuple[str, ...] = ()
-                    ) -> list[dict[str, float]]:
+def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: tuple[str, ...] = (),
+                    sizes: Sequence[int] | None = None, statistic: str | None = None) -> list[dict[str, float]]:
     """One-way seconds per message size: ranks 0 and 1's ping-pong, or with ``mode`` ("exchange",) every rank's
-    rounds of exchanges (``csrc/pingpong.c``)."""
+    rounds of exchanges (``csrc/pingpong.c``; other modes take amounts of work for ``sizes``)."""
+    sizes = settings.pingpong_sizes if sizes is None else sizes
+    statistic = statistic or settings.statistic
     from ma_runtime import toolchain
 
     mpiexec = toolchain.find_program("mpiexec")
     if mpiexec is None:
         raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
     argv = [str(mpiexec), "-n", str(ranks), str(build_pingpong()), *mode, str(min_time), str(settings.samples),
-            *map(str, settings.pingpong_sizes)]
+            *map(str, sizes)]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -217,9 +222,9 @@ def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: 
     table = []
     for line in done.stdout.splitlines():
         nbytes, median, best = line.split()
-        table.append({"bytes": int(nbytes), "seconds": float(best if settings.statistic == "best" else median)})
-    if len(table) != len(settings.pingpong_sizes):
-        raise ProbeError(f"MPI ping-pong printed {len(table)} of {len(settings.pingpong_sizes)} lines:\n{done.stdout}")
+        table.append({"bytes": int(nbytes), "seconds": float(best if statistic == "best" else median)})
+    if len(table) != len(sizes):
+        raise ProbeError(f"MPI ping-pong printed {len(table)} of {len(sizes)} lines:\n{done.stdout}")
     return table
 
 
@@ -253,7 +258,21 @@ def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) ->
     latency, bandwidth = _hockney(table)
     return {"version": OVERSUBSCRIBED_VERSION, "pattern": "exchange", "ranks": ranks, "cores": cores,
             "latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "batch_s": settings.oversubscribed_time,
-            "pingpong": table}
+            "pingpong": table, "work": measure_work_curve(settings, ranks)}
+
+
+def measure_work_curve(settings: ProbeSettings, ranks: int) -> list[dict[str, float]]:
+    """The oversubscribed exchange with work before every message (``ma_pingpong exchange-work``): per amount
+    of work, the work's seconds on a core of its own (one rank, the fastest batch) and the wall seconds per
+    message on ``ranks`` ranks. A rank that is done polls on its core while its partner waits for one, so the
+    wall time grows faster than the time-shared work; the maps backend reads the wait off this curve."""
+    passes = sorted(set(settings.oversubscribed_work))
+    working = [p for p in passes if p > 0]
+    alone = {row["bytes"]: row["seconds"] for row in _pingpong_table(
+        1, settings.pingpong_time, settings, ("work",), working, "best")} if working else {}
+    wall = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange-work",), passes)
+    return [{"passes": int(row["bytes"]), "work_s": alone.get(row["bytes"], 0.0), "seconds": row["seconds"]}
+            for row in wall]
 
 
 def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheLevel],

@@ -72,7 +72,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "required": ["version"],
                     "properties": {
-                        "version": {"const": 1},
+                        "version": {"enum": [1, 2]},
                         "call_kernel": {"type": "string"},
                         "calls_s": {"type": "object", "additionalProperties": _POSITIVE},
                         "dispatches": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
@@ -109,7 +109,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                     "type": ["object", "null"],
                     "required": ["version", "ranks", "cores", "latency_s", "bandwidth_bytes_per_s"],
                     "properties": {
-                        "version": {"const": 1},
+                        "version": {"enum": [1, 2]},
                         "pattern": {"enum": ["exchange"]},
                         "ranks": _POSITIVE_INT,
                         "cores": _POSITIVE_INT,
@@ -117,6 +117,16 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "bandwidth_bytes_per_s": _POSITIVE,
                         "batch_s": _POSITIVE,
                         "pingpong": {"$ref": "#/properties/network/properties/pingpong"},
+                        # version 2: wall seconds per message with work_s of work before each (measure_work_curve)
+                        "work": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["work_s", "seconds"],
+                                "properties": {"passes": {"type": "integer", "minimum": 0},
+                                               "work_s": {"type": "number", "minimum": 0}, "seconds": _POSITIVE},
+                            },
+                        },
                     },
                 },
             },

@@ -61,6 +61,9 @@ class MapsPrediction(Prediction):
     interpreter: Mapping[str, sympy.Expr] = field(default_factory=dict)  # site path -> the per-call part of compute
     assumed_calls: tuple[str, ...] = ()  # sites charged one call per execution for want of measured calls
     measured_traffic: Mapping[str, float] = field(default_factory=dict)  # flop site -> memory seconds per flop
+    # latencies a rank's messages pay (a n over the MPI sites) and its work (compute + memory, one core's) per one
+    messages: sympy.Expr = field(default_factory=lambda: sympy.Integer(0))
+    work_per_message: sympy.Expr = field(default_factory=lambda: sympy.Integer(0))
 
     def interpreter_total(self, path: str = "") -> sympy.Expr:
         """Seconds per rank of the interpreter term at or below site path ``path`` (all sites for "")."""
@@ -229,8 +232,9 @@ class MapsBackend(Backend):
         if traffic:
             notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
                          f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
-        self._communication(model, machine, add, notes)
         interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
+        work = sympy.Add(*(p.get(name, sympy.Integer(0)) for p in parts.values() for name in ("compute", "memory")))
+        messages = self._communication(model, machine, add, notes, work)
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
@@ -250,7 +254,8 @@ class MapsBackend(Backend):
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls),
-                              measured_traffic=traffic)
+                              measured_traffic=traffic, messages=as_expr(messages).subs(bound),
+                              work_per_message=as_expr(work / sympy.Max(messages, 1)).subs(bound))
 
     def _measured_traffic(self, model: ModelBuilder, machine: MachineProfile,
                           add: Callable[[str, str, str, sympy.Expr], None]) -> dict[str, float]:
@@ -324,20 +329,31 @@ class MapsBackend(Backend):
         return out, assumed
 
     def _communication(self, model: ModelBuilder, machine: MachineProfile,
-                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str]) -> None:
+                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str], work: sympy.Expr
+                       ) -> sympy.Expr:
+        """Per MPI site, :func:`.network.site_seconds`. ``work``: a rank's compute, memory and interpreter
+        seconds (one core's, before time-sharing); over the latencies its messages pay (a n summed over the
+        sites), it is the work per message at which the oversubscribed exchange's work curve gives the wait."""
         if machine.network is None:
             notes.append(f"profile {machine.name!r} has no network measurements: communication left at 0")
-            return
+            return sympy.Integer(0)
         counts = {t.site.path: t for t in model.model("mpi_count", inline=True).terms}
         volumes = {t.site.path: t.expr for t in model.model("mpi_bytes", inline=True).terms}
         latency, bandwidth = network.link(machine.network, self.procs, self._cores(machine))
         if machine.network.oversubscribed and self._cores(machine):
             notes.append(f"more ranks than the {self._cores(machine)} cores: messages priced towards the "
                          "oversubscribed exchange (network.oversubscribed)")
+        messages = sympy.Add(*(network.factors(t.site.type, self.procs)[0] * t.expr for t in counts.values()))
+        wait = network.work_wait(machine.network, self.procs, self._cores(machine), work / sympy.Max(messages, 1))
+        if wait is not None:
+            latency = wait
+            notes.append("the wait per message read off the oversubscribed exchange's work curve at this "
+                         "program's work per message (network.oversubscribed.work)")
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)
             add(path, term.subroutine, "communication", seconds)
+        return messages
 
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:

@@ -15,13 +15,17 @@ and ``bytes`` their volume (n x bytes per message m), so per site::
     barrier         (dissemination)          ceil(log2 p) n L
 
 With more ranks than cores, a message also waits for its partner to be given a core: L and 1/B then come
-from the probe's exchange on more ranks than cores (``network.oversubscribed``, :func:`link`).
+from the probe's exchange on more ranks than cores (``network.oversubscribed``, :func:`link`), and where the
+probe measured that exchange with work between messages (its ``work`` curve), L is the wait read off the curve
+at the program's work per message (:func:`work_wait`).
 
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import sympy
@@ -78,8 +82,63 @@ def link(network: NetworkProfile, procs: sympy.Expr, cores: int) -> tuple[sympy.
     over = network.oversubscribed
     if not over or not cores:
         return latency, 1 / inverse
-    per_core = over["ranks"] / over["cores"]
-    excess = sympy.Max(0, procs / cores - 1) / sympy.Float(per_core - 1)
+    excess = _excess(over, procs, cores)
     extra_latency = max(0.0, over["latency_s"] - network.latency_s)
     extra_inverse = max(0.0, 1 / over["bandwidth_bytes_per_s"] - 1 / network.bandwidth_bytes_per_s)
     return latency + sympy.Float(extra_latency) * excess, 1 / (inverse + sympy.Float(extra_inverse) * excess)
+
+
+def work_curve(network: NetworkProfile) -> list[tuple[float, float]]:
+    """(work seconds, wall seconds) per message of the oversubscribed exchange with work between messages
+    (``network.oversubscribed.work``, probe version 2), sorted by work; [] without one."""
+    over = network.oversubscribed or {}
+    return sorted((float(row["work_s"]), float(row["seconds"])) for row in over.get("work") or ())
+
+
+def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> sympy.Expr:
+    """Wall seconds per message at ``work`` seconds of work per message, on the measured curve, symbolically.
+
+    Between two measured points with work > 0: linear in log-log (what ``numpy.interp`` of the logs gives,
+    y_i (w/x_i)^b_i); from the zero-work point to the first: linear; beyond the last: the last point's stretch
+    w/x_k y_k (the wall time grows with the work, as it must); below the first point without a zero-work
+    point: the first point's wall time."""
+    w = as_expr(work)
+    pieces: list[tuple[sympy.Expr, sympy.Basic]] = []
+    (x0, y0), rest = curve[0], list(curve[1:])
+    if x0 <= 0 and rest:
+        x1, y1 = rest[0]
+        pieces.append((sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * w, w <= sympy.Float(x1)))
+        (x0, y0), rest = rest[0], rest[1:]
+    else:
+        pieces.append((sympy.Float(y0), w <= sympy.Float(x0)))
+    for x1, y1 in rest:
+        slope = math.log(y1 / y0) / math.log(x1 / x0)
+        pieces.append((sympy.Float(y0) * (w / sympy.Float(x0)) ** sympy.Float(slope), w <= sympy.Float(x1)))
+        x0, y0 = x1, y1
+    tail = sympy.Float(y0 / x0) * w if x0 > 0 else sympy.Float(y0)
+    pieces.append((tail, sympy.true))
+    return sympy.Piecewise(*pieces)
+
+
+def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: sympy.Expr) -> sympy.Expr | None:
+    """The latency of a message on ``procs`` ranks over ``cores`` cores when each rank does ``work`` seconds
+    (on a core of its own) between messages; None without a work curve (then :func:`link`'s L holds).
+
+    At the probe's ranks per core r, the curve's wall time per message y(w) is the time-shared work r w plus
+    the wait; the work is stretched by the backend's time-sharing factor already, so the wait charged here is
+    y(w) - r w beyond the two-rank L (at least 0), scaled like :func:`link`'s by the ranks per core beyond one:
+    L + e max(0, y(w) - r w - L). At r and e = 1 the rank's time per message is then exactly y(w)."""
+    curve = work_curve(network)
+    over: Mapping[str, float] = network.oversubscribed or {}
+    if not curve or not cores:
+        return None
+    latency = sympy.Float(network.latency_s)
+    per_core = sympy.Float(over["ranks"] / over["cores"])
+    beyond = wall_per_message(curve, work) - per_core * as_expr(work) - latency
+    return latency + _excess(over, procs, cores) * sympy.Max(0, beyond)
+
+
+def _excess(over: Mapping[str, float], procs: sympy.Expr, cores: int) -> sympy.Expr:
+    """e = max(0, procs/cores - 1) / (r - 1): the ranks per core beyond one, 1 at the probe's ratio r."""
+    per_core = over["ranks"] / over["cores"]
+    return sympy.Max(0, procs / cores - 1) / sympy.Float(per_core - 1)

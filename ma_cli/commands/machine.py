@@ -179,6 +179,9 @@ def handle_show(args: argparse.Namespace) -> int:
             over = net.oversubscribed
             print(f"  MPI exchange on {over['ranks']} ranks over {over['cores']} cores (oversubscribed): latency "
                   f"{over['latency_s'] * 1e6:.2f} us, bandwidth {over['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s")
+            if over.get("work"):
+                curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.0f}" for row in over["work"])
+                print(f"    with work between messages, us of work -> us per message: {curve}")
     curves: dict[str, list[float]] = {}
     for point in machine.multimaps:
         curves.setdefault(point.curve, []).append(point.bandwidth_gbs)

@@ -5,7 +5,11 @@
  * (send to rank + d, receive from rank - d: the dissemination pattern of barriers and allgathers, so partners
  * change every round), and the time printed is per round, one message each way per rank. On more ranks than
  * cores that is the time a message waits for a partner the scheduler has taken off its core.
- * Usage: ma_pingpong [exchange] MIN_TIME BATCHES SIZE... */
+ * With `exchange-work`, the arguments after BATCHES are amounts of work instead of sizes: before each 8-byte
+ * exchange every rank makes that many passes of a multiply-add over its own 32 KiB buffer (in L1), and the time
+ * printed is wall seconds per message with that work between messages. With `work` (any number of ranks, one
+ * is what the probe runs) rank 0 times the work alone: seconds per amount of work, no messages.
+ * Usage: ma_pingpong [exchange | exchange-work | work] MIN_TIME BATCHES SIZE_OR_PASSES... */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,40 @@ static double exchange_rounds(char *buffer, char *incoming, int bytes, long coun
     return MPI_Wtime() - start;
 }
 
+#define WORK_DOUBLES 4096 /* 32 KiB: in L1, so the work costs the same on every core */
+static double work_buffer[WORK_DOUBLES];
+static volatile double work_sink;
+
+static void work(long passes) {
+    for (long p = 0; p < passes; p++)
+        for (int i = 0; i < WORK_DOUBLES; i++)
+            work_buffer[i] = work_buffer[i] * 0.999 + 0.001;
+    work_sink = work_buffer[passes % WORK_DOUBLES];
+}
+
+/* `count` times the exchange rounds of exchange_rounds with `passes` of work before each message */
+static double exchange_work_rounds(char *buffer, char *incoming, long passes, long count, int rank, int size) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    for (long i = 0; i < count; i++)
+        for (int d = 1; d < size; d *= 2) {
+            work(passes);
+            MPI_Sendrecv(buffer, 8, MPI_BYTE, (rank + d) % size, 0, incoming, 8, MPI_BYTE, (rank - d + size) % size,
+                         0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    return MPI_Wtime() - start;
+}
+
+/* `count` times `passes` of work on rank 0 alone */
+static double work_alone(long passes, long count, int rank) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    if (rank == 0)
+        for (long i = 0; i < count; i++)
+            work(passes);
+    return MPI_Wtime() - start;
+}
+
 /* messages one after another in one repetition: 2 per round trip, 1 per exchange round */
 static double messages_per_repetition(int exchange, int size) {
     int rounds = 0;
@@ -56,11 +94,16 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     int exchange = argc > 1 && strcmp(argv[1], "exchange") == 0;
-    argc -= exchange;
-    argv += exchange;
-    if (size < 2 || argc < 4) {
+    int with_work = argc > 1 && strcmp(argv[1], "exchange-work") == 0;
+    int alone = argc > 1 && strcmp(argv[1], "work") == 0;
+    int moded = exchange || with_work || alone;
+    argc -= moded;
+    argv += moded;
+    exchange = exchange || with_work;
+    if ((size < 2 && !alone) || argc < 4) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpiexec -n 2 ma_pingpong [exchange] MIN_TIME BATCHES SIZE...\n");
+            fprintf(stderr, "usage: mpiexec -n 2 ma_pingpong [exchange | exchange-work | work] MIN_TIME BATCHES "
+                            "SIZE_OR_PASSES...\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     double min_time = atof(argv[1]);
@@ -71,13 +114,17 @@ int main(int argc, char **argv) {
     for (int a = 3; a < argc; a++)
         if (atol(argv[a]) > largest)
             largest = atol(argv[a]);
+    if (with_work || alone)
+        largest = 8; /* the arguments are passes of work; the messages carry 8 bytes */
     char *buffer = malloc((size_t)largest + 1), *incoming = malloc((size_t)largest + 1);
     memset(buffer, 1, (size_t)largest + 1);
-    double times[99], messages = messages_per_repetition(exchange, size);
+    double times[99], messages = alone ? 1.0 : messages_per_repetition(exchange, size);
     for (int a = 3; a < argc; a++) {
         int bytes = atoi(argv[a]);
-#define BATCH(count) (exchange ? exchange_rounds(buffer, incoming, bytes, (count), rank, size) \
-                               : round_trips(buffer, bytes, (count), rank))
+#define BATCH(count) (alone       ? work_alone(atol(argv[a]), (count), rank)                                    \
+                      : with_work ? exchange_work_rounds(buffer, incoming, atol(argv[a]), (count), rank, size)   \
+                      : exchange  ? exchange_rounds(buffer, incoming, bytes, (count), rank, size)                \
+                                  : round_trips(buffer, bytes, (count), rank))
         BATCH(10); /* warm up: connection set-up, page faults */
         long count = 1;
         for (;;) { /* rank 0 decides how many batches fill min_time; every rank follows */

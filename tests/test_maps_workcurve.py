@@ -1,0 +1,112 @@
+"""The wait of ranks beyond the cores read off the probe's oversubscribed exchange with work between messages
+(``network.oversubscribed.work``): the curve's log-log interpolation against numpy.interp, and the maps
+backend's communication on hand-computed cases (the rank's time per message is the curve's wall time at the
+probe's ranks per core; no curve or no more ranks than cores: as before)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sympy
+from test_maps_backend import BANDWIDTH, LATENCY, builder, halo_seconds, profile
+
+from backends.machine.profile import MachineProfile
+from backends.maps import MapsBackend
+from backends.maps.network import wall_per_message
+from ma_post.export.octave import export_octave
+
+CURVE = [(0.0, 40e-6), (10e-6, 50e-6), (100e-6, 400e-6), (1e-3, 5e-3)]
+
+
+def at(expr: sympy.Expr, **values: float) -> float:
+    return float(expr.subs({sympy.Symbol(k): v for k, v in values.items()}))
+
+
+def test_the_curve_is_numpy_interp_of_the_logs_inside_linear_from_zero_and_stretched_beyond() -> None:
+    w = sympy.Symbol("w")
+    wall = wall_per_message(CURVE, w)
+    xs, ys = np.log([x for x, _ in CURVE[1:]]), np.log([y for _, y in CURVE[1:]])
+    for work in (10e-6, 20e-6, 31.6e-6, 100e-6, 500e-6, 1e-3):
+        assert at(wall, w=work) == pytest.approx(math.exp(np.interp(math.log(work), xs, ys)), rel=1e-12)
+    assert at(wall, w=math.sqrt(10e-6 * 100e-6)) == pytest.approx(math.sqrt(50e-6 * 400e-6), rel=1e-12)
+    assert at(wall, w=0) == pytest.approx(40e-6) and at(wall, w=5e-6) == pytest.approx(45e-6)
+    assert at(wall, w=4e-3) == pytest.approx(4 * 5e-3)  # the last point's stretch, 5x
+    assert at(wall_per_message(CURVE[1:], w), w=1e-6) == pytest.approx(50e-6)  # no zero-work point: the first's
+
+
+def with_curve(curve: list[tuple[float, float]], version: int = 2) -> MachineProfile:
+    machine = profile()
+    assert machine.network is not None
+    machine.network.oversubscribed = {"version": version, "pattern": "exchange", "ranks": 4, "cores": 2,
+                                      "latency_s": 7e-6, "bandwidth_bytes_per_s": BANDWIDTH}
+    if curve:
+        machine.network.oversubscribed["work"] = [{"work_s": x, "seconds": y} for x, y in curve]
+    return machine
+
+
+def rank_work(point: dict[str, int]) -> float:
+    """Compute + memory of one rank on a core of its own (no time-sharing: --cores 0)."""
+    alone = MapsBackend(cores=0).predict(builder(), profile())
+    return at(alone.part("compute") + alone.part("memory"), **point)
+
+
+def test_at_the_probes_ratio_a_rank_spends_the_curves_wall_time_per_message() -> None:
+    """4 ranks on 2 cores (r = 2, e = 1). Latencies a n per rank: allreduce 2 x 10, halo 1 x 20, bcast 2 x 1
+    = 42; bytes: 2 x 10 x 8 + 20 x 8000 + 2 x 16. With w = W/42 between (x1, y1) and (x2, y2) of a curve,
+    the wait per message is y(w) - 2 w and the rank's time 42 y(w) + bytes/B: the time-sharing stretch is
+    charged once."""
+    point = {"n": 10, "m": 1000, "nprocs": 4}
+    w = rank_work(point) / 42
+    y1, y2 = 30 * w, 120 * w  # at w/2 and 2w: y(w) = sqrt(y1 y2) = 60 w
+    machine = with_curve([(0.0, 10 * w), (w / 2, y1), (2 * w, y2)])
+    shared = MapsBackend(cores=2).predict(builder(), machine)
+    assert any("work curve" in note for note in shared.notes)
+    wait = 60 * w - 2 * w
+    assert at(shared.messages, **point) == 42 and at(shared.work_per_message, **point) == pytest.approx(w, rel=1e-12)
+    assert halo_seconds(shared, point) == pytest.approx(20 * wait + 20 * 8000 / BANDWIDTH, rel=1e-9)
+    total = at(shared.total, **point)
+    assert total == pytest.approx(42 * 60 * w + (160 + 160000 + 32) / BANDWIDTH, rel=1e-9)
+    # twice the ranks per core (e = 3): messages a n = 30 + 20 + 3, the wait beyond L three times
+    point8 = {**point, "nprocs": 8}
+    w8 = rank_work(point8) / 53
+    wall8 = at(wall_per_message([(0.0, 10 * w), (w / 2, y1), (2 * w, y2)], sympy.Symbol("w")), w=w8)
+    assert halo_seconds(shared, point8) == pytest.approx(
+        20 * (LATENCY + 3 * (wall8 - 2 * w8 - LATENCY)) + 20 * 8000 / BANDWIDTH, rel=1e-9)
+
+
+def test_no_curve_or_no_more_ranks_than_cores_prices_messages_as_before() -> None:
+    point = {"n": 10, "m": 1000}
+    curved = MapsBackend(cores=2).predict(builder(), with_curve(CURVE))
+    plain = MapsBackend(cores=2).predict(builder(), with_curve([], version=1))
+    for procs in (1, 2):  # one rank per core or fewer: the two-rank L and B, curve or not
+        at_p = {**point, "nprocs": procs}
+        assert halo_seconds(curved, at_p) == pytest.approx(20 * LATENCY + 20 * 8000 / BANDWIDTH, rel=1e-12)
+        assert at(curved.total, **at_p) == pytest.approx(at(plain.total, **at_p), rel=1e-12)
+    # a version-1 block (no curve): the oversubscribed exchange's latency at 4 ranks on 2 cores, as before
+    assert halo_seconds(plain, {**point, "nprocs": 4}) == pytest.approx(20 * 7e-6 + 20 * 8000 / BANDWIDTH, rel=1e-12)
+    assert not any("work curve" in note for note in plain.notes)
+
+
+@pytest.mark.octave
+def test_the_curves_prediction_exports_to_octave_and_evaluates_alike(tmp_path: Path) -> None:
+    b = builder()
+    prediction = MapsBackend(cores=2).predict(b, with_curve(CURVE))
+    model = b.submodel("maps_time", prediction.total)
+    export_octave([model], tmp_path)
+    octave = shutil.which("octave-cli")
+    assert octave
+    for procs in (2, 4, 8):
+        args = {"n": 10, "m": 1000, "nprocs": procs}
+        call = f"printf('%.17g\\n', maps_time({', '.join(str(args[a]) for a in model.inputs)}))"
+        done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
+                               f"addpath('{tmp_path}'); {call}"], capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        expected = prediction.evaluate(args)
+        assert math.isfinite(expected) and expected > 0
+        assert float(done.stdout.strip()) == pytest.approx(expected, rel=1e-12)
