@@ -19,6 +19,8 @@ cdef class Node:
     # MPI sites: the PMPI library's totals (a uint64 memoryview) and its buffer, read at every call
     cdef public object counters
     cdef const unsigned long long *totals
+    # MPI sites with partner assertions: the peer expression whose MA_PEER_CHECKS checks are done
+    cdef public object peers_done
     # The rest: read when a call differs from the previous one, or when the trace is written.
     cdef public object id, type, path, count_text, count_expression, file, line
     cdef public long long mismatch, cpu_ns

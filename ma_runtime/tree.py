@@ -98,8 +98,8 @@ class Node:
                  "count_measured", "count_predicted", "count_raw", "count_text", "counters", "cpu_ns", "expr_text",
                  "expression", "failed", "file", "first_fail", "first_mismatch", "group", "id", "last_a", "last_b",
                  "last_count", "last_kind", "last_predicted", "line", "measured", "mismatch", "owner", "parent",
-                 "passed", "path", "pending", "predicted", "reader", "region", "tolerance", "track_cpu", "type",
-                 "unmeasured", "verdict", "wall_ns")
+                 "passed", "path", "peers_done", "pending", "predicted", "reader", "region", "tolerance", "track_cpu",
+                 "type", "unmeasured", "verdict", "wall_ns")
 
     def __init__(self, parent: Node | None, type_: str, id_: str, expr_text: str | None,
                  tolerance: float, file: str | None = None, line: int | None = None,
@@ -118,6 +118,7 @@ class Node:
         self.reader = reader  # the running-total reader of the counter that measures this site
         self.counters: Any = None  # MPI sites: the PMPI library's totals (a uint64 memoryview) ...
         self.group = 0  # ... and the index of this site's (calls, bytes) pair in it
+        self.peers_done: str | None = None  # the peer expression whose checks are done here (annotations.partnered)
         self.owner: type | None = None  # the annotation class whose calls this node folds
         self.region: Any = None  # the annotation object of its last call, handed out again when free
         self.file = file

@@ -2,9 +2,10 @@
 
 The compiled code takes its own branches for a call that repeats its site's previous one (C integers, the
 node's repeat tests inlined). The program below drives each way off that path (new sites, changed and
-repeated measurements, keyword arguments, wrong calls, an exception, a generator closing an annotation that
-is not the innermost, a second thread, tracing switched off, flushes) under a real MPI job; the compiled and
-the pure-Python runtimes must write the same trees, anomalies and output.
+repeated measurements, keyword arguments, partner checks up to MA_PEER_CHECKS, wrong calls, an exception, a
+generator closing an annotation that is not the innermost, a second thread, tracing switched off, flushes)
+under a real MPI job; the compiled and the pure-Python runtimes must write the same trees, anomalies, partner
+checks and output.
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ for step in range(12):
         pass
     with ma.vec_loop("v", "n", "2*n", "4", 2, gathers="n", gathered_bytes="8*n"):  # its indexed loads too
         pass
+    # partners (MA_PEER_CHECKS=3): one expression, and two alternating at one site (each checked 3 times)
+    with ma.mpi_send("psnd", "dp", peer="mod(rank+1, 2)"):
+        comm.Send(buf[:1], dest=right)
+    comm.Recv(out[:1], source=left)
+    with ma.mpi_send("palt", "dp", peer="mod(rank+1, 2)" if step % 2 else "1 - rank"):
+        comm.Send(buf[:1], dest=right)
+    comm.Recv(out[:1], source=left)
 
 for bad in (lambda: ma.flop("f"), lambda: ma.flop("f", "n", wrong=1), lambda: ma.mpi_send("s", "n", 1, 1, 1),
             lambda: ma.flop("f", "n", 3, value=1), lambda: ma.loop("l", "n", count=1)):
@@ -134,8 +142,8 @@ def test_the_hot_path_is_compiled_here() -> None:
 @pytest.mark.mpi
 @pytest.mark.parametrize("flush", [{}, {"MA_FLUSH_SECONDS": "0.000001"}], ids=["default", "flush-every-call"])
 def test_compiled_and_pure_python_runtimes_write_the_same_traces(tmp_path: Path, flush: dict[str, str]) -> None:
-    compiled_out, compiled = run_job(tmp_path, **flush)
-    pure_out, pure = run_job(tmp_path, MA_PURE_PYTHON="1", **flush)
+    compiled_out, compiled = run_job(tmp_path, MA_PEER_CHECKS="3", **flush)
+    pure_out, pure = run_job(tmp_path, MA_PURE_PYTHON="1", MA_PEER_CHECKS="3", **flush)
     assert compiled_out == pure_out
     assert compiled_out.split() == ["TypeError"] * 5 + ["raised", "done"]
     for fast, plain in zip(compiled, pure, strict=False):
@@ -143,6 +151,9 @@ def test_compiled_and_pure_python_runtimes_write_the_same_traces(tmp_path: Path,
         assert [_without_times(t["root"]) for t in fast["threads"]] == [_without_times(t["root"])
                                                                          for t in plain["threads"]]
         assert fast["anomalies"] == plain["anomalies"]
+        assert fast["peers"] == plain["peers"]
+        checked = {p["path"]: (p["pass"], p["fail"], p["unmeasured"]) for p in fast["peers"]}
+        assert checked == {"psnd": (3, 0, 0), "palt": (6, 0, 0)}  # the first 3 calls of each expression
         root = fast["threads"][0]["root"]
         assert find_node(root, "steps")["pass"] == 11 and find_node(root, "steps")["fail"] == 1
         for site in ("rcv", "snd"):
