@@ -109,3 +109,10 @@ def test_show_names_a_bad_profile(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_show_names_the_shipped_profiles_when_the_file_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["machine", "show", "no-such-profile"]) == 2
     assert "no-such-profile: no such file, nor the name of a shipped profile" in capsys.readouterr().err
+
+
+def test_the_vector_width_is_the_narrowest_isa_at_the_peak() -> None:
+    # Zen 4: AVX-512 FMAs run as two 256-bit halves, so AVX2 and AVX-512 reach the same peak
+    assert probe.vector_isa({"sse2": 25e9, "avx2+fma": 58.8e9, "avx512f+fma": 59.1e9}) == "avx2+fma"
+    assert probe.vector_isa({"sse2": 25e9, "avx2+fma": 58.8e9, "avx512f+fma": 110e9}) == "avx512f+fma"
+    assert probe.vector_isa({"sse2": 25e9}) == "sse2"
