@@ -72,7 +72,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                     "type": "object",
                     "required": ["version"],
                     "properties": {
-                        "version": {"enum": [1, 2]},
+                        "version": {"const": 1},
                         "call_kernel": {"type": "string"},
                         "calls_s": {"type": "object", "additionalProperties": _POSITIVE},
                         "dispatches": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
