@@ -12,7 +12,11 @@ message over BATCHES batches that each last at least MIN_TIME. ``work`` times ra
 Options for diagnosis (not used by the probe): ``--irecv`` posts an Irecv, Sends and Waits (NPB CG's exchange)
 instead of a Sendrecv; ``--pairs`` exchanges with rank XOR d (a butterfly: pairs, as in CG's reductions; a power
 of two of ranks) instead of the shifted partners; ``--lump`` does a round's work before its first message only
-(the same work per message, unevenly spread, as CG's matrix product before its exchanges); ``--sched`` has every
+(the same work per message, unevenly spread, as CG's matrix product before its exchanges); ``--grid`` is NPB
+CG's step on a 2 x 2 grid (4 ranks): 70 % of the step's work, the row exchange (rank XOR 1), 10 %, the
+transpose (ranks 1 and 2 swap, 0 and 3 send to themselves), 10 %, two row butterflies with 10 % before the
+last, Irecv/Send/Wait, the work per message the same on average; ``--kib N`` sizes the work's buffer (beyond
+the caches: memory-bound work, as CG's matrix product); ``--sched`` has every
 rank print its scheduler counters (``/proc/self/sched``: migrations, voluntary and involuntary switches) to stderr.
 """
 
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--irecv", action="store_true")
     parser.add_argument("--lump", action="store_true")
     parser.add_argument("--pairs", action="store_true")
+    parser.add_argument("--grid", action="store_true")
+    parser.add_argument("--kib", type=int, default=WORK_DOUBLES * 8 // 1024)
     parser.add_argument("--sched", action="store_true")
     args = parser.parse_args(argv)
 
@@ -65,15 +71,28 @@ def main(argv: list[str] | None = None) -> None:
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
-    buffer = np.full(WORK_DOUBLES, 1.0)
+    buffer = np.full(args.kib * 1024 // 8, 1.0)
     outgoing, incoming = np.ones(1), np.empty(1)
     distances = [1 << k for k in range(max(1, size - 1).bit_length()) if 1 << k < size]
     rounds = len(distances)
+    if args.grid:  # (partner, tenths of the step's work before the message) of CG's step on a 2 x 2 grid
+        transpose = {0: 0, 1: 2, 2: 1, 3: 3}[rank]
+        step = [(rank ^ 1, 28), (transpose, 4), (rank ^ 1, 4), (rank ^ 1, 4)]  # of 40 = 4 messages x 10
+
+    def grid_step(passes: int) -> None:
+        for partner, share in step:
+            work(buffer, passes * share // 10)
+            request = comm.Irecv(incoming, source=partner, tag=1)
+            comm.Send(outgoing, dest=partner, tag=1)
+            request.Wait()
 
     def exchange(passes: int, count: int) -> float:
         comm.Barrier()
         start = MPI.Wtime()
         for _ in range(count):
+            if args.grid:
+                grid_step(passes)
+                continue
             for d in distances:
                 if not args.lump:
                     work(buffer, passes)
@@ -97,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         return MPI.Wtime() - start
 
     batch: Callable[[int, int], float] = alone if args.mode == "work" else exchange
-    messages = 1 if args.mode == "work" else rounds
+    messages = 1 if args.mode == "work" else 4 if args.grid else rounds
     for passes in args.passes:
         batch(passes, 10)  # warm up
         count = 1
