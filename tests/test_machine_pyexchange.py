@@ -28,7 +28,7 @@ def table(stdout: str) -> dict[int, tuple[float, float]]:
 def test_python_ranks_print_wall_seconds_per_message_per_amount_of_work() -> None:
     alone = table(run(1, "work", "0.002", "3", "8").stdout)
     assert list(alone) == [8] and 0 < alone[8][1] <= alone[8][0]
-    for options in ((), ("--irecv", "--pairs", "--lump"), ("--grid", "--kib", "64")):
+    for options in ((), ("--irecv", "--pairs", "--lump"), ("--grid", "--kib", "64", "--bytes", "4096")):
         done = run(4, "exchange-work", "0.002", "3", "0", "8", "--sched", *options)
         wall = table(done.stdout)
         assert list(wall) == [0, 8] and all(0 < best <= median for median, best in wall.values())

@@ -16,7 +16,8 @@ of two of ranks) instead of the shifted partners; ``--lump`` does a round's work
 CG's step on a 2 x 2 grid (4 ranks): 70 % of the step's work, the row exchange (rank XOR 1), 10 %, the
 transpose (ranks 1 and 2 swap, 0 and 3 send to themselves), 10 %, two row butterflies with 10 % before the
 last, Irecv/Send/Wait, the work per message the same on average; ``--kib N`` sizes the work's buffer (beyond
-the caches: memory-bound work, as CG's matrix product); ``--sched`` has every
+the caches: memory-bound work, as CG's matrix product); ``--bytes N`` sends messages of N bytes instead of 8
+(CG's row reduction and transpose move na / num_proc_cols doubles); ``--sched`` has every
 rank print its scheduler counters (``/proc/self/sched``: migrations, voluntary and involuntary switches) to stderr.
 """
 
@@ -64,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pairs", action="store_true")
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--kib", type=int, default=WORK_DOUBLES * 8 // 1024)
+    parser.add_argument("--bytes", type=int, default=8)
     parser.add_argument("--sched", action="store_true")
     args = parser.parse_args(argv)
 
@@ -72,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     buffer = np.full(args.kib * 1024 // 8, 1.0)
-    outgoing, incoming = np.ones(1), np.empty(1)
+    words = max(1, args.bytes // 8)
+    outgoing, incoming = np.ones(words), np.empty(words)
     distances = [1 << k for k in range(max(1, size - 1).bit_length()) if 1 << k < size]
     rounds = len(distances)
     if args.grid:  # (partner, tenths of the step's work before the message) of CG's step on a 2 x 2 grid
