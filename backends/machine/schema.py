@@ -12,6 +12,12 @@ _POSITIVE_INT = {"type": "integer", "minimum": 1}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 _NUMBERS = {"type": "array", "items": {"type": "number"}}
 
+
+def _rows(required: list[str], **properties: Any) -> dict[str, Any]:
+    """An array of measurement rows: objects with these properties, the ``required`` ones present."""
+    return {"type": "array", "items": {"type": "object", "required": required, "properties": properties}}
+
+
 PROFILE_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "Modeling Assertions machine profile",
@@ -96,14 +102,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "bandwidth_bytes_per_s": _POSITIVE,
                 "ranks": _POSITIVE_INT,
                 "launcher": {"type": "string"},
-                "pingpong": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["bytes", "seconds"],
-                        "properties": {"bytes": {"type": "integer", "minimum": 0}, "seconds": _POSITIVE},
-                    },
-                },
+                "pingpong": _rows(["bytes", "seconds"], bytes={"type": "integer", "minimum": 0}, seconds=_POSITIVE),
                 # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
                 "oversubscribed": {
                     "type": ["object", "null"],
@@ -118,15 +117,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "batch_s": _POSITIVE,
                         "pingpong": {"$ref": "#/properties/network/properties/pingpong"},
                         # version 2: wall seconds per message with work_s of work before each (measure_work_curve)
-                        "work": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "required": ["work_s", "seconds"],
-                                "properties": {"passes": {"type": "integer", "minimum": 0},
-                                               "work_s": {"type": "number", "minimum": 0}, "seconds": _POSITIVE},
-                            },
-                        },
+                        "work": _rows(["work_s", "seconds"], passes={"type": "integer", "minimum": 0},
+                                      work_s={"type": "number", "minimum": 0}, seconds=_POSITIVE),
                     },
                 },
             },

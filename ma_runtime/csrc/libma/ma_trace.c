@@ -436,6 +436,37 @@ char *ma_trace_document(const ma_runtime_state *rt, const char *status, const ch
     return o.buf;
 }
 
+/* `{"k0":v0,"k1":v1,...}`: strings, numbers, or sums (doubles) under the same keys. */
+static void str_object(out *o, const char *const *keys, char *const *values, int n)
+{
+    for (int i = 0; i < n; i++) {
+        raw(o, i ? "," : "{");
+        key(o, keys[i]);
+        str(o, values[i]);
+    }
+    raw(o, "}");
+}
+
+static void num_object(out *o, const char *const *keys, const ma_num *values, int n)
+{
+    for (int i = 0; i < n; i++) {
+        raw(o, i ? "," : "{");
+        key(o, keys[i]);
+        num(o, values[i]);
+    }
+    raw(o, "}");
+}
+
+static void sum_object(out *o, const char *const *keys, const double *values, int n)
+{
+    for (int i = 0; i < n; i++) {
+        raw(o, i ? "," : "{");
+        key(o, keys[i]);
+        num(o, ma_dbl(values[i]));
+    }
+    raw(o, "}");
+}
+
 /* `,"gathers":{...}` of a record (ma_vec_loop_gathers; VEC_LOOP_GATHER_KEYS), null when not stated. */
 static void vector_loop_gathers(out *o, const ma_vecrec *r)
 {
@@ -444,25 +475,13 @@ static void vector_loop_gathers(out *o, const ma_vecrec *r)
         raw(o, ",\"gathers\":null");
         return;
     }
-    raw(o, ",\"gathers\":{\"expr\":{");
-    for (int i = 0; i < 2; i++) {
-        raw(o, i ? "," : "");
-        key(o, gather_keys[i]);
-        str(o, r->gather_expr[i]);
-    }
-    raw(o, "},\"predicted_first\":{");
-    for (int i = 0; i < 2; i++) {
-        raw(o, i ? "," : "");
-        key(o, gather_keys[i]);
-        num(o, r->gather_first[i]);
-    }
-    raw(o, "},\"predicted_sum\":{");
-    for (int i = 0; i < 2; i++) {
-        raw(o, i ? "," : "");
-        key(o, gather_keys[i]);
-        num(o, ma_dbl(r->gather_sum[i]));
-    }
-    raw(o, "}}");
+    raw(o, ",\"gathers\":{\"expr\":");
+    str_object(o, gather_keys, r->gather_expr, 2);
+    raw(o, ",\"predicted_first\":");
+    num_object(o, gather_keys, r->gather_first, 2);
+    raw(o, ",\"predicted_sum\":");
+    sum_object(o, gather_keys, r->gather_sum, 2);
+    raw(o, "}");
 }
 
 /* `,"vector_loops":[...]` of the ma_vec_loop records (ma_runtime/vector.py writes the same); nothing when none. */
@@ -491,25 +510,13 @@ static void vector_loops(out *o, const ma_vecrec *r)
             fmt(o, ",\"line\":%d", r->line);
         else
             raw(o, ",\"line\":null");
-        fmt(o, ",\"depth\":%d,\"mv\":%d,\"calls\":%llu,\"expr\":{", r->depth, r->mv, (unsigned long long)r->calls);
-        for (int i = 0; i < 3; i++) {
-            raw(o, i ? "," : "");
-            key(o, predicted[i]);
-            str(o, r->expr[i]);
-        }
-        raw(o, "},\"predicted_first\":{");
-        for (int i = 0; i < 3; i++) {
-            raw(o, i ? "," : "");
-            key(o, predicted[i]);
-            num(o, r->first[i]);
-        }
-        raw(o, "},\"predicted_sum\":{");
-        for (int i = 0; i < 3; i++) {
-            raw(o, i ? "," : "");
-            key(o, predicted[i]);
-            num(o, ma_dbl(r->sum[i]));
-        }
-        raw(o, "},\"measured\":");
+        fmt(o, ",\"depth\":%d,\"mv\":%d,\"calls\":%llu,\"expr\":", r->depth, r->mv, (unsigned long long)r->calls);
+        str_object(o, predicted, r->expr, 3);
+        raw(o, ",\"predicted_first\":");
+        num_object(o, predicted, r->first, 3);
+        raw(o, ",\"predicted_sum\":");
+        sum_object(o, predicted, r->sum, 3);
+        raw(o, ",\"measured\":");
         if (r->measured_calls) {
             for (int i = 0; i < MA_VEC_N_MEASURED; i++) {
                 raw(o, i ? "," : "{");
