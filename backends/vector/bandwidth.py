@@ -156,14 +156,19 @@ def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float, v
     the rest from a smaller array, with fewer misses in flight than the random-access curve's loop (its indices in
     cache) has, and its value stream shares them with the gathers rather than running beside them at the triad's
     rate (docs/vector-backend.md)."""
-    name = "sparse_dot" if values else "gather"
-    curve = simd.sparse_dot if values else simd.gather
-    if not curve:
-        raise BackendError(f"the SIMD bandwidth file has no {name} curve: measure it again "
-                           "(backends.vector.simd.measure_for)")
+    curve = gather_curve(simd, values)
     if not gathered_bytes > 0:
         raise BackendError(f"the gathered array's size must be a positive number of bytes, not {gathered_bytes!r}")
     return gathers * 8.0 / (curve_at(curve, gathered_bytes) * 1e9)
+
+
+def gather_curve(simd: SimdBandwidth, values: bool) -> Sequence[CurvePoint]:
+    """The SIMD file's sparse-dot curve (``values``: a value streamed beside each gather) or its gather curve."""
+    name, curve = ("sparse_dot", simd.sparse_dot) if values else ("gather", simd.gather)
+    if not curve:
+        raise BackendError(f"the SIMD bandwidth file has no {name} curve: measure it again "
+                           "(backends.vector.simd.measure_for)")
+    return curve
 
 
 def level_reference_sizes(machine: MachineProfile, curve: Sequence[CurvePoint]) -> list[float]:
@@ -184,10 +189,7 @@ def gather_seconds_by_level(machine: MachineProfile, simd: SimdBandwidth, gather
     and each read served by a level costs what the curve measures where random reads are served there
     (:func:`level_reference_sizes`). The curve at the array's size assumes random indices; a pattern that reuses
     lines later than random (a constant stride through the array) is served further out."""
-    curve = simd.sparse_dot if values else simd.gather
-    if not curve:
-        raise BackendError(f"the SIMD bandwidth file has no {'sparse_dot' if values else 'gather'} curve: measure "
-                           "it again (backends.vector.simd.measure_for)")
+    curve = gather_curve(simd, values)
     sizes = level_reference_sizes(machine, curve)
     if len(hit_rates) != len(sizes) or any(b < a for a, b in pairwise(hit_rates)):
         raise BackendError(f"hit rates {list(hit_rates)} are not cumulative h_1..h_n and 1.0 for the "
