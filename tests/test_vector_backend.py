@@ -27,7 +27,7 @@ from ma_post.traceset import from_traces
 POINT = {"na": 14000, "nonzer": 11, "niter": 15, "nprocs": 4, "cgitmax": 25, "dp": 8}
 
 
-def machine(isa: str = "avx2_fma") -> MachineProfile:
+def machine(isa: str = "avx2+fma") -> MachineProfile:
     return MachineProfile(name="host", host={"hostname": "h", "cpu_model": "c", "cpus": 2, "measured_at": ""},
                           caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": 16.0e9, "isa": isa},
                           memory={"triad_gbs": 10.0},
@@ -58,8 +58,11 @@ def test_host_profile_from_the_machine_profile() -> None:
     assert prof.bandwidth_gbs == {"min": 1.0, "mixed": 5.5, "max": 10.0}  # random at its largest set; triad
     beyond_l1 = host_profile(machine(), working_set=1 << 20)  # main memory: triad, random curve at 1 MiB
     assert beyond_l1.bandwidth_gbs == {"min": 3.0, "mixed": 6.5, "max": 10.0}
-    assert host_profile(machine("avx512_fma")).avl_max == 8 and host_profile(machine("sse2")).avl_max == 2
-    bare = MachineProfile(name="bare", host={"cpus": 1}, caches=[], cpu={"peak_flops": 1e9}, memory={"triad_gbs": 1})
+    assert host_profile(machine("avx512f+fma")).avl_max == 8 and host_profile(machine("sse2")).avl_max == 2
+    with pytest.raises(BackendError, match=r"cpu.isa: 'avx9' is not a flop kernel.*expected one of sse2, avx2\+fma"):
+        host_profile(machine("avx9"))
+    bare = MachineProfile(name="bare", host={"cpus": 1}, caches=[], cpu={"peak_flops": 1e9, "isa": "sse2"},
+                          memory={"triad_gbs": 1})
     with pytest.raises(BackendError, match="random-access MultiMAPS curve"):
         host_profile(bare)
 

@@ -61,13 +61,15 @@ CRAY_X1E = VectorProfile("cray-x1e", 4.5e9, 18e9, 0.565e9, 2.26e9, 64,
 
 
 def simd_lanes(isa: str) -> int:
-    """Doubles per vector of the ISA the machine probe's fastest flop kernel used."""
-    name = isa.lower()
-    if "512" in name:
-        return 8
-    if "avx" in name or "fma" in name:
-        return 4
-    return 2
+    """Doubles per vector of ``isa``, the name of the machine probe's flop kernel that reached the peak
+    (``cpu.isa``, one of :data:`backends.machine.kernels.FLOP_KERNELS`)."""
+    from ..machine.kernels import FLOP_KERNELS
+
+    lanes = {name: width for name, _, width in FLOP_KERNELS}
+    if isa not in lanes:
+        raise BackendError(f"machine profile field cpu.isa: {isa!r} is not a flop kernel of the probe; "
+                           f"expected one of {', '.join(lanes)}")
+    return lanes[isa]
 
 
 def host_profile(machine: MachineProfile, cores: int | None = None, working_set: float | None = None,
