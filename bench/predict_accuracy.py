@@ -91,9 +91,13 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
         origin = f"shipped ({name})"
     machine = profiles.load(path)
     measured = []
-    if cputerms.python_terms(machine.cpu, str(path)) is None:
+    terms = cputerms.python_terms(machine.cpu, str(path))
+    if terms is None:
         machine.cpu.update(cputerms.measure())
         measured.append("CPU terms")
+    elif terms.annotation_s is None:
+        machine.cpu["annotation_s"] = cputerms.measure_annotation()
+        measured.append("the cost of an annotated site")
     if machine.network is not None and not (machine.network.oversubscribed or {}).get("work"):
         machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
         measured.append("the oversubscribed exchange")
@@ -212,7 +216,7 @@ def main() -> int:
     assert terms is not None
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
-          "compiled code", flush=True)
+          f"compiled code; {(terms.annotation_s or 0) * 1e9:.0f} ns per annotated site", flush=True)
     over = machine.network.oversubscribed if machine.network else None
     if machine.network and over:
         print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "

@@ -148,6 +148,7 @@ class ModelBuilder:
         self.conditional = conditional
         self.notes: list[Note] = []
         self._multipliers: dict[SiteKey, sympy.Expr] = {(): sympy.Integer(1)}
+        self._entries: dict[SiteKey, sympy.Expr] = {}  # calls of a site per rank: a loop's without its trips
         self._analyse()
         self._definitions = self._collect_definitions()
 
@@ -186,6 +187,7 @@ class ModelBuilder:
         if parent == () and len(ts.thread_ids) > 1:
             multiplier = multiplier * self._thread_factor(site)
         calls_model = model_body[parent] * float(factor)
+        self._entries[site.key] = multiplier
         if site.type == "loop":
             multiplier = multiplier * self._trip_expr(site)
             meas, pred = site.measured, site.predicted
@@ -388,6 +390,10 @@ class ModelBuilder:
         """Executions per rank of the site's body, as an expression: its calls, times the trip count for a loop."""
         names = set(self._definitions) if inline else self._conflicting()
         return self._resolve(self._multipliers[site.key], site.path, names)
+
+    def entries(self, site: Site) -> sympy.Expr:
+        """Calls per rank of the site itself, as an expression: its executions, without a loop's trip count."""
+        return self._resolve(self._entries[site.key], site.path, set(self._definitions))
 
     def resolve(self, expr: sympy.Expr, path: str = "") -> sympy.Expr:
         """``expr`` in the model's inputs: every derived variable replaced by its definition visible at the site

@@ -20,12 +20,23 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   is a best case, as the FMA peak is). ``python_flops`` is the ufunc ``add``'s rate (1 flop, 2 loads, 1 store
   per element: the ports' vector updates); the ``einsum`` dot's is kept beside it (its C loop is erratic).
 
+- ``annotation_s``: seconds per executed annotation site of a Python program (entering and leaving one
+  ``with ma.flop(name, expr):`` block, the runtime live and writing its trace), measured in a child process
+  (:func:`measure_annotation`): a loop of such blocks against the same loop empty, the median of the
+  per-site differences. An annotated program pays it at every site it executes (with ``MA_DISABLE=1`` the
+  no-op blocks cost about the same: the ``with`` statement and a call are most of it), and NPB CG runs tens
+  of thousands of them; optional (profiles measured before it have none).
+
 The block carries its own ``version`` (``PYTHON_TERMS_VERSION``) inside ``cpu.python_probe``.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -50,6 +61,7 @@ class PythonTerms:
 
     call_overhead_s: float
     python_flops: float
+    annotation_s: float | None = None  # per executed annotation site; None: not measured
 
 
 def _median_seconds(call: Callable[[], object], per_timing: int, repeats: int, best: bool = False) -> float:
@@ -79,8 +91,50 @@ def _kernels(n: int) -> dict[str, tuple[Callable[[], object], int]]:
     }
 
 
+# A child process, so that the runtime starts there (at its first annotation) and not in the probe. One site
+# per iteration, a product of inputs as its expression (what the ports' sites carry).
+_ANNOTATION_SCRIPT = """
+import statistics, sys, time
+import ma
+n, repeats = int(sys.argv[1]), int(sys.argv[2])
+ma.variable("na", 14000)
+ma.variable("nprocs", 4)
+def annotated():
+    for _ in range(n):
+        with ma.flop("site", "2*na/nprocs"):
+            pass
+def empty():
+    for _ in range(n):
+        pass
+samples = []
+with ma.subroutine("probe"):
+    for _ in range(repeats):
+        t0 = time.perf_counter(); annotated(); t1 = time.perf_counter(); empty(); t2 = time.perf_counter()
+        samples.append(((t1 - t0) - (t2 - t1)) / n)
+print(repr(statistics.median(samples)))
+"""
+
+
+def measure_annotation(quick: bool = False) -> float:
+    """Seconds per executed annotation site of a Python program, the runtime live (``annotation_s``)."""
+    per_timing, repeats = (2000, 5) if quick else (20000, 15)
+    with tempfile.TemporaryDirectory(prefix="ma-annotation-probe-") as traces:
+        env = {k: v for k, v in os.environ.items() if k != "MA_DISABLE"} | {"MA_TRACE_DIR": traces}
+        done = subprocess.run([sys.executable, "-c", _ANNOTATION_SCRIPT, str(per_timing), str(repeats)],
+                              capture_output=True, text=True, env=env, check=False)
+    try:
+        seconds = float(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise CPUTermsError(f"annotation probe: the child process (exit {done.returncode}) printed no figure: "
+                            f"{(done.stderr or done.stdout).strip()[-400:]}") from None
+    if seconds <= 0:
+        raise CPUTermsError(f"annotation probe: an annotated loop timed no slower than an empty one ({seconds})")
+    return seconds
+
+
 def measure(quick: bool = False) -> dict[str, Any]:
-    """The ``cpu`` fields of the profile: ``call_overhead_s``, ``python_flops`` and ``python_probe``."""
+    """The ``cpu`` fields of the profile: ``call_overhead_s``, ``python_flops``, ``annotation_s`` and
+    ``python_probe``."""
     per_timing, repeats = (500, 5) if quick else (5000, 15)
     small, large = _kernels(SMALL), _kernels(LARGE)
     calls = {f"{name}_{SMALL}": _median_seconds(call, per_timing, repeats) for name, (call, _) in small.items()}
@@ -95,6 +149,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
     if not all(0 < v < float("inf") for v in (*calls.values(), *flops.values())):
         raise CPUTermsError(f"CPU terms: a kernel timed at zero or less (calls {calls}, flops {flops})")
     return {"call_overhead_s": calls[CALL_KERNEL], "python_flops": flops[FLOPS_KERNEL],
+            "annotation_s": measure_annotation(quick),
             "python_probe": {"version": PYTHON_TERMS_VERSION, "call_kernel": CALL_KERNEL, "calls_s": calls,
                              "dispatches": DISPATCHES,
                              "flops_kernel": FLOPS_KERNEL, "flops": flops, "sizes": [SMALL, LARGE],
@@ -114,4 +169,9 @@ def python_terms(cpu: Mapping[str, Any], where: str = "<profile>") -> PythonTerm
         value = cpu.get(name)
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ProfileError(where, f"expected a positive number, got {value!r}", f"cpu.{name}")
-    return PythonTerms(float(cpu["call_overhead_s"]), float(cpu["python_flops"]))
+    annotation = cpu.get("annotation_s")
+    if annotation is not None and (not isinstance(annotation, (int, float)) or isinstance(annotation, bool)
+                                   or annotation <= 0):
+        raise ProfileError(where, f"expected a positive number, got {annotation!r}", "cpu.annotation_s")
+    return PythonTerms(float(cpu["call_overhead_s"]), float(cpu["python_flops"]),
+                       None if annotation is None else float(annotation))

@@ -11,7 +11,9 @@ Section 4):
 - compute:       flops / the compute rate: the FMA peak for a C program, the profile's NumPy rate
                  (``cpu.python_flops``) for a Python one (the trace's language says which);
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
-                 (measured, ``Site.c_calls``, or from a signature file) x its executions; charged to compute;
+                 (measured, ``Site.c_calls``, or from a signature file) x its executions; and for a Python
+                 program ``cpu.annotation_s`` x the site's own calls (the ``with ma...`` block the program
+                 executes, a loop's once per entry); charged to compute;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`.
 
 Compute and memory of a block (the flop and loadstore sites of one loop body, a loadstore region nested in a
@@ -107,9 +109,11 @@ class MapsBackend(Backend):
     def __init__(self, *, overlap: str = "sum", procs: str = "nprocs",
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
-                 python_flops: float | None = None, cores: int | None = None) -> None:
-        """``call_overhead_s`` and ``python_flops`` override the CPU terms of the profile a prediction is made
-        with (None: the profile's, so a what-if on them takes effect; a profile without them: 0 and the peak).
+                 python_flops: float | None = None, cores: int | None = None,
+                 annotation_s: float | None = None) -> None:
+        """``call_overhead_s``, ``python_flops`` and ``annotation_s`` override the CPU terms of the profile a
+        prediction is made with (None: the profile's, so a what-if on them takes effect; a profile without them:
+        0 and the peak).
         ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
@@ -119,6 +123,9 @@ class MapsBackend(Backend):
             raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
         if python_flops is not None and python_flops <= 0:
             raise BackendError(f"maps backend: python_flops must be > 0, got {python_flops}")
+        if annotation_s is not None and annotation_s < 0:
+            raise BackendError(f"maps backend: annotation_s must be >= 0, got {annotation_s}")
+        self.annotation_s = annotation_s
         self.overlap = overlap
         self.procs = sympy.Symbol(procs)
         given = signatures if isinstance(signatures, Signatures) else Signatures(
@@ -145,6 +152,9 @@ class MapsBackend(Backend):
         parser.add_argument("--python-flops", type=float, default=None, metavar="FLOP/S",
                             help="maps: compute rate of a Python program's sites (default: the profile's "
                                  "cpu.python_flops, else the peak)")
+        parser.add_argument("--annotation-cost", type=float, default=None, metavar="SECONDS",
+                            help="maps: seconds per executed annotation site of a Python program (default: the "
+                                 "profile's cpu.annotation_s, else 0)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
@@ -167,7 +177,8 @@ class MapsBackend(Backend):
         return cls(overlap=getattr(options, "overlap", "sum"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
-                   python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None))
+                   python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
+                   annotation_s=getattr(options, "annotation_cost", None))
 
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
@@ -179,6 +190,18 @@ class MapsBackend(Backend):
             terms.call_overhead_s if terms else 0.0)
         rate = self.python_flops if self.python_flops is not None else (terms.python_flops if terms else None)
         return overhead, rate
+
+    def annotation_cost(self, model: ModelBuilder, machine: MachineProfile) -> float | None:
+        """Seconds per executed annotation site: the override, else the profile's ``cpu.annotation_s`` for a
+        Python program (None where the profile has none); 0 for a C program (its C API calls cost tens of ns)."""
+        if "python" not in model.ts.language.split("+"):
+            return 0.0
+        if self.annotation_s is not None:
+            return self.annotation_s
+        from ..machine.cputerms import python_terms
+
+        terms = python_terms(machine.cpu, machine.name)
+        return terms.annotation_s if terms else None
 
     def compute_rate(self, model: ModelBuilder, machine: MachineProfile) -> tuple[float, str]:
         """Flop/s of the program's sites and what it is: a Python program's flops run in NumPy/SciPy kernels
@@ -233,6 +256,12 @@ class MapsBackend(Backend):
             notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
                          f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
         interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
+        annotation = self.annotation_cost(model, machine)
+        if annotation is None:
+            notes.append(f"profile {machine.name!r} has no cpu.annotation_s: the annotated sites' own cost not "
+                         "counted (ma machine probe measures it)")
+        elif annotation:
+            self._annotation_term(model, annotation, interpreter, add)
         work = sympy.Add(*(p.get(name, sympy.Integer(0)) for p in parts.values() for name in ("compute", "memory")))
         messages = self._communication(model, machine, add, notes, work)
         if assumed:
@@ -327,6 +356,20 @@ class MapsBackend(Backend):
             out[site.path] = seconds
             add(site.path, owner, "compute", seconds)
         return out, assumed
+
+    @staticmethod
+    def _annotation_term(model: ModelBuilder, annotation_s: float, interpreter: dict[str, sympy.Expr],
+                         add: Callable[[str, str, str, sympy.Expr], None]) -> None:
+        """annotation_s x the calls of every annotation site (not a declaration's: ``ma.variable`` runs once),
+        into the interpreter term of the site (an annotated program's own statements, not its kernels)."""
+        ts = model.ts
+        cost = sympy.Float(annotation_s)
+        for site in ts.walk():
+            if site.type in DECLARATIONS:
+                continue
+            seconds = cost * model.entries(site)
+            interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
+            add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
 
     def _communication(self, model: ModelBuilder, machine: MachineProfile,
                        add: Callable[[str, str, str, sympy.Expr], None], notes: list[str], work: sympy.Expr

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..support import load_profile
+
+if TYPE_CHECKING:
+    from backends.machine.profile import MachineProfile
 
 _CACHE_SPEC = "SIZE[:WAYS[:LINE[:POLICY[:PREFETCH][:INDEXING]]]]"
 
@@ -153,6 +156,17 @@ def _print_fit(machine: Any) -> None:
     print(gafit.format_error_table(table))
 
 
+def _print_python_terms(machine: MachineProfile) -> None:
+    from backends.machine.cputerms import python_terms
+
+    terms = python_terms(machine.cpu, machine.name)
+    if terms is None:
+        return
+    annotation = "not measured" if terms.annotation_s is None else f"{terms.annotation_s * 1e9:.0f} ns"
+    print(f"  Python programs: {terms.call_overhead_s * 1e9:.0f} ns per call into compiled code, NumPy "
+          f"{terms.python_flops / 1e9:.2f} GFLOP/s in cache, an annotated site {annotation}")
+
+
 def handle_show(args: argparse.Namespace) -> int:
     machine = load_profile(args.profile)
     host = machine.host
@@ -170,6 +184,7 @@ def handle_show(args: argparse.Namespace) -> int:
         print(f"  L{cache.level}: {cache.size_bytes // 1024} KiB, {cache.ways}-way, {cache.line_bytes} B lines "
               f"({cache.source}; simulated {', '.join(model)})")
     print(f"  peak flops (one core, {machine.cpu.get('isa', '?')}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
+    _print_python_terms(machine)
     print(f"  triad: {machine.triad_gbs:.1f} GB/s")
     if machine.network:
         net = machine.network
