@@ -38,6 +38,7 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,10 @@ def ma(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and done.returncode != 0:
         raise SystemExit(f"ma {' '.join(argv)} failed:\n{done.stderr[-3000:]}")
     return done
+
+
+def _annotation_text(seconds: Mapping[str, float] | None) -> str:
+    return "not measured" if not seconds else ", ".join(f"{kind} {s * 1e9:.0f}" for kind, s in seconds.items())
 
 
 def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfile, Path, str]:
@@ -216,7 +221,7 @@ def main() -> int:
     assert terms is not None
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
-          f"compiled code; {(terms.annotation_s or 0) * 1e9:.0f} ns per annotated site", flush=True)
+          f"compiled code; ns per annotation site: {_annotation_text(terms.annotation_s)}", flush=True)
     over = machine.network.oversubscribed if machine.network else None
     if machine.network and over:
         print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "

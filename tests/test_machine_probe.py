@@ -71,7 +71,8 @@ def test_show_fit_and_plot(quick_profile: Path, tmp_path: Path, capsys: pytest.C
     assert "peak flops" in out and "MPI ping-pong" in out and "stride 64" in out and "avg |err|" in out
     assert "(oversubscribed): latency" in out
     assert "us of work -> us per message: 0 -> " in out
-    assert re.search(r"Python programs: \d+ ns per call into compiled code, .* an annotated site \d+ ns", out)
+    assert re.search(r"Python programs: \d+ ns per call into compiled code, .*; an annotation site: "
+                     r"region \d+ ns, loop \d+ ns, mpi \d+ ns", out)
     refit = tmp_path / "refit.json"
     assert main(["machine", "fit", str(quick_profile), "-o", str(refit), "--population", "100",
                  "--generations", "5", "--seed", "3"]) == 0

@@ -14,7 +14,7 @@ from backends.machine import cputerms
 from backends.machine import profile as profiles
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
 from backends.maps import MapsBackend, whatif
-from ma.errors import ProfileError
+from ma.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 
@@ -41,7 +41,8 @@ def test_measured_terms_are_plausible_and_round_trip(tmp_path: Path) -> None:
     read = cputerms.python_terms(loaded.cpu)
     assert read == cputerms.PythonTerms(terms["call_overhead_s"], terms["python_flops"], terms["annotation_s"])
     # entering and leaving one annotated block, the runtime live: more than nothing, less than 100 us anywhere
-    assert 1e-8 < terms["annotation_s"] < 1e-4
+    assert set(terms["annotation_s"]) == {"region", "loop", "mpi"}
+    assert all(1e-8 < seconds < 1e-4 for seconds in terms["annotation_s"].values())
     assert MapsBackend().cpu_terms(loaded) == (read.call_overhead_s, read.python_flops)
     assert MapsBackend(call_overhead_s=0.0).cpu_terms(loaded) == (0.0, read.python_flops)
     assert MapsBackend().cpu_terms(hand_profile()) == (0.0, None)  # a profile without them: none, the peak
@@ -54,7 +55,9 @@ def test_bad_cpu_terms_name_the_field(tmp_path: Path) -> None:
         ({"call_overhead_s": -1.0}, "cpu.call_overhead_s", "less than or equal to the minimum of 0"),
         ({"python_flops": None}, "cpu", "'python_flops' is a dependency of 'call_overhead_s'"),
         ({"python_probe": {"version": 2}}, "cpu.python_probe.version", "1 was expected"),
-        ({"annotation_s": 0}, "cpu.annotation_s", "less than or equal to the minimum of 0")]
+        ({"annotation_s": {"region": 1e-7, "loop": 0, "mpi": 1e-7}}, "cpu.annotation_s.loop",
+         "less than or equal to the minimum of 0"),
+        ({"annotation_s": {"region": 1e-7}}, "cpu.annotation_s.loop", "required field is missing")]
     for change, field, message in cases:
         bad = json.loads(json.dumps(doc))
         bad["cpu"].update(change)
@@ -80,20 +83,26 @@ def test_what_if_on_the_cpu_terms_changes_the_prediction() -> None:
     assert MapsBackend().predict(builder, cheaper).evaluate({"n": 10}) == pytest.approx(10 * (1000 / 1e9 + 1e-6))
 
 
-def test_annotation_cost_is_charged_once_per_site_call() -> None:
+def test_annotation_cost_is_charged_once_per_site_call_by_kind() -> None:
     from test_maps_backend import builder, profile
 
     values = {"n": 10, "m": 1000, "nprocs": 4}
-    plain = MapsBackend(annotation_s=0.0).predict(builder(), profile())
-    charged = MapsBackend(annotation_s=1e-6).predict(builder(), profile())
-    # solve and its loop `it` entered once (not once per trip), five sites n times in the loop, the bcast once
-    assert charged.evaluate(values) - plain.evaluate(values) == pytest.approx((5 * 10 + 3) * 1e-6)
+    region, loop, mpi = 1e-6, 1e-5, 1e-4
+    cost = {"region": region, "loop": loop, "mpi": mpi}
+    plain = MapsBackend(annotation_s=dict.fromkeys(cost, 0.0)).predict(builder(), profile())
+    charged = MapsBackend(annotation_s=cost).predict(builder(), profile())
+    # solve once; its loop `it` once (not once per trip); in the loop a flop and a loadstore site n times and
+    # three MPI sites n times; the bcast once
+    extra = region + loop + 2 * 10 * region + 3 * 10 * mpi + mpi
+    assert charged.evaluate(values) - plain.evaluate(values) == pytest.approx(extra)
     assert float((charged.interpreter_total("solve/it") - plain.interpreter_total("solve/it")).subs(values)) == \
-        pytest.approx((5 * 10 + 1) * 1e-6)
-    assert MapsBackend(annotation_s=1e-6).predict(builder(language="c"), profile()).evaluate(values) == \
+        pytest.approx(loop + 2 * 10 * region + 3 * 10 * mpi)
+    assert MapsBackend(annotation_s=cost).predict(builder(language="c"), profile()).evaluate(values) == \
         pytest.approx(MapsBackend().predict(builder(language="c"), profile()).evaluate(values))  # C: not charged
     machine = profile()
-    machine.cpu.update(call_overhead_s=1e-6, python_flops=1e9, annotation_s=1e-6)
+    machine.cpu.update(call_overhead_s=1e-6, python_flops=1e9, annotation_s=cost)
     assert MapsBackend().predict(builder(), machine).evaluate(values) == pytest.approx(
-        MapsBackend(annotation_s=1e-6).predict(builder(), machine).evaluate(values))  # the profile's figure
+        MapsBackend(annotation_s=cost).predict(builder(), machine).evaluate(values))  # the profile's figures
     assert any("no cpu.annotation_s" in note for note in MapsBackend().predict(builder(), profile()).notes)
+    with pytest.raises(BackendError, match="annotation_s must give seconds >= 0 for each of region, loop, mpi"):
+        MapsBackend(annotation_s={"region": 1e-6})

@@ -20,18 +20,22 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   is a best case, as the FMA peak is). ``python_flops`` is the ufunc ``add``'s rate (1 flop, 2 loads, 1 store
   per element: the ports' vector updates); the ``einsum`` dot's is kept beside it (its C loop is erratic).
 
-- ``annotation_s``: seconds per executed annotation site of a Python program (entering and leaving one
-  ``with ma.flop(name, expr):`` block, the runtime live and writing its trace), measured in a child process
-  (:func:`measure_annotation`): a loop of such blocks against the same loop empty, the median of the
-  per-site differences. An annotated program pays it at every site it executes (with ``MA_DISABLE=1`` the
-  no-op blocks cost about the same: the ``with`` statement and a call are most of it), and NPB CG runs tens
-  of thousands of them; optional (profiles measured before it have none).
+- ``annotation_s``: seconds per call of an annotation site of a Python program, by kind: ``region`` (entering
+  and leaving one ``with ma.flop(name, expr):`` block; loadstore, memory and subroutine sites are the same
+  code), ``loop`` (a loop site with one trip of ``lp.range``, beyond the plain ``range``) and ``mpi`` (an
+  ``mpi_irecv`` or ``mpi_send`` site with a ``peer`` expression around a message to the process itself).
+  Measured in a child process, the runtime live and writing its trace (:func:`measure_annotation`): each
+  loop of annotated blocks against the same loop without them, the median of the per-site differences. An
+  annotated program pays it at every site it enters (with ``MA_DISABLE=1`` the no-op blocks cost about the
+  same: the ``with`` statement and a call are most of it); NPB CG enters tens of thousands of them.
+  Optional: profiles measured before it have none.
 
 The block carries its own ``version`` (``PYTHON_TERMS_VERSION``) inside ``cpu.python_probe``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -61,7 +65,7 @@ class PythonTerms:
 
     call_overhead_s: float
     python_flops: float
-    annotation_s: float | None = None  # per executed annotation site; None: not measured
+    annotation_s: Mapping[str, float] | None = None  # seconds per site call by ANNOTATION_KINDS; None: not measured
 
 
 def _median_seconds(call: Callable[[], object], per_timing: int, repeats: int, best: bool = False) -> float:
@@ -91,45 +95,87 @@ def _kernels(n: int) -> dict[str, tuple[Callable[[], object], int]]:
     }
 
 
-# A child process, so that the runtime starts there (at its first annotation) and not in the probe. One site
-# per iteration, a product of inputs as its expression (what the ports' sites carry).
+ANNOTATION_KINDS = ("region", "loop", "mpi")
+
+# A child process, so that the runtime starts there (at its first annotation) and not in the probe. Each
+# kind's annotated loop against the same loop bare; expressions of inputs like the ports' sites carry.
 _ANNOTATION_SCRIPT = """
-import statistics, sys, time
+import json, statistics, sys, time
+import numpy as np
+from mpi4py import MPI
 import ma
 n, repeats = int(sys.argv[1]), int(sys.argv[2])
-ma.variable("na", 14000)
-ma.variable("nprocs", 4)
-def annotated():
+comm = MPI.COMM_WORLD
+me = comm.Get_rank()
+out, into = np.zeros(1), np.zeros(1)
+for name, value in (("na", 14000), ("nprocs", 4), ("l2npcols", 1), ("dp", 8)):
+    ma.variable(name, value)
+PEER = "floor(rank/(nprocs/2))*(nprocs/2) + mod(rank + 1, nprocs/2)"
+def region():
     for _ in range(n):
         with ma.flop("site", "2*na/nprocs"):
             pass
+def loop():
+    for _ in range(n):
+        with ma.loop("trips", "l2npcols") as lp:
+            for _ in lp.range(1, 2):
+                pass
+def loop_bare():
+    for _ in range(n):
+        for _ in range(1, 2):
+            pass
+def mpi():
+    for _ in range(n):
+        with ma.mpi_irecv("rcv", "dp", peer=PEER):
+            req = comm.Irecv(into, source=me, tag=1)
+        with ma.mpi_send("snd", "dp", peer=PEER):
+            comm.Send(out, dest=me, tag=1)
+        req.Wait()
+def mpi_bare():
+    for _ in range(n):
+        req = comm.Irecv(into, source=me, tag=1)
+        comm.Send(out, dest=me, tag=1)
+        req.Wait()
 def empty():
     for _ in range(n):
         pass
-samples = []
+def seconds(run):
+    t = time.perf_counter(); run(); return time.perf_counter() - t
+pairs = {"region": (region, empty, 1), "loop": (loop, loop_bare, 1), "mpi": (mpi, mpi_bare, 2)}
+samples = {kind: [] for kind in pairs}
 with ma.subroutine("probe"):
     for _ in range(repeats):
-        t0 = time.perf_counter(); annotated(); t1 = time.perf_counter(); empty(); t2 = time.perf_counter()
-        samples.append(((t1 - t0) - (t2 - t1)) / n)
-print(repr(statistics.median(samples)))
+        for kind, (annotated, bare, sites) in pairs.items():
+            samples[kind].append((seconds(annotated) - seconds(bare)) / n / sites)
+print(json.dumps({kind: statistics.median(values) for kind, values in samples.items()}))
 """
 
 
-def measure_annotation(quick: bool = False) -> float:
-    """Seconds per executed annotation site of a Python program, the runtime live (``annotation_s``)."""
-    per_timing, repeats = (2000, 5) if quick else (20000, 15)
+def measure_annotation(quick: bool = False) -> dict[str, float]:
+    """Seconds per call of an annotation site of a Python program by kind, the runtime live (``annotation_s``)."""
+    per_timing, repeats = (1000, 5) if quick else (10000, 15)
     with tempfile.TemporaryDirectory(prefix="ma-annotation-probe-") as traces:
         env = {k: v for k, v in os.environ.items() if k != "MA_DISABLE"} | {"MA_TRACE_DIR": traces}
         done = subprocess.run([sys.executable, "-c", _ANNOTATION_SCRIPT, str(per_timing), str(repeats)],
                               capture_output=True, text=True, env=env, check=False)
+    figures = _figures(done.stdout)
+    if figures is None:
+        raise CPUTermsError(f"annotation probe: the child process (exit {done.returncode}) printed no figures: "
+                            f"{(done.stderr or done.stdout).strip()[-400:]}")
+    if not all(figures[kind] > 0 for kind in ANNOTATION_KINDS):
+        raise CPUTermsError(f"annotation probe: an annotated loop timed no slower than its bare twin ({figures})")
+    return figures
+
+
+def _figures(stdout: str) -> dict[str, float] | None:
+    """The child's last line, a JSON object ``{"region": s, "loop": s, "mpi": s}``."""
     try:
-        seconds = float(done.stdout.strip().splitlines()[-1])
+        value = json.loads(stdout.strip().splitlines()[-1])
     except (IndexError, ValueError):
-        raise CPUTermsError(f"annotation probe: the child process (exit {done.returncode}) printed no figure: "
-                            f"{(done.stderr or done.stdout).strip()[-400:]}") from None
-    if seconds <= 0:
-        raise CPUTermsError(f"annotation probe: an annotated loop timed no slower than an empty one ({seconds})")
-    return seconds
+        return None
+    if not isinstance(value, dict) or set(value) != set(ANNOTATION_KINDS):
+        return None
+    return {kind: float(value[kind]) for kind in ANNOTATION_KINDS}
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
@@ -170,8 +216,13 @@ def python_terms(cpu: Mapping[str, Any], where: str = "<profile>") -> PythonTerm
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
             raise ProfileError(where, f"expected a positive number, got {value!r}", f"cpu.{name}")
     annotation = cpu.get("annotation_s")
-    if annotation is not None and (not isinstance(annotation, (int, float)) or isinstance(annotation, bool)
-                                   or annotation <= 0):
-        raise ProfileError(where, f"expected a positive number, got {annotation!r}", "cpu.annotation_s")
-    return PythonTerms(float(cpu["call_overhead_s"]), float(cpu["python_flops"]),
-                       None if annotation is None else float(annotation))
+    if annotation is not None:
+        if not isinstance(annotation, Mapping) or set(annotation) != set(ANNOTATION_KINDS):
+            raise ProfileError(where, f"expected an object with {', '.join(ANNOTATION_KINDS)}, got {annotation!r}",
+                               "cpu.annotation_s")
+        for kind in ANNOTATION_KINDS:
+            value = annotation[kind]
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ProfileError(where, f"expected a positive number, got {value!r}", f"cpu.annotation_s.{kind}")
+        annotation = {kind: float(annotation[kind]) for kind in ANNOTATION_KINDS}
+    return PythonTerms(float(cpu["call_overhead_s"]), float(cpu["python_flops"]), annotation)

@@ -74,7 +74,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 # CPU terms of Python programs (backends/machine/cputerms.py); optional, versioned in python_probe
                 "call_overhead_s": _POSITIVE,
                 "python_flops": _POSITIVE,
-                "annotation_s": _POSITIVE,
+                "annotation_s": {"type": "object", "required": ["region", "loop", "mpi"],
+                                 "properties": {"region": _POSITIVE, "loop": _POSITIVE, "mpi": _POSITIVE}},
                 "python_probe": {
                     "type": "object",
                     "required": ["version"],

@@ -12,8 +12,8 @@ Section 4):
                  (``cpu.python_flops``) for a Python one (the trace's language says which);
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; and for a Python
-                 program ``cpu.annotation_s`` x the site's own calls (the ``with ma...`` block the program
-                 executes, a loop's once per entry); charged to compute;
+                 program ``cpu.annotation_s`` of the site's kind (region, loop, MPI) x the site's own calls
+                 (the ``with ma...`` block the program enters, a loop's once per entry); charged to compute;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`.
 
 Compute and memory of a block (the flop and loadstore sites of one loop body, a loadstore region nested in a
@@ -34,6 +34,7 @@ from ma.errors import BackendError
 from ma_post.sympy_expr import as_expr
 
 from ..base import Backend, Prediction, SitePrediction
+from ..machine.cputerms import ANNOTATION_KINDS
 from . import network
 from .eq1 import bandwidth_expr
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
@@ -110,7 +111,7 @@ class MapsBackend(Backend):
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None,
-                 annotation_s: float | None = None) -> None:
+                 annotation_s: Mapping[str, float] | None = None) -> None:
         """``call_overhead_s``, ``python_flops`` and ``annotation_s`` override the CPU terms of the profile a
         prediction is made with (None: the profile's, so a what-if on them takes effect; a profile without them:
         0 and the peak).
@@ -123,9 +124,11 @@ class MapsBackend(Backend):
             raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
         if python_flops is not None and python_flops <= 0:
             raise BackendError(f"maps backend: python_flops must be > 0, got {python_flops}")
-        if annotation_s is not None and annotation_s < 0:
-            raise BackendError(f"maps backend: annotation_s must be >= 0, got {annotation_s}")
-        self.annotation_s = annotation_s
+        if annotation_s is not None and (set(annotation_s) != set(ANNOTATION_KINDS)
+                                         or any(v < 0 for v in annotation_s.values())):
+            raise BackendError(f"maps backend: annotation_s must give seconds >= 0 for each of "
+                               f"{', '.join(ANNOTATION_KINDS)}, got {dict(annotation_s)}")
+        self.annotation_s = None if annotation_s is None else dict(annotation_s)
         self.overlap = overlap
         self.procs = sympy.Symbol(procs)
         given = signatures if isinstance(signatures, Signatures) else Signatures(
@@ -153,8 +156,8 @@ class MapsBackend(Backend):
                             help="maps: compute rate of a Python program's sites (default: the profile's "
                                  "cpu.python_flops, else the peak)")
         parser.add_argument("--annotation-cost", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per executed annotation site of a Python program (default: the "
-                                 "profile's cpu.annotation_s, else 0)")
+                            help="maps: seconds per call of any annotation site of a Python program (default: the "
+                                 "profile's cpu.annotation_s by kind, else 0)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
@@ -178,7 +181,7 @@ class MapsBackend(Backend):
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
                    python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
-                   annotation_s=getattr(options, "annotation_cost", None))
+                   annotation_s=_every_kind(getattr(options, "annotation_cost", None)))
 
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
@@ -191,17 +194,18 @@ class MapsBackend(Backend):
         rate = self.python_flops if self.python_flops is not None else (terms.python_flops if terms else None)
         return overhead, rate
 
-    def annotation_cost(self, model: ModelBuilder, machine: MachineProfile) -> float | None:
-        """Seconds per executed annotation site: the override, else the profile's ``cpu.annotation_s`` for a
-        Python program (None where the profile has none); 0 for a C program (its C API calls cost tens of ns)."""
+    def annotation_cost(self, model: ModelBuilder, machine: MachineProfile) -> dict[str, float] | None:
+        """Seconds per call of an annotation site by kind: the override, else the profile's ``cpu.annotation_s``
+        for a Python program (None where the profile has none); 0 for a C program (its C API calls cost tens
+        of ns)."""
         if "python" not in model.ts.language.split("+"):
-            return 0.0
+            return _every_kind(0.0)
         if self.annotation_s is not None:
             return self.annotation_s
         from ..machine.cputerms import python_terms
 
         terms = python_terms(machine.cpu, machine.name)
-        return terms.annotation_s if terms else None
+        return dict(terms.annotation_s) if terms and terms.annotation_s else None
 
     def compute_rate(self, model: ModelBuilder, machine: MachineProfile) -> tuple[float, str]:
         """Flop/s of the program's sites and what it is: a Python program's flops run in NumPy/SciPy kernels
@@ -260,7 +264,7 @@ class MapsBackend(Backend):
         if annotation is None:
             notes.append(f"profile {machine.name!r} has no cpu.annotation_s: the annotated sites' own cost not "
                          "counted (ma machine probe measures it)")
-        elif annotation:
+        elif any(annotation.values()):
             self._annotation_term(model, annotation, interpreter, add)
         work = sympy.Add(*(p.get(name, sympy.Integer(0)) for p in parts.values() for name in ("compute", "memory")))
         messages = self._communication(model, machine, add, notes, work)
@@ -358,16 +362,16 @@ class MapsBackend(Backend):
         return out, assumed
 
     @staticmethod
-    def _annotation_term(model: ModelBuilder, annotation_s: float, interpreter: dict[str, sympy.Expr],
+    def _annotation_term(model: ModelBuilder, annotation_s: Mapping[str, float], interpreter: dict[str, sympy.Expr],
                          add: Callable[[str, str, str, sympy.Expr], None]) -> None:
-        """annotation_s x the calls of every annotation site (not a declaration's: ``ma.variable`` runs once),
-        into the interpreter term of the site (an annotated program's own statements, not its kernels)."""
+        """The cost of its kind x the calls of every annotation site (not a declaration's: ``ma.variable`` runs
+        once), into the interpreter term of the site (an annotated program's own statements, not its kernels)."""
         ts = model.ts
-        cost = sympy.Float(annotation_s)
         for site in ts.walk():
             if site.type in DECLARATIONS:
                 continue
-            seconds = cost * model.entries(site)
+            kind = "loop" if site.type == "loop" else "mpi" if site.type.startswith("mpi_") else "region"
+            seconds = sympy.Float(annotation_s[kind]) * model.entries(site)
             interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
             add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
 
@@ -397,6 +401,11 @@ class MapsBackend(Backend):
                                            self.procs, latency, bandwidth)
             add(path, term.subroutine, "communication", seconds)
         return messages
+
+
+def _every_kind(seconds: float | None) -> dict[str, float] | None:
+    """One cost for every kind of annotation site (``--annotation-cost``)."""
+    return None if seconds is None else dict.fromkeys(ANNOTATION_KINDS, seconds)
 
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:

@@ -162,9 +162,10 @@ def _print_python_terms(machine: MachineProfile) -> None:
     terms = python_terms(machine.cpu, machine.name)
     if terms is None:
         return
-    annotation = "not measured" if terms.annotation_s is None else f"{terms.annotation_s * 1e9:.0f} ns"
+    annotation = "not measured" if terms.annotation_s is None else ", ".join(
+        f"{kind} {seconds * 1e9:.0f} ns" for kind, seconds in terms.annotation_s.items())
     print(f"  Python programs: {terms.call_overhead_s * 1e9:.0f} ns per call into compiled code, NumPy "
-          f"{terms.python_flops / 1e9:.2f} GFLOP/s in cache, an annotated site {annotation}")
+          f"{terms.python_flops / 1e9:.2f} GFLOP/s in cache; an annotation site: {annotation}")
 
 
 def handle_show(args: argparse.Namespace) -> int:
