@@ -15,7 +15,7 @@ import numpy.typing as npt
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"
 _CFLAGS = ("-O2", "-g", "-Wall", "-Wextra")
 FLOP_KERNELS = (("sse2", 1, 2), ("avx2+fma", 2, 4), ("avx512f+fma", 4, 8))  # (name, support bit, lanes)
-VECTOR_STREAM_KERNELS = {"sse2": (1, 2), "avx2": (2, 4)}  # vector add stream: isa -> (support bit, lanes)
+VECTOR_STREAM_KERNELS = {"sse2": (1, 2), "avx2": (2, 4), "avx512": (4, 8)}  # vector add: isa -> (support bit, lanes)
 
 
 def build_kernels(force: bool = False) -> Path:

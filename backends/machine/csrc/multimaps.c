@@ -107,6 +107,7 @@ double ma_triad(double *a, const double *b, const double *c, size_t words, size_
 
 MA_STREAM_KERNEL(ma_vector_add_sse2, 2, )
 MA_STREAM_KERNEL(ma_vector_add_avx2, 4, __attribute__((target("avx2"))))
+MA_STREAM_KERNEL(ma_vector_add_avx512, 8, __attribute__((target("avx512f"))))
 
 /* Peak flop rate: twelve independent multiply-add chains held in registers, enough to cover the FMA latency
  * times the number of FMA pipes. Each variant returns elapsed seconds; flops = 2 * LANES * MA_CHAINS * iters. */
