@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from post_fixtures import Loop, Op, Sub, Var, make_trace
+from post_fixtures import Loop, Op, Sub, Var, make_trace, write_run
 
 from backends.machine import profile as profiles
 from backends.machine import vectorstreams
@@ -164,3 +164,19 @@ def test_ma_machine_streams_fills_a_profile_and_show_prints_it(tmp_path: Path,
     assert main(["machine", "show", str(path)]) == 0
     assert "by level (GB/s): L1 " in capsys.readouterr().out
     assert main(["machine", "streams", "amd-epyc-zen4-kvm"]) != 0  # a shipped profile is not written in place
+
+
+def test_ma_predict_streams_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``ma predict --streams`` reaches the backend: the kernel's memory at V (vector) or F(0.875) (eq1)."""
+    ops = [Var("n", 10), Var("m", 1000), Sub("kern", [Loop("it", "n", [Op("flop", "numpy", "4*m")])])]
+    run = write_run(tmp_path / "run", ops, 1, language="python")
+    machine_file = machine(curve((4096, 100.0), (1 << 20, 14.0))).save(tmp_path / "hand.json")
+    signature = tmp_path / "sig.json"
+    signature.write_text(json.dumps({"format": "ma-signature",
+                                     "sites": {"kern/it/numpy": {"lines_per_flop": [3.0, 0.25]}}}))
+    for streams, bandwidth in (("vector", 14e9), ("eq1", eq1_stream())):
+        assert main(["predict", str(run), "--machine", str(machine_file), "--signatures", str(signature),
+                     "--streams", streams, "--format", "json"]) == 0
+        report = json.loads(capsys.readouterr().out)
+        kern = next(r for r in report["subroutines"] if r["name"] == "kern")
+        assert kern["memory"] == pytest.approx(10 * 4000 * 0.25 * 64 / bandwidth)
