@@ -2,6 +2,7 @@
 of the whole timed loop.
 
     python bench/predict_accuracy.py [--cases cg:S:1,cg:W:2,...] [--profile FILE] [--out DIR] [--no-signature]
+                                     [--streams vector|eq1]
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
@@ -53,6 +54,7 @@ from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction, whatif
 from backends.maps.measured import per_rank
 from backends.maps.signature import Signatures, save_signature_file
+from backends.maps.streams import STREAMS
 from backends.maps.tracedata import measured_c_calls, site_hit_rates, site_lines_per_flop
 from ma_post import ModelBuilder
 from ma_post.traceset import load
@@ -158,7 +160,7 @@ def slowest(builder: ModelBuilder, expr: Any) -> float:
 
 
 def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachineProfile, signatures: Signatures,
-             out: Path) -> list[dict[str, Any]]:
+             out: Path, streams: str = "vector") -> list[dict[str, Any]]:
     app = APPS[app_name]
     trace_dir = out / f"{app_name}-{klass}-{procs}"
     started = time.perf_counter()
@@ -166,13 +168,13 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
        "--class", klass)
     wall = time.perf_counter() - started
     builder = ModelBuilder(load(trace_dir))
-    prediction: MapsPrediction = MapsBackend(signatures=signatures).predict(builder, machine)
-    overlapped = MapsBackend(signatures=signatures, overlap="max").predict(builder, machine)
+    prediction: MapsPrediction = MapsBackend(signatures=signatures, streams=streams).predict(builder, machine)
+    overlapped = MapsBackend(signatures=signatures, overlap="max", streams=streams).predict(builder, machine)
     over = machine.network.oversubscribed if machine.network else None
     slower = None  # the same prediction with the oversubscribed exchange's latency doubled: its slope
     if over and procs > int(machine.host.get("cpus") or 0):
         doubled = whatif.apply(machine, whatif.parse("network.oversubscribed.latency_s=*2"))
-        slower = MapsBackend(signatures=signatures).predict(builder, doubled)
+        slower = MapsBackend(signatures=signatures, streams=streams).predict(builder, doubled)
     rows = []
     subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
                    and s.path.startswith(app.timed_loop + "/")]
@@ -213,6 +215,9 @@ def main() -> int:
     parser.add_argument("--out", default="out/predict-accuracy")
     parser.add_argument("--no-signature", action="store_true",
                         help="skip the signature runs: assumed hit rates, one call per execution")
+    parser.add_argument("--streams", choices=STREAMS, default="vector",
+                        help="a Python kernel's lines beyond L1 at the profile's vector stream curve or at "
+                             "Equation 1's scalar-load stream (the maps backend's --streams)")
     args = parser.parse_args()
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
@@ -241,7 +246,7 @@ def main() -> int:
         notes += app_notes
     rows = []
     for app_name, klass, procs in cases:
-        rows += run_case(app_name, klass, procs, machine, signatures[(app_name, klass)], out)
+        rows += run_case(app_name, klass, procs, machine, signatures[(app_name, klass)], out, args.streams)
         print(f"  ran {rows[-2]['case']} in {rows[-2]['run_s']:.1f} s", flush=True)
     print(f"\n{'case':<12} {'region':<11} {'predicted s':>12} {'measured s':>11} {'error':>8} {'max-overlap':>12}   "
           "share of the prediction: compute / memory / comm / interpreter")

@@ -44,6 +44,7 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     # best samples: the others who share this host slow a sample down, never up
     assert max(in_l1.samples_gbs) > 2 * max(beyond_l2.samples_gbs)
     assert machine.peak_flops > 1e9 and machine.cpu["isa"] in machine.cpu["by_isa"]
+    assert machine.memory["vector_streams"]["version"] == 1  # the vector stream curve (test_maps_streams.py)
     assert machine.triad_gbs > 0.5
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3
     assert [row["bytes"] for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)

@@ -15,6 +15,7 @@ import numpy.typing as npt
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"
 _CFLAGS = ("-O2", "-g", "-Wall", "-Wextra")
 FLOP_KERNELS = (("sse2", 1, 2), ("avx2+fma", 2, 4), ("avx512f+fma", 4, 8))  # (name, support bit, lanes)
+VECTOR_STREAM_KERNELS = {"sse2": (1, 2), "avx2": (2, 4), "avx512": (4, 8)}  # vector add: isa -> (support bit, lanes)
 
 
 def build_kernels(force: bool = False) -> Path:
@@ -58,6 +59,9 @@ class Kernels:
         lib.ma_triad.argtypes = [ptr, ptr, ptr, size_t, size_t]
         for name in ("ma_multimaps_stride", "ma_multimaps_random", "ma_triad"):
             getattr(lib, name).restype = dbl
+        for isa in VECTOR_STREAM_KERNELS:
+            function = getattr(lib, f"ma_vector_add_{isa}")
+            function.argtypes, function.restype = [ptr, ptr, ptr, size_t, size_t], dbl
         for suffix in ("sse2", "avx2_fma", "avx512_fma"):
             function = getattr(lib, f"ma_flops_{suffix}")
             function.argtypes, function.restype = [size_t], dbl
@@ -84,3 +88,15 @@ class Kernels:
     def flops(self, kernel: str, iters: int) -> float:
         suffix = {"sse2": "sse2", "avx2+fma": "avx2_fma", "avx512f+fma": "avx512_fma"}[kernel]
         return float(getattr(self._lib, f"ma_flops_{suffix}")(iters))
+
+    def vector_stream_isa(self) -> tuple[str, int]:
+        """The widest vector add stream this CPU runs: (isa, lanes)."""
+        mask = int(self._lib.ma_flops_supported())
+        return max(((isa, lanes) for isa, (bit, lanes) in VECTOR_STREAM_KERNELS.items() if mask & bit),
+                   key=lambda item: item[1])
+
+    def vector_add(self, isa: str, a: npt.NDArray[np.float64], b: npt.NDArray[np.float64],
+                   c: npt.NDArray[np.float64], reps: int) -> float:
+        """a = b + c with ``isa``'s vector loads and stores; a.size a multiple of its lanes, arrays line-aligned."""
+        function = getattr(self._lib, f"ma_vector_add_{isa}")
+        return float(function(a.ctypes.data, b.ctypes.data, c.ctypes.data, a.size, reps))

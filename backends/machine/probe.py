@@ -4,9 +4,10 @@ MultiMAPS (Tikir et al. SC07, Figure 2): a strided read over working sets from 1
 cache, strides 1..64 words, plus a random-access curve; each point is repeated until one measurement lasts
 ``min_time``, then measured ``samples`` times, and the median kept (every sample is stored too). The process is
 pinned to one core while it measures. Then the flop peak of that core (FMA chains in registers), the STREAM
-triad, and MPI ping-pong latency and bandwidth between two ranks of the environment's ``mpiexec`` (and, in
-rounds of exchanges, on twice as many ranks as cores: ``network.oversubscribed``); then the hit rates of every
-MultiMAPS point on the hierarchy (:mod:`.hitrates`) and the GA fit (:mod:`.gafit`).
+triad, the vector stream curve (:mod:`.vectorstreams`), and MPI ping-pong latency and bandwidth between two
+ranks of the environment's ``mpiexec`` (and, in rounds of exchanges, on twice as many ranks as cores:
+``network.oversubscribed``); then the hit rates of every MultiMAPS point on the hierarchy (:mod:`.hitrates`)
+and the GA fit (:mod:`.gafit`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import numpy.typing as npt
 
 from ma.errors import MAError
 
-from . import cputerms, gafit, hitrates
+from . import cputerms, gafit, hitrates, vectorstreams
 from .hierarchy import from_sysfs
 from .kernels import Kernels, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
@@ -213,6 +214,31 @@ def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: Prob
     return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
 
 
+def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings) -> dict[str, Any]:
+    """The ``memory.vector_streams`` block (:mod:`.vectorstreams`): every point calibrated once, then sampled in
+    rounds over all points (as MultiMAPS: a burst of load spoils one sample of many points, not every sample of a
+    few)."""
+    isa, lanes = kernels.vector_stream_isa()
+    jobs = []
+    for size in vectorstreams.working_sets(caches, settings.sizes // 2, settings.llc_multiple):
+        words = size // (3 * 8) // lanes * lanes
+        a, b, c = _aligned(words), _aligned(words), _aligned(words)
+        jobs.append((size, words, lambda reps, a=a, b=b, c=c: kernels.vector_add(isa, a, b, c, reps)))
+    reps = [_calibrate(run, settings.min_time) for _, _, run in jobs]
+    seconds: list[list[float]] = [[] for _ in jobs]
+    for _ in range(settings.samples):
+        for i, (_, _, run) in enumerate(jobs):
+            run(1)  # bring the arrays back into the caches the previous point used
+            seconds[i].append(run(reps[i]))
+    points = []
+    for (size, words, _), n, times in zip(jobs, reps, seconds, strict=True):
+        samples = [vectorstreams.BYTES_PER_ELEMENT * words * n / s / 1e9 for s in times]
+        value = max(samples) if settings.statistic == "best" else statistics.median(samples)
+        points.append({"size_bytes": size, "bandwidth_gbs": value, "samples_gbs": [round(s, 3) for s in samples]})
+    return {"version": vectorstreams.VECTOR_STREAMS_VERSION, "kernel": "vector_add", "isa": isa,
+            "bytes_per_element": vectorstreams.BYTES_PER_ELEMENT, "statistic": settings.statistic, "points": points}
+
+
 def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: tuple[str, ...] = (),
                     sizes: Sequence[int] | None = None, statistic: str | None = None) -> list[dict[str, float]]:
     """One-way seconds per message size: ranks 0 and 1's ping-pong, or with ``mode`` ("exchange",) every rank's
@@ -363,6 +389,8 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
         say("CPU terms of Python programs (per-call cost, NumPy flop rate)")
         cpu_info.update(cputerms.measure(cfg.is_quick))
         memory = measure_triad(kernels, hierarchy, cfg)
+        say("vector stream curve (the host's SIMD loads and stores, as NumPy's loops)")
+        memory["vector_streams"] = measure_vector_streams(kernels, hierarchy, cfg)
     network = None
     if cfg.mpi:
         say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores)")

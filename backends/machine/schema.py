@@ -94,7 +94,20 @@ PROFILE_SCHEMA: dict[str, Any] = {
         "memory": {
             "type": "object",
             "required": ["triad_gbs"],
-            "properties": {"triad_gbs": _POSITIVE, "triad_bytes": _POSITIVE_INT},
+            "properties": {
+                "triad_gbs": _POSITIVE, "triad_bytes": _POSITIVE_INT,
+                # the vector stream curve (backends/machine/vectorstreams.py); optional, versioned
+                "vector_streams": {
+                    "type": "object",
+                    "required": ["version", "points"],
+                    "properties": {
+                        "version": {"const": 1},
+                        "isa": {"type": "string"},
+                        "points": _rows(["size_bytes", "bandwidth_gbs"], size_bytes=_POSITIVE_INT,
+                                        bandwidth_gbs=_POSITIVE),
+                    },
+                },
+            },
         },
         "network": {
             "type": ["object", "null"],

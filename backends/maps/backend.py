@@ -6,8 +6,9 @@ Section 4):
 - memory:        loads/stores x 8 B / F(h), F the profile's fitted Equation 1 at the site's cumulative hit
                  rates h_1..h_n (its signature; assumed rates where it has none, and the prediction says so);
                  a flop site without a loadstore expression in its block: the cache lines its signature run
-                 saw served beyond L1 per flop x the model's flops, at F of a stream from each level
-                 (:mod:`.traffic`; the prediction's ``measured_traffic`` and notes name those sites);
+                 saw served beyond L1 per flop x the model's flops, at a stream's bandwidth from each level
+                 (:mod:`.traffic`; the profile's vector stream curve for a Python program's, :mod:`.streams`;
+                 the prediction's ``measured_traffic`` and notes name those sites);
 - compute:       flops / the compute rate: the FMA peak for a C program, the profile's NumPy rate
                  (``cpu.python_flops``) for a Python one (the trace's language says which);
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
@@ -38,8 +39,9 @@ from ..machine.cputerms import ANNOTATION_KINDS
 from . import network
 from .eq1 import bandwidth_expr
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
+from .streams import STREAMS, line_bandwidths
 from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
-from .traffic import block_of, kernels_without_loadstore, seconds_per_flop, stream_bandwidths
+from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
 
 if TYPE_CHECKING:
     import argparse
@@ -111,11 +113,12 @@ class MapsBackend(Backend):
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None,
-                 annotation_s: Mapping[str, float] | None = None) -> None:
+                 annotation_s: Mapping[str, float] | None = None, streams: str = "vector") -> None:
         """``call_overhead_s``, ``python_flops`` and ``annotation_s`` override the CPU terms of the profile a
         prediction is made with (None: the profile's, so a what-if on them takes effect; a profile without them:
         0 and the peak).
-        ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing)."""
+        ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing).
+        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
         if call_overhead_s is not None and call_overhead_s < 0:
@@ -129,7 +132,10 @@ class MapsBackend(Backend):
             raise BackendError(f"maps backend: annotation_s must give seconds >= 0 for each of "
                                f"{', '.join(ANNOTATION_KINDS)}, got {dict(annotation_s)}")
         self.annotation_s = None if annotation_s is None else dict(annotation_s)
+        if streams not in STREAMS:
+            raise BackendError(f"maps backend: streams must be one of {', '.join(STREAMS)}, got {streams!r}")
         self.overlap = overlap
+        self.streams = streams
         self.procs = sympy.Symbol(procs)
         given = signatures if isinstance(signatures, Signatures) else Signatures(
             {path: tuple(rates) for path, rates in (signatures or {}).items()})
@@ -158,6 +164,9 @@ class MapsBackend(Backend):
         parser.add_argument("--annotation-cost", type=float, default=None, metavar="SECONDS",
                             help="maps: seconds per call of any annotation site of a Python program (default: the "
                                  "profile's cpu.annotation_s by kind, else 0)")
+        parser.add_argument("--streams", choices=STREAMS, default="vector",
+                            help="maps: a Python kernel's lines beyond L1 at the profile's vector stream curve "
+                                 "(memory.vector_streams; vector) or at Equation 1's scalar-load stream (eq1)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
@@ -181,7 +190,8 @@ class MapsBackend(Backend):
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
                    python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
-                   annotation_s=_every_kind(getattr(options, "annotation_cost", None)))
+                   annotation_s=_every_kind(getattr(options, "annotation_cost", None)),
+                   streams=getattr(options, "streams", "vector"))
 
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
@@ -257,6 +267,7 @@ class MapsBackend(Backend):
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
         traffic = self._measured_traffic(model, machine, add)
         if traffic:
+            notes += line_bandwidths(machine, "python" in model.ts.language.split("+"), self.streams)[1]
             notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
                          f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
         interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
@@ -298,7 +309,7 @@ class MapsBackend(Backend):
         flop_terms = model.model("flops", inline=True).terms
         loadstore = [t.site.path for t in model.model("loadstore", inline=True).terms]
         types = {site.path: site.type for site in model.ts.walk()}
-        bandwidths = stream_bandwidths(machine)
+        bandwidths = line_bandwidths(machine, "python" in model.ts.language.split("+"), self.streams)[0]
         unpriced = kernels_without_loadstore(types, loadstore)
         out: dict[str, float] = {}
         for term in flop_terms:

@@ -35,6 +35,13 @@ def register(subparsers: Any) -> None:
     show.add_argument("profile")
     show.set_defaults(handler=handle_show)
 
+    streams = actions.add_parser("streams", help="measure the vector stream curve (memory.vector_streams) on this "
+                                                 "host into an existing profile")
+    streams.add_argument("profile")
+    streams.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    streams.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
+    streams.set_defaults(handler=handle_streams)
+
     fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
     fit.add_argument("profile")
     fit.add_argument("-o", "--output", help="write here (default: update the profile in place)")
@@ -187,6 +194,7 @@ def handle_show(args: argparse.Namespace) -> int:
     print(f"  peak flops (one core, {machine.cpu.get('isa', '?')}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
     _print_python_terms(machine)
     print(f"  triad: {machine.triad_gbs:.1f} GB/s")
+    _print_vector_streams(machine)
     if machine.network:
         net = machine.network
         print(f"  MPI ping-pong ({net.ranks} ranks): latency {net.latency_s * 1e6:.2f} us, "
@@ -213,3 +221,40 @@ def handle_show(args: argparse.Namespace) -> int:
               + "; x = " + ", ".join(f"{v:.3g}" for v in fit.penalty_x))
         _print_fit(machine)
     return 0
+
+
+def handle_streams(args: argparse.Namespace) -> int:
+    """``ma machine streams``: only the vector stream curve of ``ma machine probe``, pinned like it, written into
+    the profile (which keeps every other field)."""
+    from pathlib import Path
+
+    from backends.machine.kernels import Kernels
+    from backends.machine.probe import ProbeSettings, measure_vector_streams, pinned
+    from ma.errors import ProfileError
+
+    if not args.output and not Path(args.profile).exists():
+        raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
+    machine = load_profile(args.profile)
+    settings = ProbeSettings(statistic=args.statistic or "median")
+    with pinned():
+        machine.memory["vector_streams"] = measure_vector_streams(Kernels(), machine.caches, settings)
+    target = Path(args.output or args.profile)
+    machine.save(target)
+    _print_vector_streams(machine)
+    print(f"written: {target}")
+    return 0
+
+
+def _print_vector_streams(machine: Any) -> None:
+    from backends.machine import vectorstreams
+
+    points = vectorstreams.read_points(machine.memory, machine.name)
+    if points is None:
+        print("  vector stream curve: not measured (ma machine streams PROFILE)")
+        return
+    levels = vectorstreams.level_bandwidths(points, machine.caches)
+    names = [f"L{c.level}" for c in machine.caches] + ["memory"]
+    by_level = ", ".join(f"{n} {'-' if v is None else f'{v:.1f}'}" for n, v in zip(names, levels, strict=True))
+    print(f"  vector stream curve ({machine.memory['vector_streams'].get('isa', '?')} a = b + c, {len(points)} "
+          f"sizes): {min(p.bandwidth_gbs for p in points):.1f} .. {max(p.bandwidth_gbs for p in points):.1f} GB/s; "
+          f"by level (GB/s): {by_level}")

@@ -84,6 +84,31 @@ double ma_triad(double *a, const double *b, const double *c, size_t words, size_
     return elapsed;
 }
 
+/* Vector add stream a = b + c over `words` doubles, `reps` times, with the host's vector loads and stores
+ * (NumPy's ufunc loops move data so: a binary ufunc reads two operands and writes one). `words` is a multiple
+ * of LANES and the arrays start on a cache line. 24 bytes per element; per 8 elements 3 lines pass beyond L1
+ * (two read, one allocated by the store), as the signature run's cache simulation counts them. */
+#define MA_STREAM_KERNEL(NAME, LANES, ATTR)                                                              \
+    ATTR double NAME(double *a, const double *b, const double *c, size_t words, size_t reps) {           \
+        typedef double vec __attribute__((vector_size(8 * LANES), aligned(8 * LANES)));                 \
+        vec *va = (vec *)a;                                                                              \
+        const vec *vb = (const vec *)b, *vc = (const vec *)c;                                            \
+        size_t n = words / LANES;                                                                        \
+        double start = now();                                                                            \
+        for (size_t r = 0; r < reps; r++) {                                                              \
+            for (size_t i = 0; i < n; i++)                                                               \
+                va[i] = vb[i] + vc[i];                                                                   \
+            __asm__ volatile("" ::: "memory");                                                           \
+        }                                                                                                \
+        double elapsed = now() - start;                                                                  \
+        ma_probe_sink = a[words / 2];                                                                    \
+        return elapsed;                                                                                  \
+    }
+
+MA_STREAM_KERNEL(ma_vector_add_sse2, 2, )
+MA_STREAM_KERNEL(ma_vector_add_avx2, 4, __attribute__((target("avx2"))))
+MA_STREAM_KERNEL(ma_vector_add_avx512, 8, __attribute__((target("avx512f"))))
+
 /* Peak flop rate: twelve independent multiply-add chains held in registers, enough to cover the FMA latency
  * times the number of FMA pipes. Each variant returns elapsed seconds; flops = 2 * LANES * MA_CHAINS * iters. */
 #define MA_CHAINS 12
