@@ -14,9 +14,13 @@ Section 4):
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; charged to compute;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`.
 
-Compute and memory of a block (the flop and loadstore sites of one loop body, a loadstore region nested in a
-flop region with it) are added (``overlap="sum"``) or overlapped (``overlap="max"``: the block costs
-max(compute, memory), the memory-bound rule of Eq. 2); the interpreter term is never overlapped. Everything
+Compute and memory of a kernel are added with its flop time net of the one flop per word that F(h)'s probe
+did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
+a block's (the flop and loadstore sites of one loop body, a loadstore region nested in a flop region with it)
+overlapped (``overlap="max"``: the block costs max(compute, memory), the memory-bound rule of Eq. 2); the
+interpreter term is never overlapped. ``overlap="auto"`` (the default) is net where flops are priced at the FMA
+peak (a rate with no memory access in it) and sum where they are priced at ``cpu.python_flops`` (a ufunc's rate
+on L1 data, which holds its own loads and stores as F(h) holds its adds: :func:`combination`). Everything
 stays a SymPy expression of the model's inputs that ``parameters`` leaves unbound.
 """
 
@@ -34,6 +38,7 @@ from ma_post.sympy_expr import as_expr
 from ..base import Backend, Prediction, SitePrediction
 from . import network
 from .eq1 import bandwidth_expr
+from .nettime import PROBE_FLOPS_PER_WORD, net_of_probe_flops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop, stream_bandwidths
@@ -47,7 +52,7 @@ if TYPE_CHECKING:
     from ..machine.profile import MachineProfile
 
 WORD_BYTES = 8
-OVERLAPS = ("sum", "max")
+OVERLAPS = ("auto", "net", "sum", "max")
 
 
 @dataclass(frozen=True)
@@ -104,7 +109,7 @@ class MapsBackend(Backend):
     DESCRIPTION = ("PMaC convolution: hit rates x fitted bandwidth (Eq. 1), flops at the core's rate, calls into "
                    "compiled code, Hockney/collective MPI")
 
-    def __init__(self, *, overlap: str = "sum", procs: str = "nprocs",
+    def __init__(self, *, overlap: str = "auto", procs: str = "nprocs",
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None) -> None:
@@ -133,8 +138,10 @@ class MapsBackend(Backend):
 
     @classmethod
     def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
-        parser.add_argument("--overlap", choices=OVERLAPS, default="sum",
-                            help="maps: compute and memory of a block added (sum) or overlapped (max)")
+        parser.add_argument("--overlap", choices=OVERLAPS, default="auto",
+                            help="maps: compute and memory added with the flop time net of the flops F(h)'s probe "
+                                 "did, one per word (net), added as in Eq. 1 (sum), or overlapped (max); auto: net "
+                                 "for flops at the FMA peak, sum for flops at the NumPy rate")
         parser.add_argument("--signatures", metavar="FILE",
                             help="maps: hit rates and calls per execution per site (ma-signature JSON)")
         parser.add_argument("--assumed-hits", metavar="H1,..,HN",
@@ -164,7 +171,7 @@ class MapsBackend(Backend):
                 raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
         python_terms(machine.cpu, machine.name)  # a bad CPU-terms block fails here, naming the field
         signatures = getattr(options, "signatures", None)
-        return cls(overlap=getattr(options, "overlap", "sum"), procs=getattr(options, "procs", "nprocs"),
+        return cls(overlap=getattr(options, "overlap", "auto"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
                    python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None))
@@ -217,6 +224,7 @@ class MapsBackend(Backend):
         for term in model.model("flops", inline=True).terms:
             add(term.site.path, term.subroutine, "compute", term.expr / flop_rate)
         bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
+        words: dict[str, sympy.Expr] = {}
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
             row = self.signatures.get(path) or site_hit_rates(term.site)
@@ -225,6 +233,7 @@ class MapsBackend(Backend):
                 assumed.append(path)
             row = tuple(float(h) for h in row)
             used[path] = row
+            words[path] = term.expr
             if row not in bandwidth_cache:
                 bandwidth_cache[row] = bandwidth_expr(params, row) * sympy.Float(1e9)
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
@@ -249,8 +258,13 @@ class MapsBackend(Backend):
                                         .subs(bound) for name in ("compute", "memory", "communication")))
                  for path, p in parts.items()]
         interpreter = {path: as_expr(e * share).subs(bound) for path, e in interpreter.items()}
-        if self.overlap == "max":
+        overlap = combination(self.overlap, rate_name)
+        if overlap == "max":
             sites = overlap_blocks(sites, model, interpreter)
+        elif overlap == "net":
+            probe = {path: as_expr(w * sympy.Float(PROBE_FLOPS_PER_WORD) / flop_rate * share).subs(bound)
+                     for path, w in words.items()}
+            sites = net_of_probe_flops(sites, {s.path: s.type for s in model.ts.walk()}, probe, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls),
@@ -354,6 +368,15 @@ class MapsBackend(Backend):
                                            self.procs, latency, bandwidth)
             add(path, term.subroutine, "communication", seconds)
         return messages
+
+
+def combination(overlap: str, rate_name: str) -> str:
+    """The form ``overlap`` stands for with flops priced at ``rate_name``: "auto" is net at the FMA peak (pure
+    flop time, so only F(h)'s probe holds the flops it did) and sum at the NumPy rate (measured on L1 data, it
+    holds its kernel's loads and stores as F(h) holds its adds, and net would take out one side only)."""
+    if overlap != "auto":
+        return overlap
+    return "net" if rate_name == "peak_flops" else "sum"
 
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:
