@@ -12,7 +12,9 @@ Section 4):
                  (``cpu.python_flops``) for a Python one (the trace's language says which);
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; charged to compute;
-- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`.
+- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`;
+- row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs max(its rows' add chains,
+                 its memory) on the profile's CSR curve (:mod:`.rowchain`), with the net and auto forms.
 
 Compute and memory of a kernel are added with its flop time net of the one flop per word that F(h)'s probe
 did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
@@ -38,7 +40,8 @@ from ma_post.sympy_expr import as_expr
 from ..base import Backend, Prediction, SitePrediction
 from . import network
 from .eq1 import bandwidth_expr
-from .nettime import PROBE_FLOPS_PER_WORD, net_of_probe_flops
+from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops
+from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop, stream_bandwidths
@@ -131,6 +134,7 @@ class MapsBackend(Backend):
         self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
         self.signature_calls = dict(given.c_calls)
         self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
+        self.signature_rows = dict(given.csr_rows)
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.call_overhead_s = call_overhead_s
         self.python_flops = python_flops
@@ -259,12 +263,16 @@ class MapsBackend(Backend):
                  for path, p in parts.items()]
         interpreter = {path: as_expr(e * share).subs(bound) for path, e in interpreter.items()}
         overlap = combination(self.overlap, rate_name)
+        types = {s.path: s.type for s in model.ts.walk()}
+        row_loops: set[str] = set()
+        if self.signature_rows and self.overlap in ("auto", "net"):
+            sites, row_loops = self._row_loops(model, machine, sites, interpreter, flop_rate, share, bound, notes)
         if overlap == "max":
             sites = overlap_blocks(sites, model, interpreter)
         elif overlap == "net":
             probe = {path: as_expr(w * sympy.Float(PROBE_FLOPS_PER_WORD) / flop_rate * share).subs(bound)
-                     for path, w in words.items()}
-            sites = net_of_probe_flops(sites, {s.path: s.type for s in model.ts.walk()}, probe, interpreter)
+                     for path, w in words.items() if kernel_of(types, path) not in row_loops}
+            sites = net_of_probe_flops(sites, types, probe, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls),
@@ -295,6 +303,44 @@ class MapsBackend(Backend):
             out[path] = seconds_per_flop(lines, machine.caches[0].line_bytes, bandwidths)
             add(path, term.subroutine, "memory", term.expr * sympy.Float(out[path]))
         return out
+
+    def _row_loops(self, model: ModelBuilder, machine: MachineProfile, sites: list[SitePrediction],
+                   interpreter: Mapping[str, sympy.Expr], flop_rate: sympy.Expr, share: sympy.Expr,
+                   bound: Mapping[sympy.Symbol, object], notes: list[str]) -> tuple[list[SitePrediction], set[str]]:
+        """The kernels the signature states as CSR row loops, priced by :mod:`.rowchain`; returns the sites and
+        the kernels' paths (none without the profile's CSR curve, which the notes then say)."""
+        from ma_post import to_sympy
+
+        from ..machine.cputerms import csr_rows_curve
+
+        curve = csr_rows_curve(machine.cpu, machine.name)
+        if curve is None:
+            notes.append(f"profile {machine.name!r} has no cpu.python_probe.csr_rows (ma machine probe measures it): "
+                         "the kernels stated as CSR row loops are priced like any other")
+            return sites, set()
+        found = {s.path: s for s in model.ts.walk()}
+        types = {path: s.type for path, s in found.items()}
+        kernels: dict[str, list[str]] = {}
+        for s in sites:
+            if types.get(s.path) in KERNEL_TYPES:
+                kernels.setdefault(kernel_of(types, s.path), []).append(s.path)
+        chains: dict[str, tuple[sympy.Expr, sympy.Expr]] = {}
+        for path, texts in self.signature_rows.items():
+            site = found.get(path)
+            if site is None:  # a signature serves every run of its class, whatever sites this one has
+                continue
+            if types[path] not in KERNEL_TYPES:
+                raise BackendError(f"signature of site {path!r}: csr_rows states a row loop, but the site is a "
+                                   f"{types[path]} region, not a flop or loadstore kernel")
+            entries, rows = (model.resolve(to_sympy(text), path) for text in texts)
+            executions = model.executions(site)
+            chain = chain_seconds(entries, rows, curve) * executions * share
+            entry_flops = ENTRY_FLOPS * entries * executions / flop_rate * share
+            chains[kernel_of(types, path)] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound))
+        if chains:
+            notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: max(their rows' add chains on "
+                         f"cpu.python_probe.csr_rows, their memory): {', '.join(chains)}")
+        return price_row_loops(sites, kernels, chains, interpreter), set(chains)
 
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
