@@ -21,7 +21,7 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   per element: the ports' vector updates); the ``einsum`` dot's is kept beside it (its C loop is erratic).
 
 - ``csr_rows``: seconds per nonzero of SciPy's compiled CSR product (``_sparsetools.csr_matvec``, what
-  ``A @ x`` runs) on a matrix in cache, by entries per row (:func:`measure_csr_rows`). Each row is a chain of
+  ``A @ x`` runs) on a matrix in L1, by entries per row (:func:`measure_csr_rows`). Each row is a chain of
   dependent adds (``sum += a[k] * x[col[k]]``); an out-of-order core overlaps the chains of neighbouring rows, so
   short rows run at the loads' issue rate and long rows at the add latency. The maps backend prices a kernel
   stated as such a row loop on this curve (``backends/maps/rowchain.py``).
@@ -45,9 +45,10 @@ FLOPS_KERNEL = "ufunc_add"
 DISPATCHES = {"ufunc_add_8": 1, "slice_assign_8": 0, "einsum_dot_8": 1, "sparse_matvec_1row_8": 1}
 SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in the 1 MiB L2 of this host, far from memory
 # The CSR curve: entries per row; two matrices of each (their nonzeros), random sorted columns of an x of
-# CSR_COLUMNS doubles (4 KiB, in L1): values, indices and x stay in L2 at the larger, so the chains are measured.
+# CSR_COLUMNS doubles: values, indices, row starts, x and y of the larger take 29 KiB, in the 32 KiB L1 of this host
+# (a matrix in L2, 8 times larger, measured within 4 % of it: the chains, not the loads, set the rate).
 CSR_ROW_LENGTHS = (2, 8, 32, 64, 128, 256, 1024)
-CSR_NONZEROS, CSR_COLUMNS = (4096, 16384), 512
+CSR_NONZEROS, CSR_COLUMNS = (1024, 2048), 512
 
 
 class CPUTermsError(MAError):

@@ -13,8 +13,9 @@ Section 4):
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; charged to compute;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`;
-- row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs max(its rows' add chains,
-                 its memory) on the profile's CSR curve (:mod:`.rowchain`), with the net and auto forms.
+- row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
+                 profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
+                 and auto forms.
 
 Compute and memory of a kernel are added with its flop time net of the one flop per word that F(h)'s probe
 did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
@@ -266,7 +267,8 @@ class MapsBackend(Backend):
         types = {s.path: s.type for s in model.ts.walk()}
         row_loops: set[str] = set()
         if self.signature_rows and self.overlap in ("auto", "net"):
-            sites, row_loops = self._row_loops(model, machine, sites, interpreter, flop_rate, share, bound, notes)
+            sites, row_loops = self._row_loops(model, machine, sites, interpreter, flop_rate, share, bound, notes,
+                                               words)
         if overlap == "max":
             sites = overlap_blocks(sites, model, interpreter)
         elif overlap == "net":
@@ -306,7 +308,8 @@ class MapsBackend(Backend):
 
     def _row_loops(self, model: ModelBuilder, machine: MachineProfile, sites: list[SitePrediction],
                    interpreter: Mapping[str, sympy.Expr], flop_rate: sympy.Expr, share: sympy.Expr,
-                   bound: Mapping[sympy.Symbol, object], notes: list[str]) -> tuple[list[SitePrediction], set[str]]:
+                   bound: Mapping[sympy.Symbol, object], notes: list[str], words: Mapping[str, sympy.Expr]
+                   ) -> tuple[list[SitePrediction], set[str]]:
         """The kernels the signature states as CSR row loops, priced by :mod:`.rowchain`; returns the sites and
         the kernels' paths (none without the profile's CSR curve, which the notes then say)."""
         from ma_post import to_sympy
@@ -324,7 +327,9 @@ class MapsBackend(Backend):
         for s in sites:
             if types.get(s.path) in KERNEL_TYPES:
                 kernels.setdefault(kernel_of(types, s.path), []).append(s.path)
-        chains: dict[str, tuple[sympy.Expr, sympy.Expr]] = {}
+        chains: dict[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]] = {}
+        assert machine.bandwidth_fit is not None  # predict() checked
+        l1_hit = bandwidth_expr(machine.bandwidth_fit.params(), [1.0] * machine.levels) * sympy.Float(1e9)
         for path, texts in self.signature_rows.items():
             site = found.get(path)
             if site is None:  # a signature serves every run of its class, whatever sites this one has
@@ -336,10 +341,13 @@ class MapsBackend(Backend):
             executions = model.executions(site)
             chain = chain_seconds(entries, rows, curve) * executions * share
             entry_flops = ENTRY_FLOPS * entries * executions / flop_rate * share
-            chains[kernel_of(types, path)] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound))
+            kernel = kernel_of(types, path)
+            kernel_words = sympy.Add(*(w for p, w in words.items() if p in kernels.get(kernel, ())))
+            in_l1 = kernel_words * WORD_BYTES / l1_hit * share
+            chains[kernel] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound), as_expr(in_l1).subs(bound))
         if chains:
-            notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: max(their rows' add chains on "
-                         f"cpu.python_probe.csr_rows, their memory): {', '.join(chains)}")
+            notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: their rows' add chains on "
+                         f"cpu.python_probe.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
         return price_row_loops(sites, kernels, chains, interpreter), set(chains)
 
     def _cores(self, machine: MachineProfile) -> int:
