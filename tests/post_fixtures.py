@@ -60,6 +60,7 @@ class Op:
     id: str
     expr: str
     actual: Actual = None
+    body: Sequence[Any] = ()  # regions nested in this one (a loadstore region inside a flop region)
 
 
 @dataclass
@@ -253,6 +254,8 @@ class Simulator:
         predicted = parse_expression(item.expr).evaluate(env)
         node.calls += times
         self._check(node, predicted, _value(item.actual, env, predicted), times, item.type)
+        if item.body:
+            self._block(item.body, node, env, times)
 
     def _mpi(self, item: Mpi, parent: _Node, env: Env, times: int) -> None:
         node = parent.child(item.type, item.id, item.expr, item.count)

@@ -126,8 +126,60 @@ def test_max_overlap_costs_the_larger_of_compute_and_memory() -> None:
 
     assert block_time(summed) == pytest.approx(compute + memory)
     assert block_time(overlapped) == pytest.approx(max(compute, memory))
-    with pytest.raises(BackendError, match="overlap must be one of sum, max"):
+    with pytest.raises(BackendError, match="overlap must be one of auto, net, sum, max, got 'min'"):
         MapsBackend(overlap="min")
+
+
+def kernel_program(flops: str, words: str) -> list[object]:
+    """A loop around one kernel: a loadstore region nested in a flop region (CG's form), and a flop site alone."""
+    return [Var("n", 10), Var("m", 1000),
+            Loop("it", "n", [Op("flop", "k", flops, body=[Op("loadstore", "k_ls", words)]), Op("flop", "alone", "m")])]
+
+
+def kernel_builder(flops: str, words: str, language: str = "c") -> ModelBuilder:
+    return ModelBuilder(from_traces([make_trace(kernel_program(flops, words), 0, 1, language=language)]))
+
+
+@pytest.mark.parametrize(("flops", "words", "extra"), [("5*m", "3*m", 2), ("2*m", "3*m", 0)])
+def test_net_flop_time_takes_out_one_flop_per_word_of_each_kernel(flops: str, words: str, extra: int) -> None:
+    """Net: a kernel's flop time is its flops beyond one per word (F(h)'s probe adds each word it loads), per
+    kernel: the 3m words of k take out 3m of k's flops, never the flops of a site outside it."""
+    values = {"n": 10, "m": 1000}
+    net = MapsBackend(overlap="net").predict(kernel_builder(flops, words), profile(), {})
+    summed = MapsBackend(overlap="sum").predict(kernel_builder(flops, words), profile(), {})
+    sites = {s.path: s for s in net.sites}
+    memory = 10 * 3000 * 8 / hand_f(0.875)
+    assert float((sites["it/k"].compute + sites["it/k/k_ls"].compute).subs(values)) == pytest.approx(
+        10 * extra * 1000 / PEAK)
+    assert float(sites["it/k/k_ls"].memory.subs(values)) == pytest.approx(memory)
+    assert float(sites["it/alone"].compute.subs(values)) == pytest.approx(10 * 1000 / PEAK)  # no words of its own
+    flop_count = int(flops.split("*")[0])
+    assert summed.evaluate(values) == pytest.approx(10 * (flop_count + 1) * 1000 / PEAK + memory)
+    assert net.evaluate(values) == pytest.approx(10 * (extra + 1) * 1000 / PEAK + memory)
+
+
+def test_auto_is_net_at_the_peak_and_sum_at_the_numpy_rate() -> None:
+    """auto: net for flops at the FMA peak (a C program, or no NumPy rate in the profile), the paper's sum for a
+    Python program's flops at cpu.python_flops, whose ufunc on L1 data holds its own loads and stores."""
+    values = {"n": 10, "m": 1000}
+    for language, python_flops, form in (("c", None, "net"), ("python", 1e9, "sum"), ("python", None, "net")):
+        b = kernel_builder("5*m", "3*m", language)
+        auto = MapsBackend(python_flops=python_flops).predict(b, profile(), {})
+        explicit = MapsBackend(python_flops=python_flops, overlap=form).predict(b, profile(), {})
+        assert auto.evaluate(values) == pytest.approx(explicit.evaluate(values), rel=1e-12)
+    net = MapsBackend(overlap="net", python_flops=1e9).predict(kernel_builder("5*m", "3*m", "python"), profile(), {})
+    assert net.evaluate(values) == pytest.approx(10 * (2 + 1) * 1000 / 1e9 + 10 * 3000 * 8 / hand_f(0.875))
+
+
+def test_net_keeps_the_interpreter_term_whole() -> None:
+    """The per-call term is not flop time: net takes the probe's flops out of the flops only, never below 0."""
+    values = {"n": 10, "m": 1000}
+    b = kernel_builder("2*m", "3*m")
+    net = MapsBackend(overlap="net", call_overhead_s=1e-4).predict(b, profile(), {})
+    calls = sum(float(e.subs(values)) for p, e in net.interpreter.items() if p.startswith("it/k"))
+    assert calls > 0
+    kernel = sum(float(s.compute.subs(values)) for s in net.sites if s.path.startswith("it/k"))
+    assert kernel == pytest.approx(calls)
 
 
 def test_penalties_and_symbolic_inputs_stay_symbolic() -> None:
@@ -234,7 +286,8 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
         float(MapsBackend(signatures=signatures).predict(builder(), profile()).subroutine_total("solve").subs(
             {"n": 10, "m": 1000, "nprocs": 4})) + 55e-6)
     for bad, message in (({"solve": {"c_calls": -1}}, r"sites\.solve'\.c_calls: expected a number >= 0"),
-                         ({"solve": {"calls": 1}}, "expected the keys hit_rates, c_calls and/or lines_per_flop"),
+                         ({"solve": {"calls": 1}}, "expected the keys hit_rates, c_calls, lines_per_flop and/or "
+                                                   "csr_rows"),
                          ({"solve": 3}, "expected a list of 2 hit rates or an object")):
         path.write_text(json.dumps({"format": "ma-signature", "sites": bad}))
         with pytest.raises(BackendError, match=message):

@@ -36,6 +36,8 @@ def test_measured_terms_are_plausible_and_round_trip(tmp_path: Path) -> None:
     # SciPy's product is several compiled calls behind one operator: dearer than one ufunc
     assert calls["sparse_matvec_1row_8"] > calls["ufunc_add_8"]
     assert 1e6 < terms["python_flops"] < 1e12 and terms["python_flops"] == terms["python_probe"]["flops"]["ufunc_add"]
+    # the probe's block carries the CSR curve (what the maps backend prices row loops on), and the schema takes it
+    assert terms["python_probe"]["csr_rows"]["entries_per_row"] == [float(k) for k in cputerms.CSR_ROW_LENGTHS]
     path = hand_profile(**terms).save(tmp_path / "p.json")
     loaded = profiles.load(path)
     read = cputerms.python_terms(loaded.cpu)

@@ -19,7 +19,6 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   t(n_small)) over the extra flops, so the per-call cost drops out, each t the fastest of the timings (a rate
   is a best case, as the FMA peak is). ``python_flops`` is the ufunc ``add``'s rate (1 flop, 2 loads, 1 store
   per element: the ports' vector updates); the ``einsum`` dot's is kept beside it (its C loop is erratic).
-
 - ``annotation_s``: seconds per call of an annotation site of a Python program, by kind: ``region`` (entering
   and leaving one ``with ma.flop(name, expr):`` block; loadstore, memory and subroutine sites are the same
   code), ``loop`` (a loop site with one trip of ``lp.range``, beyond the plain ``range``) and ``mpi`` (an
@@ -29,6 +28,11 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   annotated program pays it at every site it enters (with ``MA_DISABLE=1`` the no-op blocks cost about the
   same: the ``with`` statement and a call are most of it); NPB CG enters tens of thousands of them.
   Optional: profiles measured before it have none.
+- ``csr_rows``: seconds per nonzero of SciPy's compiled CSR product (``_sparsetools.csr_matvec``, what
+  ``A @ x`` runs) on a matrix in L1, by entries per row (:func:`measure_csr_rows`). Each row is a chain of
+  dependent adds (``sum += a[k] * x[col[k]]``); an out-of-order core overlaps the chains of neighbouring rows, so
+  short rows run at the loads' issue rate and long rows at the add latency. The maps backend prices a kernel
+  stated as such a row loop on this curve (``backends/maps/rowchain.py``).
 
 The block carries its own ``version`` (``PYTHON_TERMS_VERSION``) inside ``cpu.python_probe``.
 """
@@ -53,6 +57,11 @@ CALL_KERNEL = "ufunc_add_8"
 FLOPS_KERNEL = "ufunc_add"
 DISPATCHES = {"ufunc_add_8": 1, "slice_assign_8": 0, "einsum_dot_8": 1, "sparse_matvec_1row_8": 1}
 SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in the 1 MiB L2 of this host, far from memory
+# The CSR curve: entries per row; two matrices of each (their nonzeros), random sorted columns of an x of
+# CSR_COLUMNS doubles: values, indices, row starts, x and y of the larger take 29 KiB, in the 32 KiB L1 of this host
+# (a matrix in L2, 8 times larger, measured within 4 % of it: the chains, not the loads, set the rate).
+CSR_ROW_LENGTHS = (2, 8, 32, 64, 128, 256, 1024)
+CSR_NONZEROS, CSR_COLUMNS = (1024, 2048), 512
 
 
 class CPUTermsError(MAError):
@@ -199,7 +208,59 @@ def measure(quick: bool = False) -> dict[str, Any]:
             "python_probe": {"version": PYTHON_TERMS_VERSION, "call_kernel": CALL_KERNEL, "calls_s": calls,
                              "dispatches": DISPATCHES,
                              "flops_kernel": FLOPS_KERNEL, "flops": flops, "sizes": [SMALL, LARGE],
-                             "statistic": "median", "repeats": repeats, "calls_per_timing": per_timing}}
+                             "statistic": "median", "repeats": repeats, "calls_per_timing": per_timing,
+                             "csr_rows": measure_csr_rows(quick)}}
+
+
+def _csr_product(nonzeros: int, per_row: int, rng: Any) -> Callable[[], object]:
+    """One call of SciPy's compiled CSR product on a matrix of ``nonzeros`` entries, ``per_row`` a row, random
+    sorted columns of an x of :data:`CSR_COLUMNS` doubles."""
+    import numpy as np
+    from scipy.sparse import _sparsetools
+
+    rows = nonzeros // per_row
+    columns = np.sort(rng.integers(0, CSR_COLUMNS, size=(rows, per_row)), axis=1).ravel().astype(np.int32)
+    starts = np.arange(0, rows * per_row + 1, per_row, dtype=np.int32)
+    values, x, y = rng.random(rows * per_row), rng.random(CSR_COLUMNS), np.zeros(rows)
+    return lambda: _sparsetools.csr_matvec(rows, CSR_COLUMNS, starts, columns, values, x, y)
+
+
+def measure_csr_rows(quick: bool = False) -> dict[str, list[float]]:
+    """Seconds per nonzero of SciPy's CSR product in cache at each of :data:`CSR_ROW_LENGTHS` entries per row:
+    the difference of the fastest timings of the two matrix sizes over their extra nonzeros, so the per-call
+    cost drops out (as for the flop rates)."""
+    import numpy as np
+
+    rng = np.random.default_rng(12345)
+    per_timing, repeats = (50, 5) if quick else (200, 25)
+    small, large = CSR_NONZEROS
+    seconds = []
+    for per_row in CSR_ROW_LENGTHS:
+        slope = (_median_seconds(_csr_product(large, per_row, rng), per_timing, repeats, best=True)
+                 - _median_seconds(_csr_product(small, per_row, rng), per_timing, repeats, best=True))
+        if not slope > 0:
+            raise CPUTermsError(f"CPU terms: the CSR product with {per_row} entries per row timed no slower on "
+                                f"{large} nonzeros than on {small}")
+        seconds.append(slope / (large - small))
+    return {"entries_per_row": [float(k) for k in CSR_ROW_LENGTHS], "seconds_per_entry": seconds}
+
+
+def csr_rows_curve(cpu: Mapping[str, Any], where: str = "<profile>") -> list[tuple[float, float]] | None:
+    """The profile's CSR curve as (entries per row, seconds per entry), sorted; None for a profile without it;
+    ProfileError on a malformed one."""
+    curve = (cpu.get("python_probe") or {}).get("csr_rows")
+    if curve is None:
+        return None
+    field = "cpu.python_probe.csr_rows"
+    try:
+        lengths, seconds = curve["entries_per_row"], curve["seconds_per_entry"]
+        points = sorted(zip((float(k) for k in lengths), (float(s) for s in seconds), strict=True))
+    except (KeyError, TypeError, ValueError):
+        raise ProfileError(where, "expected entries_per_row and seconds_per_entry, two lists of numbers of one "
+                                  "length", field) from None
+    if not points or any(k < 1 or s <= 0 for k, s in points) or len({k for k, _ in points}) != len(points):
+        raise ProfileError(where, f"expected distinct row lengths >= 1 and positive seconds, got {points}", field)
+    return points
 
 
 def python_terms(cpu: Mapping[str, Any], where: str = "<profile>") -> PythonTerms | None:

@@ -86,6 +86,10 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "dispatches": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
                         "flops_kernel": {"type": "string"},
                         "flops": {"type": "object", "additionalProperties": _POSITIVE},
+                        # SciPy's CSR product in cache by entries per row (cputerms.measure_csr_rows)
+                        "csr_rows": {"type": "object", "required": ["entries_per_row", "seconds_per_entry"],
+                                     "properties": {"entries_per_row": {"type": "array", "items": _POSITIVE},
+                                                    "seconds_per_entry": {"type": "array", "items": _POSITIVE}}},
                     },
                 },
             },

@@ -15,11 +15,18 @@ Section 4):
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; and for a Python
                  program ``cpu.annotation_s`` of the site's kind (region, loop, MPI) x the site's own calls
                  (the ``with ma...`` block the program enters, a loop's once per entry); charged to compute;
-- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`.
+- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`;
+- row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
+                 profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
+                 and auto forms.
 
-Compute and memory of a block (the flop and loadstore sites of one loop body, a loadstore region nested in a
-flop region with it) are added (``overlap="sum"``) or overlapped (``overlap="max"``: the block costs
-max(compute, memory), the memory-bound rule of Eq. 2); the interpreter term is never overlapped. Everything
+Compute and memory of a kernel are added with its flop time net of the one flop per word that F(h)'s probe
+did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
+a block's (the flop and loadstore sites of one loop body, a loadstore region nested in a flop region with it)
+overlapped (``overlap="max"``: the block costs max(compute, memory), the memory-bound rule of Eq. 2); the
+interpreter term is never overlapped. ``overlap="auto"`` (the default) is net where flops are priced at the FMA
+peak (a rate with no memory access in it) and sum where they are priced at ``cpu.python_flops`` (a ufunc's rate
+on L1 data, which holds its own loads and stores as F(h) holds its adds: :func:`combination`). Everything
 stays a SymPy expression of the model's inputs that ``parameters`` leaves unbound.
 """
 
@@ -38,6 +45,8 @@ from ..base import Backend, Prediction, SitePrediction
 from ..machine.cputerms import ANNOTATION_KINDS
 from . import network
 from .eq1 import bandwidth_expr
+from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops
+from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
 from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
@@ -52,7 +61,7 @@ if TYPE_CHECKING:
     from ..machine.profile import MachineProfile
 
 WORD_BYTES = 8
-OVERLAPS = ("sum", "max")
+OVERLAPS = ("auto", "net", "sum", "max")
 
 
 @dataclass(frozen=True)
@@ -109,7 +118,7 @@ class MapsBackend(Backend):
     DESCRIPTION = ("PMaC convolution: hit rates x fitted bandwidth (Eq. 1), flops at the core's rate, calls into "
                    "compiled code, Hockney/collective MPI")
 
-    def __init__(self, *, overlap: str = "sum", procs: str = "nprocs",
+    def __init__(self, *, overlap: str = "auto", procs: str = "nprocs",
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None,
@@ -142,6 +151,7 @@ class MapsBackend(Backend):
         self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
         self.signature_calls = dict(given.c_calls)
         self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
+        self.signature_rows = dict(given.csr_rows)
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.call_overhead_s = call_overhead_s
         self.python_flops = python_flops
@@ -149,8 +159,10 @@ class MapsBackend(Backend):
 
     @classmethod
     def add_arguments(cls, parser: argparse._ActionsContainer) -> None:
-        parser.add_argument("--overlap", choices=OVERLAPS, default="sum",
-                            help="maps: compute and memory of a block added (sum) or overlapped (max)")
+        parser.add_argument("--overlap", choices=OVERLAPS, default="auto",
+                            help="maps: compute and memory added with the flop time net of the flops F(h)'s probe "
+                                 "did, one per word (net), added as in Eq. 1 (sum), or overlapped (max); auto: net "
+                                 "for flops at the FMA peak, sum for flops at the NumPy rate")
         parser.add_argument("--signatures", metavar="FILE",
                             help="maps: hit rates and calls per execution per site (ma-signature JSON)")
         parser.add_argument("--assumed-hits", metavar="H1,..,HN",
@@ -186,7 +198,7 @@ class MapsBackend(Backend):
                 raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
         python_terms(machine.cpu, machine.name)  # a bad CPU-terms block fails here, naming the field
         signatures = getattr(options, "signatures", None)
-        return cls(overlap=getattr(options, "overlap", "sum"), procs=getattr(options, "procs", "nprocs"),
+        return cls(overlap=getattr(options, "overlap", "auto"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
                    python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
@@ -254,6 +266,7 @@ class MapsBackend(Backend):
         for term in model.model("flops", inline=True).terms:
             add(term.site.path, term.subroutine, "compute", term.expr / flop_rate)
         bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
+        words: dict[str, sympy.Expr] = {}
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
             row = self.signatures.get(path) or site_hit_rates(term.site)
@@ -262,6 +275,7 @@ class MapsBackend(Backend):
                 assumed.append(path)
             row = tuple(float(h) for h in row)
             used[path] = row
+            words[path] = term.expr
             if row not in bandwidth_cache:
                 bandwidth_cache[row] = bandwidth_expr(params, row) * sympy.Float(1e9)
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
@@ -293,8 +307,18 @@ class MapsBackend(Backend):
                                         .subs(bound) for name in ("compute", "memory", "communication")))
                  for path, p in parts.items()]
         interpreter = {path: as_expr(e * share).subs(bound) for path, e in interpreter.items()}
-        if self.overlap == "max":
+        overlap = combination(self.overlap, rate_name)
+        types = {s.path: s.type for s in model.ts.walk()}
+        row_loops: set[str] = set()
+        if self.signature_rows and self.overlap in ("auto", "net"):
+            sites, row_loops = self._row_loops(model, machine, sites, interpreter, flop_rate, share, bound, notes,
+                                               words)
+        if overlap == "max":
             sites = overlap_blocks(sites, model, interpreter)
+        elif overlap == "net":
+            probe = {path: as_expr(w * sympy.Float(PROBE_FLOPS_PER_WORD) / flop_rate * share).subs(bound)
+                     for path, w in words.items() if kernel_of(types, path) not in row_loops}
+            sites = net_of_probe_flops(sites, types, probe, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls),
@@ -325,6 +349,50 @@ class MapsBackend(Backend):
             out[path] = seconds_per_flop(lines, machine.caches[0].line_bytes, bandwidths)
             add(path, term.subroutine, "memory", term.expr * sympy.Float(out[path]))
         return out
+
+    def _row_loops(self, model: ModelBuilder, machine: MachineProfile, sites: list[SitePrediction],
+                   interpreter: Mapping[str, sympy.Expr], flop_rate: sympy.Expr, share: sympy.Expr,
+                   bound: Mapping[sympy.Symbol, object], notes: list[str], words: Mapping[str, sympy.Expr]
+                   ) -> tuple[list[SitePrediction], set[str]]:
+        """The kernels the signature states as CSR row loops, priced by :mod:`.rowchain`; returns the sites and
+        the kernels' paths (none without the profile's CSR curve, which the notes then say)."""
+        from ma_post import to_sympy
+
+        from ..machine.cputerms import csr_rows_curve
+
+        curve = csr_rows_curve(machine.cpu, machine.name)
+        if curve is None:
+            notes.append(f"profile {machine.name!r} has no cpu.python_probe.csr_rows (ma machine probe measures it): "
+                         "the kernels stated as CSR row loops are priced like any other")
+            return sites, set()
+        found = {s.path: s for s in model.ts.walk()}
+        types = {path: s.type for path, s in found.items()}
+        kernels: dict[str, list[str]] = {}
+        for s in sites:
+            if types.get(s.path) in KERNEL_TYPES:
+                kernels.setdefault(kernel_of(types, s.path), []).append(s.path)
+        chains: dict[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]] = {}
+        assert machine.bandwidth_fit is not None  # predict() checked
+        l1_hit = bandwidth_expr(machine.bandwidth_fit.params(), [1.0] * machine.levels) * sympy.Float(1e9)
+        for path, texts in self.signature_rows.items():
+            site = found.get(path)
+            if site is None:  # a signature serves every run of its class, whatever sites this one has
+                continue
+            if types[path] not in KERNEL_TYPES:
+                raise BackendError(f"signature of site {path!r}: csr_rows states a row loop, but the site is a "
+                                   f"{types[path]} region, not a flop or loadstore kernel")
+            entries, rows = (model.resolve(to_sympy(text), path) for text in texts)
+            executions = model.executions(site)
+            chain = chain_seconds(entries, rows, curve) * executions * share
+            entry_flops = ENTRY_FLOPS * entries * executions / flop_rate * share
+            kernel = kernel_of(types, path)
+            kernel_words = sympy.Add(*(w for p, w in words.items() if p in kernels.get(kernel, ())))
+            in_l1 = kernel_words * WORD_BYTES / l1_hit * share
+            chains[kernel] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound), as_expr(in_l1).subs(bound))
+        if chains:
+            notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: their rows' add chains on "
+                         f"cpu.python_probe.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
+        return price_row_loops(sites, kernels, chains, interpreter), set(chains)
 
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
@@ -417,6 +485,15 @@ class MapsBackend(Backend):
 def _every_kind(seconds: float | None) -> dict[str, float] | None:
     """One cost for every kind of annotation site (``--annotation-cost``)."""
     return None if seconds is None else dict.fromkeys(ANNOTATION_KINDS, seconds)
+
+
+def combination(overlap: str, rate_name: str) -> str:
+    """The form ``overlap`` stands for with flops priced at ``rate_name``: "auto" is net at the FMA peak (pure
+    flop time, so only F(h)'s probe holds the flops it did) and sum at the NumPy rate (measured on L1 data, it
+    holds its kernel's loads and stores as F(h) holds its adds, and net would take out one side only)."""
+    if overlap != "auto":
+        return overlap
+    return "net" if rate_name == "peak_flops" else "sum"
 
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:

@@ -8,6 +8,10 @@ rates of :func:`assumed_hit_rates` (and, without any call counts, one call per e
 A flop site without a ``loadstore`` expression in its block has a third signature: the cache lines each level
 served per flop (``lines_per_flop``, L1 first, main memory last), measured by the cache simulation on the
 signature run; the backend prices the lines from beyond L1 (``measured_traffic`` in :mod:`.backend`).
+
+A kernel that is a CSR row loop (per row a chain of dependent adds over its entries, SciPy's sparse product) may
+be stated as one: ``csr_rows``, its entries and rows per execution as expressions in the model's variables,
+which the backend prices on the profile's CSR curve (:mod:`.rowchain`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ma.errors import BackendError
+from ma.errors import BackendError, MAError
 
 from ..machine.profile import MachineProfile
 
@@ -50,6 +54,24 @@ def check_lines_per_flop(lines: object, levels: int, what: str) -> tuple[float, 
     return tuple(float(v) for v in lines)
 
 
+def check_csr_rows(stated: object, what: str) -> tuple[str, str]:
+    """``{"entries": E, "rows": R}``, two expressions the project's parser reads (never evaluated as code)."""
+    from ma.expr import parse_expression
+
+    if not isinstance(stated, dict) or sorted(stated) != ["entries", "rows"]:
+        raise BackendError(f"{what}: expected {{\"entries\": EXPR, \"rows\": EXPR}} (a CSR row loop's entries and "
+                           f"rows per execution), got {stated!r}")
+    for key in ("entries", "rows"):
+        text = stated[key]
+        if not isinstance(text, str):
+            raise BackendError(f"{what}.{key}: expected an expression string, got {text!r}")
+        try:
+            parse_expression(text)
+        except MAError as exc:
+            raise BackendError(f"{what}.{key}: {text!r} is not an expression: {exc}") from None
+    return str(stated["entries"]), str(stated["rows"])
+
+
 def assumed_hit_rates(machine: MachineProfile) -> tuple[float, ...]:
     """A stride-1 stream from main memory: the profile's simulated hit rates of its largest stride-1 MultiMAPS
     point, or, without those, one miss per L1 line at every level (h_i = 1 - 8/line_1 below memory)."""
@@ -68,13 +90,16 @@ class Signatures:
     hit_rates: dict[str, tuple[float, ...]] = field(default_factory=dict)
     c_calls: dict[str, float] = field(default_factory=dict)
     lines_per_flop: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per level served, memory last
+    csr_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # entries, rows per execution (expressions)
 
 
 def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
     """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
     cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C, "lines_per_flop":
-    [l1, ..., ln]}`` with any of the keys: C is the calls from Python into compiled code per execution of the site
-    (per iteration of a loop); l_k the cache lines level k served per flop of the site (memory last)."""
+    [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}}`` with any of the keys: C is the calls from Python into
+    compiled code per execution of the site (per iteration of a loop); l_k the cache lines level k served per flop
+    of the site (memory last); E and R the entries and rows per execution of a CSR row loop, expressions in the
+    model's variables (:func:`check_csr_rows`)."""
     name = os.fspath(path)
     try:
         doc = json.loads(Path(name).read_text())
@@ -89,10 +114,12 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
         where = f"{name}: field 'sites.{site}'"
         rates, calls = (entry, None) if isinstance(entry, list) else (None, None)
         if isinstance(entry, dict):
-            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop"})
+            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop", "csr_rows"})
             if unknown or not entry:
-                raise BackendError(f"{where}: expected the keys hit_rates, c_calls and/or lines_per_flop, "
+                raise BackendError(f"{where}: expected the keys hit_rates, c_calls, lines_per_flop and/or csr_rows, "
                                    f"got {sorted(entry)}")
+            if "csr_rows" in entry:
+                out.csr_rows[site] = check_csr_rows(entry["csr_rows"], f"{where}.csr_rows")
             rates, calls = entry.get("hit_rates"), entry.get("c_calls")
             if "lines_per_flop" in entry:
                 out.lines_per_flop[site] = check_lines_per_flop(entry["lines_per_flop"], levels,
@@ -125,6 +152,8 @@ def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) ->
         sites.setdefault(site, {})["c_calls"] = calls
     for site, lines in signatures.lines_per_flop.items():
         sites.setdefault(site, {})["lines_per_flop"] = list(lines)
+    for site, (entries, rows) in signatures.csr_rows.items():
+        sites.setdefault(site, {})["csr_rows"] = {"entries": entries, "rows": rows}
     target = Path(path)
     target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
     return target

@@ -122,6 +122,9 @@ def matrix_in_common_block(a: sp.csr_matrix) -> sp.csr_matrix:
 # move vlen doubles per access (examples/npb_cg/simd.py), einsum's dot 2 (its SSE baseline) from each of two
 # arrays. The accesses of the interpreter around each call are not counted here (they are the calls' cost).
 MATVEC_FLOPS = "2*na*nonzer*(nonzer+1)/nprocs"
+# The product as a CSR row loop (its signature's ``csr_rows``, docs/maps-backend.md): a rank's block has
+# na*nonzer*(nonzer+1)/nprocs entries (NPB's count) over na/num_proc_rows rows, each row a chain of dependent adds.
+MATVEC_ROWS = {"entries": "na*nonzer*(nonzer+1)/nprocs", "rows": "na/num_proc_rows"}
 MATVEC_LOADSTORES = "3*na*nonzer*(nonzer+1)/nprocs + 4*na/num_proc_rows"
 DOT_LOADS = "na/num_proc_cols"
 RESID_LOADSTORES = f"3*na/num_proc_cols/vlen + {DOT_LOADS}"
