@@ -55,7 +55,13 @@ from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
 from backends.vector import VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import curve_at, gather_seconds, gather_seconds_by_level, memory_level
+from backends.vector.bandwidth import (
+    curve_at,
+    gather_seconds,
+    gather_seconds_by_level,
+    level_reference_sizes,
+    memory_level,
+)
 from backends.vector.gathers import cumulative, separate
 from backends.vector.profile import SCENARIOS, VectorProfile
 from backends.vector.timing import sparse_loop_time
@@ -249,6 +255,7 @@ def main() -> None:
     per_row = measured[("matvec", matvec_n)]["scalar"].trip
     inputs = {"matvec": {"rows": float(matvec_n), "nnz": float(matvec_n * per_row)}}
     print_signature(machine, traced["matvec"])
+    print_row_curves(machine, simd)
     for build_name in BUILDS:
         for (kernel, n), runs in measured.items():
             run = runs[build_name]
@@ -323,6 +330,19 @@ def print_signature(machine: MachineProfile, traced: Traced | None) -> None:
           f"{cache.gathers:.0f} gathers of {cache.loadstores:.0f} words asserted; {', '.join(cache.sites)}: "
           f"{cache.accesses:.0f} line accesses, hit rates {cumulative(site)}; its gathers', the streams' lines "
           f"separated: {cumulative(separate(cache, machine.caches[0].line_bytes))}")
+
+
+def print_row_curves(machine: MachineProfile, simd: simd_curve.SimdBandwidth) -> None:
+    """The sparse-row curves where the backend reads them by level (bandwidth.level_reference_sizes), ns per entry."""
+    for name in ("sparse_dot", "sparse_rows_vectorised"):
+        curve = getattr(simd, name)
+        if not curve:
+            print(f"{name} curve: none in the SIMD file (version {simd_curve.VERSION} files have it)")
+            continue
+        names = [f"L{c.level}" for c in machine.caches] + ["mem"]
+        print(f"{name} curve by level, ns per entry: " + ", ".join(
+            f"{level} {8.0 / curve_at(curve, size):.2f}"
+            for level, size in zip(names, level_reference_sizes(machine, curve), strict=True)))
 
 
 def print_pieces(matvec: Run, pieces: dict[str, Run]) -> None:
