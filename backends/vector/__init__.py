@@ -242,7 +242,7 @@ class VectorBackend(Backend):
         if loop.mv >= 2 and name != "sparse_rows_vectorised":
             notes.append(f"{where}: a vectorised sparse row loop on the sparse-dot curve (a scalar loop's): the SIMD "
                          "file has no sparse_rows_vectorised curve (a file older than version 4: measure it again)")
-        rates, source = self._gather_hit_rates(machine, loop)
+        rates, source = self.gather_hit_rates(machine, loop)
         if rates is not None:
             notes.append(f"{where}: gathers on the {name} curve by level at hit rates {cumulative(rates)} ({source})")
             return gather_seconds_by_level(machine, self.simd, 1.0, rates, curve=curve)
@@ -256,7 +256,7 @@ class VectorBackend(Backend):
         return gather_seconds(self.simd, 1.0, float(size), curve=curve)
 
     @staticmethod
-    def _gather_hit_rates(machine: MachineProfile, loop: VectorLoop) -> tuple[tuple[float, ...] | None, str]:
+    def gather_hit_rates(machine: MachineProfile, loop: VectorLoop) -> tuple[tuple[float, ...] | None, str]:
         """The gathered reads' hit rates and where they come from: given, or the signature run's, separated."""
         if loop.gather_hit_rates is not None:
             return tuple(loop.gather_hit_rates), "given"
