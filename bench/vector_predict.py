@@ -21,13 +21,17 @@ Error = (predicted - measured) / measured. Each build's time is the best of --ru
 case's factor), taken in rounds: every round runs every case in both builds once, so a burst of load from other
 processes spoils one run of many cases rather than every run of one. Timings on a shared host still vary;
 the figures printed are one run. matvec states its gathers in kernels.c (``ma_vec_loop_gathers``: one read of p per
-entry, p's bytes): the bench builds it with the annotation runtime, runs it once under ``ma run`` and reads them from
-the trace, and each of matvec's scenarios prices them as the vector backend does (the sparse-dot curve at p's size,
-``timing.sparse_loop_time``), so the table and its tally include them. After the table, matvec taken apart
-(kernels.c's ``dot`` and ``gather``, with its columns and random ones), its random reads alone set against the
+entry, p's bytes) and has flop and load/store sites: the bench builds it with the annotation runtime and runs one call
+under ``ma run --counters valgrind --cache PROFILE`` (its signature run: the tool simulates the profile's caches), and
+the vector backend predicts matvec's rows of the table from that trace as ``ma predict --backend vector`` does, with
+each build's MV and AVL: the gathers by level at the hit rates the run measured (the streams' lines separated,
+backends/vector/gathers.py), on the sparse-row curve of the build (a vectorised build's own curve where the SIMD file
+has it, version 4, else the sparse-dot curve; the note under the row says which). After the table, matvec taken
+apart (kernels.c's ``dot`` and ``gather``, with its columns and random ones), its random reads alone set against the
 random-access curve, and matvec predicted by Figure 4 plus gather terms from the SIMD file's measured curves
 (extensions: the gather curve at p's size, the sparse-dot curve at p's size, and the sparse-dot curve by level at
-the simulated hit rates of matvec's reads of p, with its streams), which a "k of 12" line counts in matvec's place.
+hit rates of matvec's reads of p the bench simulates itself, with its streams and L2's adjacent-line prefetcher),
+which a "k of 12" line counts in matvec's place.
 
 Usage: python bench/vector_predict.py [--scale 1.0] [--repeat 20] [--runs 7] [--profile host.json]
                                      [--simd host.simd.json] [--save-simd FILE] [--figure errors.png]
@@ -45,14 +49,23 @@ from pathlib import Path
 
 import numpy as np
 
+from backends.base import Prediction
 from backends.machine.hitrates import Simulator
 from backends.machine.probe import ProbeSettings, probe
 from backends.machine.profile import MachineProfile, load
-from backends.vector import host_profile, loop_time
+from backends.vector import VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
 from backends.vector import simd as simd_curve
-from backends.vector.bandwidth import curve_at, gather_seconds, gather_seconds_by_level, memory_level
+from backends.vector.bandwidth import (
+    curve_at,
+    gather_seconds,
+    gather_seconds_by_level,
+    level_reference_sizes,
+    memory_level,
+)
+from backends.vector.gathers import cumulative, separate
 from backends.vector.profile import SCENARIOS, VectorProfile
 from backends.vector.timing import sparse_loop_time
+from ma_post import ModelBuilder
 from ma_post import load as load_trace
 from ma_post.loopmark import loopmarks
 from ma_post.vector import vec_loop_results
@@ -136,32 +149,53 @@ def paper_avl(trip: int, lanes: int) -> float:
     return trip / math.ceil(trip / lanes)
 
 
-# the gathers a kernel's annotation states (kernels.c's ma_vec_loop_gathers), read from its trace: count and bytes
-Gathers = tuple[float, float]
+@dataclasses.dataclass
+class Traced:
+    """A kernel's signature run: its model (flop and load/store sites) and its asserted loop (with the gathers it
+    states and the load/store site's simulated cache counts), at ``path``."""
+
+    model: ModelBuilder
+    path: str
+    loop: VectorLoop
 
 
-def traced_gathers(directory: Path, kernel: str, n: int) -> Gathers | None:
-    """The first call's gathers and gathered bytes the kernel's ``ma_vec_loop`` states, from one traced call of
-    kernels.c built with the annotation runtime (-DMA_TRACED) and run under ``ma run``; None if it states none."""
+def traced_run(directory: Path, kernel: str, n: int, cache_profile: Path) -> Traced | None:
+    """One call of kernels.c built with the annotation runtime (-DMA_TRACED, the vectorised build's flags) under
+    ``ma run --counters valgrind --cache PROFILE`` (the signature run: the tool simulates the profile's caches);
+    None if the kernel asserts no loop with gathers."""
     exe, trace = directory / "kernels-traced", directory / f"trace-{kernel}"
     subprocess.run([str(find_mpicc()), *BUILDS["vectorised"], "-DMA_TRACED", *pmpi.c_flags(), str(SOURCE), "-o",
                     str(exe), *pmpi.c_libs()], check=True)
     ma = Path(shutil.which("ma") or "ma")
-    subprocess.run([str(ma), "run", "-n", "1", "--trace-dir", str(trace), "--", str(exe), kernel, str(n), "1"],
-                   check=True, capture_output=True)
-    stated = [r.gathers for r in vec_loop_results(load_trace(trace)) if r.id == kernel and r.gathers]
-    return (stated[0]["gathers"], stated[0]["gathered_bytes"]) if stated else None
+    subprocess.run([str(ma), "run", "-n", "1", "--counters", "valgrind", "--cache", str(cache_profile),
+                    "--trace-dir", str(trace), "--", str(exe), kernel, str(n), "1"], check=True, capture_output=True)
+    ts = load_trace(trace)
+    stated = [r for r in vec_loop_results(ts) if r.id == kernel and r.gathers]
+    if not stated:
+        return None
+    return Traced(ModelBuilder(ts), stated[0].path, loops_from_trace(ts)[stated[0].path])
 
 
 def predict(profile: VectorProfile, run: Run, mv: int, avl: float | None, form: str = "net",
-            gathers: Gathers | None = None, simd: simd_curve.SimdBandwidth | None = None) -> dict[str, float]:
-    """Each scenario's seconds by Figure 4; with ``gathers`` (count, gathered bytes) stated, those are priced on
-    the sparse-dot curve at the gathered array's size in every scenario, as the vector backend does."""
-    if gathers is None or simd is None or not simd.sparse_dot:
+            traced: Traced | None = None, machine: MachineProfile | None = None,
+            simd: simd_curve.SimdBandwidth | None = None, values: dict[str, float] | None = None) -> dict[str, float]:
+    """Each scenario's seconds by Figure 4 from the kernel's own counts; a kernel with a signature run
+    (``traced``: its loop states gathers) is predicted by the vector backend from that run instead
+    (:func:`backend_predictions`)."""
+    if traced is None or machine is None:
         return {s: float(loop_time(run.flops, run.words, mv, avl, profile, s, form).total) for s in SCENARIOS}
-    entry = gather_seconds(simd, 1.0, gathers[1], values=True)
-    return {s: float(sparse_loop_time(run.flops, run.words, gathers[0], entry, mv, avl, profile, s, form).total)
-            for s in SCENARIOS}
+    return {s: prediction.evaluate({}) for s, prediction in
+            backend_predictions(traced, run, mv, avl, form, machine, simd, values or {}).items()}
+
+
+def backend_predictions(traced: Traced, run: Run, mv: int, avl: float | None, form: str, machine: MachineProfile,
+                        simd: simd_curve.SimdBandwidth | None, values: dict[str, float]) -> dict[str, Prediction]:
+    """The vector backend's predictions (``ma predict --backend vector``) of the traced model, its loop with this
+    build's MV and AVL and the kernel's working set: the gathers priced by level at the signature run's hit rates
+    (separated from the streams'), on the sparse-row curve of the build."""
+    loop = dataclasses.replace(traced.loop, mv=mv, avl=avl, working_set=run.working_set)
+    return VectorBackend({traced.path: loop}, simd=simd, flop_time=form).predict_scenarios(traced.model, machine,
+                                                                                           values)
 
 
 def level_name(machine: MachineProfile, working_set: float) -> str:
@@ -214,15 +248,14 @@ def main() -> None:
                   args.repeat * calls) for kernel, base_n, calls in CASES]  # tzetar's N is the edge of a cube
         measured = measure(exes, cases, args.runs)
         matvec_n = next(n for kernel, n, _ in cases if kernel == "matvec")
-        stated = {"matvec": traced_gathers(Path(tmp), "matvec", matvec_n)}
+        cache_profile = Path(args.profile) if args.profile else machine.save(Path(tmp) / "machine.json")
+        traced = {"matvec": traced_run(Path(tmp), "matvec", matvec_n, cache_profile)}
         pieces = measure({"scalar": exes["scalar"]}, [(piece, matvec_n, args.repeat) for piece in PIECES], args.runs)
-    if simd.sparse_dot and stated["matvec"]:
-        print(f"matvec's traced gathers: {stated['matvec'][0]:.0f} per call of a {stated['matvec'][1] / 1e6:.1f} MB "
-              f"array, on the sparse-dot curve there ({curve_at(simd.sparse_dot, stated['matvec'][1]):.2f} GB/s) in "
-              "every scenario")
-    else:
-        print("matvec's gathers: " + ("the SIMD file has no sparse_dot curve" if stated["matvec"] else
-                                      "its trace states none") + ": Figure 4 alone")
+    # kernels.c's model inputs for matvec: its rows and entries (32 a row: the kernel's inner trip)
+    per_row = measured[("matvec", matvec_n)]["scalar"].trip
+    inputs = {"matvec": {"rows": float(matvec_n), "nnz": float(matvec_n * per_row)}}
+    print_signature(machine, traced["matvec"])
+    print_row_curves(machine, simd)
     for build_name in BUILDS:
         for (kernel, n), runs in measured.items():
             run = runs[build_name]
@@ -232,14 +265,15 @@ def main() -> None:
             rows = [(build_name, mark.mv, avl)]
             if build_name == "scalar":  # the paper's Figure 6: the model assumes the asserted vectorisation
                 rows.append(("no MV", 2, paper_avl(run.trip, lanes)))
-            gathers = stated.get(kernel)
+            signature, values = traced.get(kernel), inputs.get(kernel)
             for label, mv, loop_avl in rows:
-                predicted = predict(profile, run, mv, loop_avl, gathers=gathers, simd=simd)
+                predicted = predict(profile, run, mv, loop_avl, "net", signature, machine, simd, values)
                 errors = {s: (predicted[s] - run.seconds) / run.seconds for s in SCENARIOS}
                 bars.append((f"{kernel} {level_name(machine, run.working_set)}\n{label}", errors))
                 best = min(errors.values(), key=abs)
                 others = {form: min(((p - run.seconds) / run.seconds for p in
-                                     predict(profile, run, mv, loop_avl, form, gathers, simd).values()), key=abs)
+                                     predict(profile, run, mv, loop_avl, form, signature, machine, simd,
+                                             values).values()), key=abs)
                           for form in OTHER_FORMS}
                 if label != "no MV":
                     best_errors.append((kernel, label, best))
@@ -252,6 +286,11 @@ def main() -> None:
                       f"{level_name(machine, run.working_set):>5}{bandwidths:>20}{run.seconds:>12.3e}"
                       + "".join(f"{predicted[s]:>12.3e}{100 * errors[s]:>+7.0f}%" for s in SCENARIOS)
                       + f"{100 * best:>+7.0f}%" + "".join(f"{100 * e:>+9.0f}%" for e in others.values()))
+                if signature is not None:  # how the backend priced the gathers
+                    notes = backend_predictions(signature, run, mv, loop_avl, "net", machine, simd,
+                                                values or {})["max"].notes
+                    print("".join(f"    note: {note}\n" for note in notes if "gathers" in note or "sparse" in note),
+                          end="")
     within = sum(abs(e) <= 0.2 for _, _, e in best_errors)
     print(f"best scenario within 20 %: {within} of {len(best_errors)} kernel builds; one scenario for all: "
           + ", ".join(f"{s} {sum(abs(e) <= 0.2 for e in errs)}" for s, errs in scenario_errors.items())
@@ -271,11 +310,39 @@ def main() -> None:
     matvec_errors = [e for e in sparse_rows if e is not None]
     if len(matvec_errors) == len(sparse_rows):
         with_rows = [e for kernel, _, e in best_errors if kernel != "matvec"] + matvec_errors
-        print(f"with matvec by Figure 4 + sparse rows by level: {sum(abs(e) <= 0.2 for e in with_rows)} of "
+        print(f"with matvec by Figure 4 + sparse rows by level at the bench's simulated hit rates: "
+              f"{sum(abs(e) <= 0.2 for e in with_rows)} of "
               f"{len(with_rows)} kernel builds within 20 %")
     if args.figure:
         save_figure(bars, Path(args.figure))
         print(f"figure: {args.figure}")
+
+
+def print_signature(machine: MachineProfile, traced: Traced | None) -> None:
+    """matvec's signature run: its load/store site's simulated hit rates, and its gathers' separated from them."""
+    cache = traced.loop.traced_cache if traced else None
+    if cache is None:
+        print("matvec's signature run: no gathers or no simulated cache counts: the backend prices its gathers at "
+              "p's size (random indices)")
+        return
+    site = [*(float(h) / cache.accesses for h in np.cumsum(cache.hits)), 1.0]
+    print(f"matvec's signature run (ma run --counters valgrind --cache, one call, the vectorised build): "
+          f"{cache.gathers:.0f} gathers of {cache.loadstores:.0f} words asserted; {', '.join(cache.sites)}: "
+          f"{cache.accesses:.0f} line accesses, hit rates {cumulative(site)}; its gathers', the streams' lines "
+          f"separated: {cumulative(separate(cache, machine.caches[0].line_bytes))}")
+
+
+def print_row_curves(machine: MachineProfile, simd: simd_curve.SimdBandwidth) -> None:
+    """The sparse-row curves where the backend reads them by level (bandwidth.level_reference_sizes), ns per entry."""
+    for name in ("sparse_dot", "sparse_rows_vectorised"):
+        curve = getattr(simd, name)
+        if not curve:
+            print(f"{name} curve: none in the SIMD file (version {simd_curve.VERSION} files have it)")
+            continue
+        names = [f"L{c.level}" for c in machine.caches] + ["mem"]
+        print(f"{name} curve by level, ns per entry: " + ", ".join(
+            f"{level} {8.0 / curve_at(curve, size):.2f}"
+            for level, size in zip(names, level_reference_sizes(machine, curve), strict=True)))
 
 
 def print_pieces(matvec: Run, pieces: dict[str, Run]) -> None:
@@ -325,7 +392,8 @@ def gather_extension(machine: MachineProfile, simd: simd_curve.SimdBandwidth, ru
         at = f"{curve_at(curve, 8.0 * rows):.2f} GB/s (the {name} curve at p's {8e-6 * rows:.1f} MB)"
     else:
         gathered = gather_seconds_by_level(machine, simd, entries, hit_rates, values)
-        at = (f"{8 * entries / gathered / 1e9:.2f} GB/s (the {name} curve by level, p's reads' simulated hit rates "
+        at = (f"{8 * entries / gathered / 1e9:.2f} GB/s (the {name} curve by level, p's reads' hit rates as the bench "
+              "simulates them, L2's adjacent-line prefetcher included, "
               + "/".join(f"{h:.2f}" for h in hit_rates) + ")")
     if values:  # the backend's term for a loop asserting its gathers (VectorLoop.gathers)
         total = float(sparse_loop_time(run.flops, run.words, entries, gathered / entries, mv, avl, profile,

@@ -335,4 +335,7 @@ def test_the_c_kernel_sets_matvec_states_its_gathers(tmp_path: Path) -> None:
     assert (result.id, result.calls, result.mv) == ("matvec", 2, 2)
     assert result.gathers == {"gathers": 32000, "gathered_bytes": 8000}
     assert (result.predicted["vflops"], result.predicted["vloadstore"]) == (float(printed[4]), float(printed[5]))
-    assert loops_from_trace(ts)[""].gathers == "nnz"
+    loop = loops_from_trace(ts)["matvec"]  # in its subroutine, over its flop and load/store sites
+    assert (loop.gathers, loop.traced_cache) == ("nnz", None)  # no cache simulated: no counts to separate
+    assert [site.path for site in ts.walk() if site.type in ("flop", "loadstore")] == [
+        "matvec/matvec_flops", "matvec/matvec_flops/matvec_ldst"]

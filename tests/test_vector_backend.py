@@ -363,6 +363,33 @@ def test_a_sparse_loops_asserted_gathers_take_the_sparse_dot_curve(tzetar: Model
         VectorBackend(unsized, "max", simd=curve).predict(tzetar, machine(), at_w)
 
 
+def test_traced_cache_counts_price_the_gathers_by_level_and_say_so(tzetar: ModelBuilder) -> None:
+    """The case above with the hit rates from a signature run's counts (backends/vector/gathers.py): 800 streamed
+    words (100 lines, 700 L1 hits) and 1000 gathers, 500 of them L1 hits, 500 from memory: h = 0.5, 1, so 1.25 ns
+    each, as given rates; the prediction's notes name the source. A vectorised loop (MV 2) takes the file's
+    sparse_rows_vectorised curve (2 GB/s at 1 MiB: 4 ns at the array's size, 2 ns more per gather than the
+    sparse-dot curve) and, without it, the sparse-dot curve with a note."""
+    from backends.vector.gathers import TracedCache
+
+    curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 10, 100.0),),
+                          sparse_dot=(SimdPoint(4096, 16.0), SimdPoint(1 << 20, 4.0)))
+    at_w = {"problem_size": 36, "nprocs": 1}
+    counts = TracedCache(1800, (1200,), gathers=1000, loadstores=1800, sites=("adi/ldst",))
+    traced = {"adi": VectorLoop(0, None, "(size^2)*(size-1)*26", gathers="1000", traced_cache=counts)}
+    predicted = VectorBackend(traced, "max", simd=curve).predict(tzetar, machine(), at_w)
+    assert float(predicted.part("memory")) == pytest.approx((1179360 - 3000) * 8 / 10e9 + 1000 * 1.25e-9)
+    assert any("hit rates 0.50/1.00 (the signature run's simulated caches at adi/ldst" in n for n in predicted.notes)
+    sized = {"adi": VectorLoop(2, "4", "(size^2)*(size-1)*26", gathers="1000", gathered_bytes="2**20")}
+    rows = SimdBandwidth("avx2+fma", curve.triad, sparse_dot=curve.sparse_dot,
+                         sparse_rows_vectorised=(SimdPoint(1 << 20, 2.0),))
+    on_dot = VectorBackend(sized, "max", simd=curve).predict(tzetar, machine(), at_w)
+    on_rows = VectorBackend(sized, "max", simd=rows).predict(tzetar, machine(), at_w)
+    assert float(on_rows.part("memory")) - float(on_dot.part("memory")) == pytest.approx(1000 * 2e-9)
+    assert any("no sparse_rows_vectorised curve" in note for note in on_dot.notes)
+    assert any("gathers on the sparse_rows_vectorised curve at the gathered array's 1.049e+06 bytes (random "
+               "indices assumed" in note for note in on_rows.notes)
+
+
 SPARSE_APP = """
 import ma
 
@@ -395,6 +422,7 @@ def test_a_traced_loops_gathers_are_in_every_scenario(tmp_path: Path) -> None:
         prediction = predictions[scenario]
         assert float(prediction.part("compute")) == pytest.approx(0.0)
         assert float(prediction.part("memory")) == pytest.approx(rest / (bandwidth * 1e9) + gathers)
+    assert any("random indices assumed: no hit rates given or traced" in n for n in predictions["max"].notes)
     without = VectorBackend(loops_from_trace(builder.ts), "max", simd=curve)
     without.loops = {path: VectorLoop(0, "1", "64*n", "2*nnz") for path in without.loops}
     assert float(without.predict(builder, machine(), run).part("memory")) == pytest.approx(8 * 131072 * 8 * 8 / 10e9)

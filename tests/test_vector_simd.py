@@ -19,6 +19,7 @@ from backends.vector.bandwidth import (
     gather_seconds_by_level,
     level_reference_sizes,
     scalar_unit_scenario_bandwidths,
+    sparse_row_curve,
 )
 from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma.errors import BackendError
@@ -51,8 +52,10 @@ def test_the_gather_curve_measures_this_host() -> None:
                                   index_bytes=1 << 20)
     assert [p.size_bytes for p in measured.gather] == [4096, 1 << 20]
     assert [p.size_bytes for p in measured.sparse_dot] == [4096, 1 << 20]
-    assert all(0 < p.bandwidth_gbs < 1000 and len(p.samples_gbs) == 2 for p in measured.gather + measured.sparse_dot)
-    assert measured.settings["index_bytes"] == 1 << 20
+    assert [p.size_bytes for p in measured.sparse_rows_vectorised] == [4096, 1 << 20]
+    assert all(0 < p.bandwidth_gbs < 1000 and len(p.samples_gbs) == 2
+               for p in measured.gather + measured.sparse_dot + measured.sparse_rows_vectorised)
+    assert measured.settings["index_bytes"] == 1 << 20 and measured.settings["row_entries"] == 32
     with pytest.raises(BackendError, match=r"gather sizes must be powers of two"):
         simd_curve.measure([4096], kernels=kernels, gather_sizes=[3000], index_bytes=1 << 20)
 
@@ -77,6 +80,39 @@ def test_the_sparse_row_term_by_hand() -> None:
     assert gather_seconds(curve, 1e6, 1 << 20) == pytest.approx(8e6 / 6e9)
     with pytest.raises(BackendError, match="no sparse_dot curve"):
         gather_seconds(SimdBandwidth("avx2+fma", SIMD.triad, gather=curve.gather), 1e6, 1 << 20, values=True)
+
+
+def test_a_vectorised_loop_takes_the_vectorised_sparse_row_curve_where_the_file_has_it() -> None:
+    """MV >= 2: the sparse_rows_vectorised curve (1e6 entries at 2 GB/s at 1 MiB: 4 ms); scalar loops, and
+    vectorised ones with a file older than version 4, the sparse-dot curve (4 GB/s: 2 ms); by level too."""
+    dot = SimdBandwidth("avx2+fma", SIMD.triad, sparse_dot=(SimdPoint(1 << 20, 4.0),))
+    both = SimdBandwidth("avx2+fma", SIMD.triad, sparse_dot=dot.sparse_dot,
+                         sparse_rows_vectorised=(SimdPoint(1 << 20, 2.0),))
+    assert sparse_row_curve(both, True) == ("sparse_rows_vectorised", both.sparse_rows_vectorised)
+    assert sparse_row_curve(both, False) == ("sparse_dot", dot.sparse_dot)
+    assert sparse_row_curve(dot, True) == ("sparse_dot", dot.sparse_dot)
+    assert gather_seconds(both, 1e6, 1 << 20, curve=sparse_row_curve(both, True)[1]) == pytest.approx(4e-3)
+    assert gather_seconds(both, 1e6, 1 << 20, values=True) == pytest.approx(2e-3)
+    assert gather_seconds_by_level(machine(), both, 1e6, [0.0, 0.0, 1.0],
+                                   curve=both.sparse_rows_vectorised) == pytest.approx(4e-3)
+    with pytest.raises(BackendError, match="no sparse_dot curve"):
+        sparse_row_curve(SimdBandwidth("avx2+fma", SIMD.triad), False)
+
+
+def test_the_sparse_row_probe_is_vectorised_as_gcc_vectorises_matvec() -> None:
+    """The disassembly of the sparse row probe's loop (sparse_rows.c, built with the vectoriser on, as kernels.c's
+    -O3 build): p's words inserted into a vector (vmovhpd, vinsertf128), one packed multiply, in-order scalar adds
+    (a fold-left reduction), no hardware gather; the same shape as the kernel set's vectorised matvec."""
+    objdump = shutil.which("objdump")
+    assert objdump is not None, "objdump is missing (binutils comes with gcc, which scripts/setup.sh installs)"
+    listing = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(simd_curve.SimdKernels().rows_path)],
+                             capture_output=True, text=True, check=True).stdout
+    body = listing[listing.index("<rows_product>:"):]
+    body = body[:body.index("\n\n")]
+    mnemonics = {line.split("\t")[1].split()[0] for line in body.splitlines() if line.count("\t") >= 1
+                 and re.match(r"\s+[0-9a-f]+:\t", line)}
+    assert {"vmulpd", "vaddsd", "vmovhpd", "vinsertf128"} <= mnemonics, sorted(mnemonics)
+    assert not {m for m in mnemonics if m.startswith("vgather")}
 
 
 def test_the_scalar_triad_is_compiled_scalar_with_its_loop_in_one_line() -> None:
@@ -121,6 +157,17 @@ def test_the_curve_file_beside_a_profile(tmp_path) -> None:
                                       '"sparse_dot": [{"size_bytes": 1024, "bandwidth_gbs": 1}]}')
     with pytest.raises(BackendError, match=r"v2\.json: a version 2 SIMD bandwidth file has no sparse_dot"):
         SimdBandwidth.load(tmp_path / "v2.json")
+    (tmp_path / "v3.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 3, "isa": "avx2+fma", '
+                                      '"triad": [{"size_bytes": 1024, "bandwidth_gbs": 100}], '
+                                      '"sparse_rows_vectorised": [{"size_bytes": 1024, "bandwidth_gbs": 1}]}')
+    with pytest.raises(BackendError, match=r"v3\.json: a version 3 SIMD bandwidth file has no sparse_rows_vect"):
+        SimdBandwidth.load(tmp_path / "v3.json")
+    (tmp_path / "v3.json").write_text('{"schema": "ma-vector-simd-bandwidth", "version": 3, "isa": "avx2+fma", '
+                                      '"triad": [{"size_bytes": 1024, "bandwidth_gbs": 100}], '
+                                      '"sparse_dot": [{"size_bytes": 1024, "bandwidth_gbs": 1}]}')
+    assert SimdBandwidth.load(tmp_path / "v3.json").sparse_rows_vectorised == ()  # still read: no row curve
+    rows = SimdBandwidth("avx2+fma", curve.triad, sparse_rows_vectorised=(SimdPoint(4096, 3.0),))
+    assert rows.to_json()["version"] == 4 and SimdBandwidth.from_json(rows.to_json()) == rows
     (tmp_path / "other.json").write_text('{"schema": "ma-machine-profile"}')
     with pytest.raises(BackendError, match=r"other\.json: not a SIMD bandwidth file"):
         SimdBandwidth.load(tmp_path / "other.json")

@@ -15,13 +15,14 @@ vectorised loops, the SIMD bandwidth curve ``simd`` when given: :mod:`.simd`), u
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ma.errors import BackendError, MAError
 from ma.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
 
 from ..base import Backend, Prediction, SitePrediction
+from .gathers import TracedCache, check_levels, cumulative, separate, traced_cache
 from .profile import CRAY_X1E, SCENARIOS, VectorProfile, host_profile
 from .simd import SimdBandwidth, for_profile
 from .timing import FLOP_TIMES, LoopTime, loop_time, sparse_loop_time
@@ -46,8 +47,10 @@ class VectorLoop:
     and flops (per call) and the bytes it touches (its working set: where on the measured bandwidth curves it
     sits). A sparse row loop may assert its ``gathers`` (entries per call: each a value and an index streamed and
     a read of an array of ``gathered_bytes``), timed on the SIMD file's sparse-dot curve
-    (:func:`timing.sparse_loop_time`): at the array's size (random indices), or where ``gather_hit_rates`` (the
-    reads' cumulative h_1..h_n and 1.0, e.g. simulated for the index pattern) say they are served.
+    (:func:`timing.sparse_loop_time`; a vectorised loop's on the vectorised sparse-row curve where the file has it):
+    where ``gather_hit_rates`` (the reads' cumulative h_1..h_n and 1.0, e.g. simulated for the index pattern) or,
+    else, the signature run's cache counts (``traced_cache``, the gathers separated from the streams:
+    :mod:`.gathers`) say they are served, else at the array's size (random indices).
     ``where`` is the annotation's FILE:LINE, for messages."""
 
     mv: int
@@ -60,6 +63,7 @@ class VectorLoop:
     gathers: str | float | None = None
     gathered_bytes: str | float | None = None
     gather_hit_rates: tuple[float, ...] | None = None
+    traced_cache: TracedCache | None = None
 
     def resolved(self, model: ModelBuilder, path: str = "") -> dict[str, sympy.Expr]:
         """The loop's expressions in the model's inputs only (derived variables replaced by their definitions
@@ -82,8 +86,11 @@ class VectorLoop:
 
 def loops_from_trace(ts: TraceSet) -> dict[str, VectorLoop]:
     """The ``ma.vec_loop`` records of a loaded run (rank files or merged trace; lowest rank first) as site
-    path -> VectorLoop, with the gathers a record states (timed at the gathered array's size)."""
+    path -> VectorLoop, with the gathers a record states and, where the run simulated caches (``ma run --counters
+    valgrind --cache PROFILE``), the cache counts of the load/store sites under it (:func:`.gathers.traced_cache`,
+    over every rank's calls)."""
     loops: dict[str, VectorLoop] = {}
+    sums: dict[str, list[float]] = {}  # path -> the gathers and load/stores predicted over all calls and ranks
     for section in ts.optional(VECTOR_LOOPS_KEY):
         for index, record in enumerate(section.entries):
             where = f"{record['file']}:{record.get('line')}" if isinstance(record, dict) and record.get("file") else ""
@@ -94,10 +101,18 @@ def loops_from_trace(ts: TraceSet) -> dict[str, VectorLoop]:
                 loops.setdefault(str(record["path"]), VectorLoop(
                     int(record["mv"]), str(expr["avl"]), str(expr["vloadstore"]), str(expr["vflops"]), where=where,
                     gathers=count, gathered_bytes=size))
+                if record.get("gathers") and record["gathers"].get("predicted_sum"):
+                    total = sums.setdefault(str(record["path"]), [0.0, 0.0])
+                    total[0] += float(record["gathers"]["predicted_sum"]["gathers"])
+                    total[1] += float(record["predicted_sum"]["vloadstore"])
             except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 at = f" (ma.vec_loop at {where})" if where else ""
                 raise BackendError(f"{section.source}: rank {section.rank}: vector_loops[{index}]{at}: bad record "
                                    f"({exc!s}); expected the layout of docs/vector-backend.md") from None
+    for path, (gathers, loadstores) in sums.items():
+        cache = traced_cache(ts, path, gathers, loadstores) if gathers > 0 else None
+        if cache is not None:
+            loops[path] = replace(loops[path], traced_cache=cache)
     return loops
 
 
@@ -193,7 +208,8 @@ class VectorBackend(Backend):
             all_flops, all_words = sum(site_flops, zero), sum((as_expr(words.get(p, zero)) for p in paths), zero)
             gathers = "gathers" in exprs
             total = (sparse_loop_time(all_flops, all_words, exprs["gathers"],
-                                      self._entry_seconds(machine, loop, exprs, bound), loop.mv, exprs.get("avl"),
+                                      self._entry_seconds(machine, loop, exprs, bound, notes), loop.mv,
+                                      exprs.get("avl"),
                                       profile, self.scenario, self.flop_time) if gathers else
                      loop_time(all_flops, all_words, loop.mv, exprs.get("avl"), profile, self.scenario, self.flop_time))
             for path, site_flop in zip(paths, site_flops, strict=True):
@@ -212,21 +228,44 @@ class VectorBackend(Backend):
         return Prediction(self.NAME, name, tuple(sites), dict(parameters or {}), tuple(dict.fromkeys(notes)))
 
     def _entry_seconds(self, machine: MachineProfile, loop: VectorLoop, exprs: Mapping[str, sympy.Expr],
-                       bound: Mapping[sympy.Symbol, float]) -> float:
-        """Seconds per asserted gather (sparse-row entry) on the SIMD file's sparse-dot curve."""
-        from .bandwidth import gather_seconds, gather_seconds_by_level
+                       bound: Mapping[sympy.Symbol, float], notes: list[str]) -> float:
+        """Seconds per asserted gather (sparse-row entry) on the SIMD file's sparse-row curve for the loop's build
+        (:func:`.bandwidth.sparse_row_curve`): by level where hit rates are given or traced, else at the gathered
+        array's size; ``notes`` say which."""
+        from .bandwidth import gather_seconds, gather_seconds_by_level, sparse_row_curve
 
         where = loop.where or "a vector loop"
         if self.simd is None:
             raise BackendError(f"{where}: its gathers are timed on the SIMD bandwidth file's sparse-dot curve: give "
                                "one (--simd-bandwidth, or PROFILE.simd.json beside the machine profile)")
-        if loop.gather_hit_rates is not None:
-            return gather_seconds_by_level(machine, self.simd, 1.0, loop.gather_hit_rates, values=True)
+        name, curve = sparse_row_curve(self.simd, loop.mv >= 2)
+        if loop.mv >= 2 and name != "sparse_rows_vectorised":
+            notes.append(f"{where}: a vectorised sparse row loop on the sparse-dot curve (a scalar loop's): the SIMD "
+                         "file has no sparse_rows_vectorised curve (a file older than version 4: measure it again)")
+        rates, source = self.gather_hit_rates(machine, loop)
+        if rates is not None:
+            notes.append(f"{where}: gathers on the {name} curve by level at hit rates {cumulative(rates)} ({source})")
+            return gather_seconds_by_level(machine, self.simd, 1.0, rates, curve=curve)
         size = exprs["gathered_bytes"].subs(bound) if "gathered_bytes" in exprs else None
         if size is None or not size.is_number:
-            raise BackendError(f"{where}: gathers without gather_hit_rates need gathered_bytes, a number at the "
+            raise BackendError(f"{where}: gathers without hit rates need gathered_bytes, a number at the "
                                f"given parameters (got {size})")
-        return gather_seconds(self.simd, 1.0, float(size), values=True)
+        notes.append(f"{where}: gathers on the {name} curve at the gathered array's {float(size):.4g} bytes (random "
+                     "indices assumed: no hit rates given or traced; a signature run, ma run --counters valgrind "
+                     "--cache PROFILE, measures them)")
+        return gather_seconds(self.simd, 1.0, float(size), curve=curve)
+
+    @staticmethod
+    def gather_hit_rates(machine: MachineProfile, loop: VectorLoop) -> tuple[tuple[float, ...] | None, str]:
+        """The gathered reads' hit rates and where they come from: given, or the signature run's, separated."""
+        if loop.gather_hit_rates is not None:
+            return tuple(loop.gather_hit_rates), "given"
+        if loop.traced_cache is None:
+            return None, ""
+        check_levels(loop.traced_cache, len(machine.caches), machine.name)
+        rates = separate(loop.traced_cache, machine.caches[0].line_bytes)
+        return rates, (f"the signature run's simulated caches at {', '.join(loop.traced_cache.sites)}, the streams' "
+                       "lines separated")
 
     @staticmethod
     def _bytes(exprs: Mapping[str, sympy.Expr]) -> sympy.Expr | None:

@@ -148,18 +148,29 @@ def _size(machine: MachineProfile, working_set: float | None) -> float:
     return working_set if working_set is not None else max(p.size_bytes for p in machine.multimaps)
 
 
-def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float, values: bool = False) -> float:
+def gather_seconds(simd: SimdBandwidth, gathers: float, gathered_bytes: float, values: bool = False,
+                   curve: Sequence[CurvePoint] | None = None) -> float:
     """An extension of Figure 4, not one of its scenarios: the seconds of ``gathers`` random reads (each with its
     index read from a stream) of an array of ``gathered_bytes``, at the SIMD file's measured gather curve there;
     with ``values``, each read also with a value streamed beside it and one FMA (a CSR row's entry), at the
     sparse-dot curve. Figure 4 gives a loop one bandwidth; a sparse row loop streams most of its words and gathers
     the rest from a smaller array, with fewer misses in flight than the random-access curve's loop (its indices in
     cache) has, and its value stream shares them with the gathers rather than running beside them at the triad's
-    rate (docs/vector-backend.md)."""
-    curve = gather_curve(simd, values)
+    rate (docs/vector-backend.md). ``curve`` (e.g. :func:`sparse_row_curve`'s) replaces the one ``values`` picks."""
+    curve = curve or gather_curve(simd, values)
     if not gathered_bytes > 0:
         raise BackendError(f"the gathered array's size must be a positive number of bytes, not {gathered_bytes!r}")
     return gathers * 8.0 / (curve_at(curve, gathered_bytes) * 1e9)
+
+
+def sparse_row_curve(simd: SimdBandwidth, vectorised: bool) -> tuple[str, Sequence[CurvePoint]]:
+    """The curve a sparse row loop's entries are priced on, and its name: for a vectorised build (MV >= 2) the SIMD
+    file's ``sparse_rows_vectorised`` curve (a CSR row loop as GCC vectorises it: scalar index loads, the row's p
+    words inserted into a vector, vmulpd, in-order adds) where the file has it (version 4), else, and for scalar
+    builds, the sparse-dot curve."""
+    if vectorised and simd.sparse_rows_vectorised:
+        return "sparse_rows_vectorised", simd.sparse_rows_vectorised
+    return "sparse_dot", gather_curve(simd, True)
 
 
 def gather_curve(simd: SimdBandwidth, values: bool) -> Sequence[CurvePoint]:
@@ -183,13 +194,15 @@ def level_reference_sizes(machine: MachineProfile, curve: Sequence[CurvePoint]) 
 
 
 def gather_seconds_by_level(machine: MachineProfile, simd: SimdBandwidth, gathers: float,
-                            hit_rates: Sequence[float], values: bool = False) -> float:
+                            hit_rates: Sequence[float], values: bool = False,
+                            curve: Sequence[CurvePoint] | None = None) -> float:
     """:func:`gather_seconds` for reads whose index pattern is known: ``hit_rates`` are the gathered reads'
     cumulative h_1..h_n (+ 1.0 for main memory; :func:`backends.machine.hitrates.simulate` of their addresses),
     and each read served by a level costs what the curve measures where random reads are served there
     (:func:`level_reference_sizes`). The curve at the array's size assumes random indices; a pattern that reuses
-    lines later than random (a constant stride through the array) is served further out."""
-    curve = gather_curve(simd, values)
+    lines later than random (a constant stride through the array) is served further out. ``curve`` as in
+    :func:`gather_seconds`."""
+    curve = curve or gather_curve(simd, values)
     sizes = level_reference_sizes(machine, curve)
     if len(hit_rates) != len(sizes) or any(b < a for a, b in pairwise(hit_rates)):
         raise BackendError(f"hit rates {list(hit_rates)} are not cumulative h_1..h_n and 1.0 for the "

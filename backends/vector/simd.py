@@ -34,10 +34,13 @@ from typing import Any
 from ma.errors import BackendError
 
 CSRC = Path(__file__).resolve().parent / "csrc" / "simd_bandwidth.c"
+ROWS_CSRC = CSRC.with_name("sparse_rows.c")  # the vectorised sparse row loop: built with the vectoriser on
 SCHEMA = "ma-vector-simd-bandwidth"
-VERSION = 3  # 2 added scalar_triad and gather, 3 sparse_dot; older files (without them) still load
-VERSIONS = (1, 2, 3)
-ADDED_IN = {"scalar_triad": 2, "gather": 2, "sparse_dot": 3}  # curve -> the file version that added it
+VERSION = 4  # 2 added scalar_triad and gather, 3 sparse_dot, 4 sparse_rows_vectorised; older files still load
+VERSIONS = (1, 2, 3, 4)
+# curve -> the file version that added it
+ADDED_IN = {"scalar_triad": 2, "gather": 2, "sparse_dot": 3, "sparse_rows_vectorised": 4}
+ROW_ENTRIES = 32  # entries per row of the vectorised sparse row probe: eight AVX2 vectors, no remainder loop
 WORD = 8
 TRIAD_BLOCK, READ_BLOCK = 16, 32  # doubles per unrolled iteration of each kernel
 
@@ -65,6 +68,8 @@ class SimdBandwidth:
     scalar_triad: tuple[SimdPoint, ...] = ()
     gather: tuple[SimdPoint, ...] = ()  # size_bytes: the gathered array's; GB/s: 8 bytes per gathered read
     sparse_dot: tuple[SimdPoint, ...] = ()  # as gather, each read with a value streamed beside it (a CSR row)
+    # as sparse_dot, the entries in CSR rows of ROW_ENTRIES, the row loop as GCC vectorises it (sparse_rows.c)
+    sparse_rows_vectorised: tuple[SimdPoint, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, **asdict(self)}
@@ -80,7 +85,7 @@ class SimdBandwidth:
         try:
             result = cls(str(data["isa"]), curves["triad"], curves["read"], str(data.get("measured_at", "")),
                          str(data.get("notes", "")), dict(data.get("settings", {})), curves["scalar_triad"],
-                         curves["gather"], curves["sparse_dot"])
+                         curves["gather"], curves["sparse_dot"], curves["sparse_rows_vectorised"])
         except (KeyError, TypeError, ValueError) as exc:
             raise BackendError(f"{source}: bad SIMD bandwidth file ({exc!s}); expected isa, measured_at, notes and "
                                "settings (docs/vector-backend.md)") from None
@@ -145,11 +150,27 @@ def build(force: bool = False) -> Path:
     return pmpi.build_library(target, command, [CSRC], "the SIMD bandwidth probe", force)
 
 
+def build_rows(force: bool = False) -> Path:
+    """Build libmasimdrows.so (the vectorised sparse row loop): as a program's -O3 build on x86-64-v3, the
+    vectoriser on; return its path."""
+    from ma_runtime import pmpi, toolchain
+
+    target = toolchain.build_dir() / "libmasimdrows.so"
+    command = [str(toolchain.find_mpicc()), "-O3", "-mavx2", "-mfma", "-falign-loops=64", "-g", "-Wall", "-Wextra",
+               "-fPIC", "-shared", str(ROWS_CSRC)]
+    return pmpi.build_library(target, command, [ROWS_CSRC], "the sparse row probe", force)
+
+
 class SimdKernels:
     """ctypes view of libmasimd.so; each kernel returns the seconds of its loop."""
 
-    def __init__(self, path: Path | None = None) -> None:
+    def __init__(self, path: Path | None = None, rows_path: Path | None = None) -> None:
         self.path = path or build()
+        self.rows_path = rows_path or build_rows()
+        rows = ctypes.CDLL(str(self.rows_path))
+        rows.ma_sparse_rows.argtypes = [ctypes.c_long, *[ctypes.c_void_p] * 5, ctypes.c_size_t]
+        rows.ma_sparse_rows.restype = ctypes.c_double
+        self._rows = rows
         lib = ctypes.CDLL(str(self.path))
         size_t, ptr = ctypes.c_size_t, ctypes.c_void_p
         lib.ma_simd_supported.restype = ctypes.c_int
@@ -185,6 +206,11 @@ class SimdKernels:
         return float(self._lib.ma_sparse_dot(a.ctypes.data, p.ctypes.data, p.size, index.ctypes.data, index.size,
                                              reps))
 
+    def sparse_rows(self, rowstr: Any, colidx: Any, a: Any, p: Any, q: Any, reps: int) -> float:
+        """q = A p over q.size CSR rows (rowstr int64 of q.size + 1, colidx int64 below p.size, a as long)."""
+        return float(self._rows.ma_sparse_rows(q.size, rowstr.ctypes.data, colidx.ctypes.data, a.ctypes.data,
+                                               p.ctypes.data, q.ctypes.data, reps))
+
 
 def _aligned(words: int) -> Any:
     """A float64 array of ``words`` elements on a 64-byte boundary, every page touched."""
@@ -214,7 +240,7 @@ def working_sets(last_cache_bytes: int, count: int = 24, smallest: int = 4096, m
 
 
 KERNELS = ("triad", "scalar_triad", "read")  # the curves measure() takes, in the order of each round
-GATHER_KERNELS = ("gather", "sparse_dot")  # at the gathered array's sizes
+GATHER_KERNELS = ("gather", "sparse_dot", "sparse_rows_vectorised")  # at the gathered array's sizes
 
 
 def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kernels: SimdKernels | None = None,
@@ -257,8 +283,10 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     return SimdBandwidth("avx2+fma", curves["triad"], curves["read"], stamp, notes,
                          {"min_time": min_time, "samples": samples, "statistic": "best",
-                          "rounds": "each round runs every kernel at every size once", "index_bytes": index_bytes},
-                         curves["scalar_triad"], curves["gather"], curves["sparse_dot"])
+                          "rounds": "each round runs every kernel at every size once", "index_bytes": index_bytes,
+                          "row_entries": ROW_ENTRIES},
+                         curves["scalar_triad"], curves["gather"], curves["sparse_dot"],
+                         curves["sparse_rows_vectorised"])
 
 
 def _gather_runs(kernels: SimdKernels, sizes: Sequence[int],
@@ -269,14 +297,29 @@ def _gather_runs(kernels: SimdKernels, sizes: Sequence[int],
 
     if any(size < WORD or size & (size - 1) for size in sizes):
         raise BackendError(f"gather sizes must be powers of two of at least {WORD} bytes, not {list(sizes)}")
-    count = max(8, index_bytes // WORD // 8 * 8)
+    count = max(ROW_ENTRIES, index_bytes // WORD // ROW_ENTRIES * ROW_ENTRIES)  # whole rows, whole blocks of 8
     index = np.random.default_rng(19).integers(0, 1 << 62, count, dtype=np.uint64)
     array, values = _aligned(max(sizes) // WORD), _aligned(count)
     runs: dict[tuple[str, int], tuple[Callable[[int], float], int]] = {
         ("gather", size): (partial(kernels.gather, array[:size // WORD], index), WORD * count) for size in sizes}
     runs.update({("sparse_dot", size): (partial(kernels.sparse_dot, values, array[:size // WORD], index), WORD * count)
                  for size in sizes})
+    rowstr = np.arange(0, count + 1, ROW_ENTRIES, dtype=np.int64)
+    columns, sums = np.empty(count, dtype=np.int64), _aligned(count // ROW_ENTRIES)
+    runs.update({("sparse_rows_vectorised", size): (partial(_sparse_rows, kernels, rowstr, columns, index, values,
+                                                            array[:size // WORD], sums), WORD * count)
+                 for size in sizes})
     return runs
+
+
+def _sparse_rows(kernels: SimdKernels, rowstr: Any, columns: Any, index: Any, values: Any, p: Any, q: Any,
+                 reps: int) -> float:
+    """The sparse row loop over p: its column indices (the shared random indices below p's size, as the loop has
+    them, with no mask in it) written before the timed loop."""
+    import numpy as np
+
+    np.bitwise_and(index, np.uint64(p.size - 1), out=columns, casting="unsafe")
+    return kernels.sparse_rows(rowstr, columns, values, p, q, reps)
 
 
 def _size_of(kernel: str, size: int, runs: dict[tuple[str, int], tuple[Callable[[int], float], int]]) -> int:

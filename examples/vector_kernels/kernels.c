@@ -24,6 +24,12 @@
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) ((void)0)
 #define ma_vec_loop_gathers(id, gathers, gathers_value, bytes, bytes_value) ((void)0)
 #define ma_vec_loop_stop(id) ((void)0)
+#define ma_subroutine_start(id) ((void)0)
+#define ma_subroutine_end(id) ((void)0)
+#define ma_flop_start(id, expr, value) ((void)0)
+#define ma_flop_stop(id) ((void)0)
+#define ma_loadstore_start(id, expr, value) ((void)0)
+#define ma_loadstore_stop(id) ((void)0)
 #endif
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,10 +175,17 @@ int main(int argc, char **argv)
         for (long r = 0; r < repeat; r++) {
             if (whole) {
                 /* a, colidx, p per entry, q, rowstr per row; vectorised (GCC -O3): 32 entries a row, AVL 4 */
+                ma_subroutine_start("matvec");
                 ma_vec_loop_start("matvec", "3*nnz+2*rows", MA_NO_VALUE, "2*nnz", MA_NO_VALUE, "4", NAN, 2);
                 ma_vec_loop_gathers("matvec", "nnz", MA_NO_VALUE, "8*rows", MA_NO_VALUE); /* p[colidx[k]] */
+                /* the model's sites: under --counters valgrind --cache, the load/store site's simulated hits */
+                ma_flop_start("matvec_flops", "2*nnz", MA_NO_VALUE);
+                ma_loadstore_start("matvec_ldst", "3*nnz+2*rows", MA_NO_VALUE);
                 matvec(n, rowstr, colidx, a, p, q);
+                ma_loadstore_stop("matvec_ldst");
+                ma_flop_stop("matvec_flops");
                 ma_vec_loop_stop("matvec");
+                ma_subroutine_end("matvec");
             }
             else if (with_a) checksum += dot(nnz, colidx, a, p);
             else checksum += gather(nnz, colidx, p);
