@@ -491,3 +491,22 @@ def checked(model: Any) -> Any:
     """The model's check against its trace (every model of a base quantity has one)."""
     assert model.check is not None, model.quantity
     return model.check
+
+
+def octave_value(model: Any, args: Mapping[str, Number], directory: Path) -> float:
+    """``model`` exported to Octave in ``directory`` and evaluated there by GNU Octave at ``args``."""
+    import shutil
+    import subprocess
+
+    from ma_post.export.octave import export_octave, octave_function_name
+
+    export_octave([model], directory)
+    octave = shutil.which("octave-cli")
+    assert octave, "octave-cli is needed (scripts/setup.sh installs it)"
+    values = ", ".join(str(args[a]) for a in model.inputs)
+    call = f"printf('%.17g\\n', {octave_function_name(model.quantity)}({values}))"
+    done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
+                           f"addpath('{directory}'); {call}"], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    return float(done.stdout.split()[-1])

@@ -6,19 +6,17 @@ probe's ranks per core; no curve or no more ranks than cores: as before)."""
 from __future__ import annotations
 
 import math
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import sympy
+from post_fixtures import octave_value
 from test_maps_backend import BANDWIDTH, LATENCY, builder, halo_seconds, profile
 
 from backends.machine.profile import MachineProfile
 from backends.maps import MapsBackend
 from backends.maps.network import wall_per_message
-from ma_post.export.octave import export_octave
 
 CURVE = [(0.0, 40e-6), (10e-6, 50e-6), (100e-6, 400e-6), (1e-3, 5e-3)]
 
@@ -97,16 +95,8 @@ def test_the_curves_prediction_exports_to_octave_and_evaluates_alike(tmp_path: P
     b = builder()
     prediction = MapsBackend(cores=2).predict(b, with_curve(CURVE))
     model = b.submodel("maps_time", prediction.total)
-    export_octave([model], tmp_path)
-    octave = shutil.which("octave-cli")
-    assert octave
     for procs in (2, 4, 8):
         args = {"n": 10, "m": 1000, "nprocs": procs}
-        call = f"printf('%.17g\\n', maps_time({', '.join(str(args[a]) for a in model.inputs)}))"
-        done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
-                               f"addpath('{tmp_path}'); {call}"], capture_output=True, text=True, timeout=120,
-                              check=False)
-        assert done.returncode == 0, done.stderr
         expected = prediction.evaluate(args)
         assert math.isfinite(expected) and expected > 0
-        assert float(done.stdout.strip()) == pytest.approx(expected, rel=1e-12)
+        assert octave_value(model, args, tmp_path) == pytest.approx(expected, rel=1e-12)

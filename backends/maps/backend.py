@@ -45,7 +45,7 @@ from ..base import Backend, Prediction, SitePrediction
 from ..machine.cputerms import ANNOTATION_KINDS
 from . import network
 from .eq1 import bandwidth_expr
-from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops
+from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops, shrink_compute
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
@@ -506,25 +506,12 @@ def overlap_blocks(sites: Sequence[SitePrediction], model: ModelBuilder | None =
 
     The block's compute C (without the interpreter term, which no memory traffic hides) is spread over its
     sites in proportion, scaled to max(C - M, 0) / C, so the parts still add up to the block's time."""
-    calls = dict(interpreter or {})
     types = {s.path: s.type for s in model.ts.walk()} if model is not None else {}
     blocks: dict[str, list[int]] = {}
     for i, site in enumerate(sites):
-        key = block_of(types, site.path)
-        blocks.setdefault(key, []).append(i)
-    out = list(sites)
-    zero = sympy.Integer(0)
-    for members in blocks.values():
-        compute = sympy.Add(*(sites[i].compute - calls.get(sites[i].path, zero) for i in members))
-        memory = sympy.Add(*(sites[i].memory for i in members))
-        if compute == 0 or memory == 0:
-            continue
-        scale = sympy.Max(compute - memory, 0) / compute
-        for i in members:
-            s = sites[i]
-            own = calls.get(s.path, zero)
-            out[i] = SitePrediction(s.path, (s.compute - own) * scale + own, s.memory, s.communication)
-    return out
+        blocks.setdefault(block_of(types, site.path), []).append(i)
+    return shrink_compute(sites, blocks.values(), interpreter,
+                          lambda members: sympy.Add(*(sites[i].memory for i in members)))
 
 
 def _row_text(row: Sequence[float]) -> str:

@@ -17,7 +17,7 @@ whose memory is the measured traffic of :mod:`.traffic`, which prices lines beyo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import sympy
 
@@ -45,19 +45,31 @@ def net_of_probe_flops(sites: Sequence[SitePrediction], types: Mapping[str, str]
     """Each kernel's flop time less ``probe_seconds`` (per loadstore site: its words' probe flops at the compute
     rate), floored at 0. A kernel's flop time C (compute without the interpreter term) is scaled to
     max(C - P, 0) / C on each of its sites, P the probe seconds of its loadstore sites."""
-    calls = dict(interpreter or {})
-    zero = sympy.Integer(0)
     kernels: dict[str, list[int]] = {}
     for i, site in enumerate(sites):
         if types.get(site.path) in KERNEL_TYPES:
             kernels.setdefault(kernel_of(types, site.path), []).append(i)
+    zero = sympy.Integer(0)
+    return shrink_compute(sites, kernels.values(), interpreter,
+                          lambda members: sympy.Add(*(probe_seconds.get(sites[i].path, zero) for i in members)))
+
+
+def shrink_compute(sites: Sequence[SitePrediction], groups: Iterable[Sequence[int]],
+                   interpreter: Mapping[str, sympy.Expr] | None,
+                   hidden: Callable[[Sequence[int]], sympy.Expr]) -> list[SitePrediction]:
+    """Per group of sites (indices into ``sites``), their compute C without the interpreter term (which nothing
+    hides) scaled to max(C - H, 0) / C on each site, H = ``hidden(group)``: the time C shares with something
+    already priced (the group's memory for the max-overlap rule, the bandwidth probe's flops for net). The
+    parts still add up to the group's time."""
+    calls = dict(interpreter or {})
+    zero = sympy.Integer(0)
     out = list(sites)
-    for members in kernels.values():
-        flop_time = sympy.Add(*(sites[i].compute - calls.get(sites[i].path, zero) for i in members))
-        probe = sympy.Add(*(probe_seconds.get(sites[i].path, zero) for i in members))
-        if flop_time == 0 or probe == 0:
+    for members in groups:
+        compute = sympy.Add(*(sites[i].compute - calls.get(sites[i].path, zero) for i in members))
+        taken = hidden(members)
+        if compute == 0 or taken == 0:
             continue
-        scale = sympy.Max(flop_time - probe, 0) / flop_time
+        scale = sympy.Max(compute - taken, 0) / compute
         for i in members:
             s = sites[i]
             own = calls.get(s.path, zero)
