@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from ma.errors import MAError
 
-from . import cputerms, gafit, hitrates, vectorstreams
+from . import cputerms, gafit, hitrates, pymessages, vectorstreams
 from .hierarchy import from_sysfs
 from .kernels import Kernels, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
@@ -282,7 +282,16 @@ def measure_network(settings: ProbeSettings) -> NetworkProfile:
     latency, bandwidth = _hockney(table)
     return NetworkProfile(latency_s=latency, bandwidth_bytes_per_s=bandwidth, ranks=2,
                           launcher=str(toolchain.find_program("mpiexec")), pingpong=table,
-                          oversubscribed=measure_oversubscribed(settings))
+                          oversubscribed=measure_oversubscribed(settings),
+                          python_exchange=measure_python_exchange(settings))
+
+
+def measure_python_exchange(settings: ProbeSettings) -> dict[str, Any]:
+    """The two-rank Python exchange curve (``network.python_exchange``, :mod:`.pymessages`); the quick setting
+    measures three amounts of work with short batches."""
+    if settings.is_quick:
+        return pymessages.measure(statistic=settings.statistic, **pymessages.QUICK)
+    return pymessages.measure(statistic=settings.statistic)
 
 
 def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) -> dict[str, Any]:

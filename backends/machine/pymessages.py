@@ -1,0 +1,107 @@
+"""The two-rank Python exchange curve of the profile (``network.python_exchange``): what one message costs a
+Python MPI program's ranks, one per core, beyond the C ping-pong's latency.
+
+The network block's latency is ``csrc/pingpong.c``'s: C ranks, nothing between messages. A Python program's
+ranks pay more per message, in two ways no other profile field measures:
+
+- the mpi4py calls themselves (``comm.Irecv``, ``comm.Send``, ``req.Wait``: argument parsing, buffer
+  protocol, a request object), dearer than the NumPy ufunc call that ``cpu.call_overhead_s`` prices;
+- the wait for a partner whose work between messages took longer this time: each exchange waits for the later
+  of the two ranks, so with work between messages the wall time per message grows beyond the work.
+
+Measured by :mod:`.pyexchange` on 2 ranks (one per core) with NPB CG's butterfly exchange (Irecv, Send, Wait
+with partner rank XOR 1, 8 bytes), at a few amounts of work before every message (passes of two NumPy ufunc
+calls over a 32 KiB buffer); the work's own seconds timed on one rank alone. ``calls`` is how many of the
+exchange's dispatches ``ma run --counters ccalls`` counts (Irecv, Send, Wait), so the maps backend can take
+out what it already charges at ``cpu.call_overhead_s`` (:func:`backends.maps.network.python_message_extra`).
+
+Filled by ``ma machine probe`` and, into an existing profile, ``ma machine exchange PROFILE``; optional (older
+profiles have none: the backend then says so in its notes), versioned (``PYTHON_EXCHANGE_VERSION``).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ma.errors import MAError, ProfileError
+
+PYTHON_EXCHANGE_VERSION = 1
+FIELD = "network.python_exchange"
+PATTERN = "irecv-send-wait pairs"
+RANKS = 2
+EXCHANGE_CALLS = 3  # comm.Irecv, comm.Send, req.Wait: each a CALL the ccalls counter counts
+PASSES = (0, 4, 16, 64, 256, 1024)  # two ufunc calls over 32 KiB each (about 2 us a pass here)
+QUICK: dict[str, Any] = {"min_time": 2e-3, "batches": 3, "passes": (0, 16, 256)}  # the test suite's setting
+
+
+class PythonExchangeError(MAError):
+    """The Python exchange probe failed (no mpiexec, a rank's error, unreadable output)."""
+
+
+def _run(argv: Sequence[str], expected: int) -> list[tuple[int, float, float]]:
+    """Rows (passes, median seconds, best seconds) printed by :mod:`.pyexchange`."""
+    try:
+        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=600, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PythonExchangeError(f"Python exchange probe: {' '.join(argv)}: {exc}") from None
+    if done.returncode != 0:
+        raise PythonExchangeError(f"Python exchange probe failed (exit {done.returncode}): {' '.join(argv)}\n"
+                                  f"{done.stderr.strip()[-600:]}")
+    rows = []
+    for line in done.stdout.splitlines():
+        passes, median, best = line.split()
+        rows.append((int(passes), float(median), float(best)))
+    if len(rows) != expected:
+        raise PythonExchangeError(f"Python exchange probe printed {len(rows)} of {expected} lines:\n{done.stdout}")
+    return rows
+
+
+def measure(min_time: float = 0.02, batches: int = 9, statistic: str = "median",
+            passes: Sequence[int] = PASSES) -> dict[str, Any]:
+    """The ``network.python_exchange`` block: per amount of work, the work's seconds on one rank (the fastest
+    batch, as the oversubscribed curve's) and the wall seconds per message of the exchange on 2 ranks (the
+    median of ``batches`` batches of at least ``min_time`` s each, or with ``statistic`` "best" the fastest)."""
+    from ma_runtime import toolchain
+
+    mpiexec = toolchain.find_program("mpiexec")
+    if mpiexec is None:
+        raise PythonExchangeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel")
+    amounts = sorted(set(passes))
+    child = [sys.executable, "-m", "backends.machine.pyexchange"]
+    timing = [str(min_time), str(batches), *map(str, amounts)]
+    wall = _run([str(mpiexec), "-n", str(RANKS), *child, "exchange-work", *timing, "--irecv", "--pairs"],
+                len(amounts))
+    alone = {p: best for p, _, best in _run([str(mpiexec), "-n", "1", *child, "work", *timing], len(amounts))}
+    return {"version": PYTHON_EXCHANGE_VERSION, "pattern": PATTERN, "ranks": RANKS, "bytes": 8,
+            "calls": EXCHANGE_CALLS, "batch_s": min_time, "statistic": statistic,
+            "work": [{"passes": p, "work_s": alone[p] if p else 0.0, "seconds": best if statistic == "best" else med}
+                     for p, med, best in wall]}
+
+
+def read_curve(block: Mapping[str, Any] | None,
+               where: str = "<profile>") -> tuple[list[tuple[float, float]], int] | None:
+    """The curve as (work seconds, wall seconds per message), sorted by work, and the exchange's counted calls;
+    None without the block; ProfileError naming the field on a malformed one."""
+    if block is None:
+        return None
+    if not isinstance(block, Mapping):
+        raise ProfileError(where, f"expected an object, got {block!r}", FIELD)
+    version = block.get("version")
+    if version != PYTHON_EXCHANGE_VERSION:
+        raise ProfileError(where, f"version {version!r} is not supported (this SDK reads version "
+                                  f"{PYTHON_EXCHANGE_VERSION})", f"{FIELD}.version")
+    calls = block.get("calls", EXCHANGE_CALLS)
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
+        raise ProfileError(where, f"expected an integer >= 0, got {calls!r}", f"{FIELD}.calls")
+    try:
+        points = sorted((float(row["work_s"]), float(row["seconds"])) for row in block["work"])
+    except (KeyError, TypeError, ValueError):
+        raise ProfileError(where, "expected a list of rows with work_s and seconds (numbers)",
+                           f"{FIELD}.work") from None
+    if not points or any(w < 0 or s <= 0 for w, s in points) or len({w for w, _ in points}) != len(points):
+        raise ProfileError(where, f"expected distinct work_s >= 0 and positive seconds, got {points}",
+                           f"{FIELD}.work")
+    return points, calls
