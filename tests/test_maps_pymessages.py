@@ -117,8 +117,20 @@ def test_ma_machine_exchange_measures_the_curve_with_two_python_ranks(tmp_path: 
     assert found is not None
     curve, calls = found
     assert calls == pymessages.EXCHANGE_CALLS and len(curve) == len(pymessages.QUICK["passes"])
+    assert measured.python_exchange is not None  # the work streamed through 64 MiB (4 x a 32 KiB last cache < 64)
+    assert measured.python_exchange["work_buffer_bytes"] == pymessages.MIN_STREAM_MIB << 20
     assert curve[0][0] == 0.0 and all(w > 0 for w, _ in curve[1:])
     assert all(s > 0 for _, s in curve) and curve[-1][1] > curve[0][1]  # more work, more wall time per message
-    # a shipped profile's name is not updated in place
+    # a shipped profile's name is not updated in place; a profile without a network block is refused
     assert shutil.which("mpiexec") is not None
     assert main(["machine", "exchange", "no-such-profile-name"]) != 0
+    measured.python_exchange = None
+    machine.network = None
+    machine.save(tmp_path / "none.json")
+    assert main(["machine", "exchange", str(tmp_path / "none.json")]) != 0
+    assert "'network'" in capsys.readouterr().err
+
+
+def test_the_work_buffer_is_four_times_the_last_cache() -> None:
+    assert pymessages.stream_mib(32 << 20) == 128 and pymessages.stream_mib(1 << 20) == pymessages.MIN_STREAM_MIB
+    assert pymessages.stream_mib((32 << 20) + 1) == 129  # rounded up

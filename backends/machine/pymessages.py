@@ -10,10 +10,15 @@ ranks pay more per message, in two ways no other profile field measures:
   of the two ranks, so with work between messages the wall time per message grows beyond the work.
 
 Measured by :mod:`.pyexchange` on 2 ranks (one per core) with NPB CG's butterfly exchange (Irecv, Send, Wait
-with partner rank XOR 1, 8 bytes), at a few amounts of work before every message (passes of two NumPy ufunc
-calls over a 32 KiB buffer); the work's own seconds timed on one rank alone. ``calls`` is how many of the
-exchange's dispatches ``ma run --counters ccalls`` counts (Irecv, Send, Wait), so the maps backend can take
-out what it already charges at ``cpu.call_overhead_s`` (:func:`backends.maps.network.python_message_extra`).
+with partner rank XOR 1, 8 bytes), at a few amounts of work before every message. The work streams from memory
+(each pass two NumPy ufunc calls on the next 32 KiB of a buffer four times the last cache, ``--stream``), as a
+program's large kernels do: two ranks' memory traffic shares the memory system unevenly, so one rank is late
+more often than with work in L1 (where the wall time per message stays within a few us of the work). The
+work's own seconds are timed with both ranks working at once and no messages (``work --all``), so the memory
+system's sharing is in the work, and the curve's excess over it is the exchange and the waits. ``calls`` is how
+many of the exchange's dispatches ``ma run --counters ccalls`` counts (Irecv, Send, Wait), so the maps backend
+can take out what it already charges at ``cpu.call_overhead_s``
+(:func:`backends.maps.network.python_message_extra`).
 
 Filled by ``ma machine probe`` and, into an existing profile, ``ma machine exchange PROFILE``; optional (older
 profiles have none: the backend then says so in its notes), versioned (``PYTHON_EXCHANGE_VERSION``).
@@ -33,8 +38,9 @@ FIELD = "network.python_exchange"
 PATTERN = "irecv-send-wait pairs"
 RANKS = 2
 EXCHANGE_CALLS = 3  # comm.Irecv, comm.Send, req.Wait: each a CALL the ccalls counter counts
-PASSES = (0, 4, 16, 64, 256, 1024)  # two ufunc calls over 32 KiB each (about 2 us a pass here)
-QUICK: dict[str, Any] = {"min_time": 2e-3, "batches": 3, "passes": (0, 16, 256)}  # the test suite's setting
+PASSES = (0, 1, 4, 16, 64, 256, 1024)  # two ufunc calls on 32 KiB from memory each (about 3.7 us a pass here)
+QUICK: dict[str, Any] = {"min_time": 2e-3, "batches": 3, "passes": (0, 4, 64)}  # the test suite's setting
+MIN_STREAM_MIB = 64
 
 
 class PythonExchangeError(MAError):
@@ -59,11 +65,17 @@ def _run(argv: Sequence[str], expected: int) -> list[tuple[int, float, float]]:
     return rows
 
 
-def measure(min_time: float = 0.02, batches: int = 9, statistic: str = "median",
+def stream_mib(last_cache_bytes: int) -> int:
+    """MiB of the work's buffer: four times the last cache, at least :data:`MIN_STREAM_MIB`."""
+    return max(MIN_STREAM_MIB, -(-4 * last_cache_bytes // (1 << 20)))
+
+
+def measure(last_cache_bytes: int, min_time: float = 0.02, batches: int = 9, statistic: str = "median",
             passes: Sequence[int] = PASSES) -> dict[str, Any]:
-    """The ``network.python_exchange`` block: per amount of work, the work's seconds on one rank (the fastest
-    batch, as the oversubscribed curve's) and the wall seconds per message of the exchange on 2 ranks (the
-    median of ``batches`` batches of at least ``min_time`` s each, or with ``statistic`` "best" the fastest)."""
+    """The ``network.python_exchange`` block: per amount of work, the work's seconds with both ranks working
+    (the fastest batch, as the oversubscribed curve's) and the wall seconds per message of the exchange on 2
+    ranks (the median of ``batches`` batches of at least ``min_time`` s each, or with ``statistic`` "best" the
+    fastest); the work streams through a buffer of :func:`stream_mib` of ``last_cache_bytes``."""
     from ma_runtime import toolchain
 
     mpiexec = toolchain.find_program("mpiexec")
@@ -71,12 +83,16 @@ def measure(min_time: float = 0.02, batches: int = 9, statistic: str = "median",
         raise PythonExchangeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel")
     amounts = sorted(set(passes))
     child = [sys.executable, "-m", "backends.machine.pyexchange"]
-    timing = [str(min_time), str(batches), *map(str, amounts)]
+    mib = stream_mib(last_cache_bytes)
+    timing = [str(min_time), str(batches), *map(str, amounts), "--stream", str(mib)]
     wall = _run([str(mpiexec), "-n", str(RANKS), *child, "exchange-work", *timing, "--irecv", "--pairs"],
                 len(amounts))
-    alone = {p: best for p, _, best in _run([str(mpiexec), "-n", "1", *child, "work", *timing], len(amounts))}
+    working = [p for p in amounts if p > 0]
+    alone = {p: best for p, _, best in _run([str(mpiexec), "-n", str(RANKS), *child, "work", str(min_time),
+                                             str(batches), *map(str, working), "--stream", str(mib), "--all"],
+                                            len(working))} if working else {}
     return {"version": PYTHON_EXCHANGE_VERSION, "pattern": PATTERN, "ranks": RANKS, "bytes": 8,
-            "calls": EXCHANGE_CALLS, "batch_s": min_time, "statistic": statistic,
+            "calls": EXCHANGE_CALLS, "work_buffer_bytes": mib << 20, "batch_s": min_time, "statistic": statistic,
             "work": [{"passes": p, "work_s": alone[p] if p else 0.0, "seconds": best if statistic == "best" else med}
                      for p, med, best in wall]}
 

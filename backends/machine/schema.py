@@ -150,6 +150,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "ranks": _POSITIVE_INT,
                         "bytes": _POSITIVE_INT,
                         "calls": {"type": "integer", "minimum": 0},
+                        "work_buffer_bytes": _POSITIVE_INT,
                         "batch_s": _POSITIVE,
                         "statistic": {"enum": ["median", "best"]},
                         "work": {"$ref": "#/properties/network/properties/oversubscribed/properties/work"},

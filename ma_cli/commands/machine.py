@@ -272,7 +272,8 @@ def handle_exchange(args: argparse.Namespace) -> int:
         raise ProfileError(args.profile, "the profile has no network block (ma machine probe without --no-mpi "
                                          "measures it)", "network")
     quick = pymessages.QUICK if args.quick else {}
-    machine.network.python_exchange = pymessages.measure(statistic=args.statistic or "median", **quick)
+    machine.network.python_exchange = pymessages.measure(machine.caches[-1].size_bytes,
+                                                         statistic=args.statistic or "median", **quick)
     target = Path(args.output or args.profile)
     machine.save(target)
     for row in machine.network.python_exchange["work"]:
