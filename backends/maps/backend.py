@@ -15,7 +15,9 @@ Section 4):
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; and for a Python
                  program ``cpu.annotation_s`` of the site's kind (region, loop, MPI) x the site's own calls
                  (the ``with ma...`` block the program enters, a loop's once per entry); charged to compute;
-- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`;
+- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`; a Python
+                 program's messages also what the profile's two-rank mpi4py exchange took beyond L and its
+                 calls at the program's work per message (``network.python_exchange``);
 - row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
                  profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
                  and auto forms.

@@ -19,6 +19,10 @@ from the probe's exchange on more ranks than cores (``network.oversubscribed``, 
 probe measured that exchange with work between messages (its ``work`` curve), L is the wait read off the curve
 at the program's work per message (:func:`work_wait`).
 
+A Python program's message costs more than the C ping-pong's L: the mpi4py calls and, with work between
+messages, the wait for a late partner; :func:`python_message_extra` reads that off the profile's two-rank
+Python exchange (``network.python_exchange``).
+
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
 
