@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from backends.maps import MapsBackend
 from backends.maps.network import python_message_extra
 from ma.errors import ProfileError
 from ma_cli.main import main
+from ma_post.export.octave import export_octave
 
 CALL = 0.5e-6  # seconds per counted call (the backend's call_overhead_s in these tests)
 VALUES = {"n": 10, "m": 1000}
@@ -134,3 +136,23 @@ def test_ma_machine_exchange_measures_the_curve_with_two_python_ranks(tmp_path: 
 def test_the_work_buffer_is_four_times_the_last_cache() -> None:
     assert pymessages.stream_mib(32 << 20) == 128 and pymessages.stream_mib(1 << 20) == pymessages.MIN_STREAM_MIB
     assert pymessages.stream_mib((32 << 20) + 1) == 129  # rounded up
+
+
+@pytest.mark.octave
+def test_the_term_exports_to_octave_and_evaluates_to_the_same_number(tmp_path: Path) -> None:
+    b = builder()
+    prediction = MapsBackend(call_overhead_s=CALL, cores=2).predict(b, with_curve([(0.0, 4e-6), (1e-5, 2e-5),
+                                                                                    (1e-4, 1.3e-4)]))
+    model = b.submodel("maps_time", prediction.total)
+    export_octave([model], tmp_path)
+    octave = shutil.which("octave-cli")
+    assert octave
+    for procs in (2, 8):  # the curve at the work per message; beyond the cores its zero-work part
+        args = {"n": 10, "m": 1000, "nprocs": procs}
+        call = f"printf('%.17g\\n', maps_time({', '.join(str(args[a]) for a in model.inputs)}))"
+        done = subprocess.run([octave, "--no-gui", "--no-window-system", "-q", "--norc", "--eval",
+                               f"addpath('{tmp_path}'); {call}"], capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        expected = prediction.evaluate(args)
+        assert float(done.stdout.strip()) == pytest.approx(expected, rel=1e-12)

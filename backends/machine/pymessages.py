@@ -70,7 +70,7 @@ def stream_mib(last_cache_bytes: int) -> int:
     return max(MIN_STREAM_MIB, -(-4 * last_cache_bytes // (1 << 20)))
 
 
-def measure(last_cache_bytes: int, min_time: float = 0.02, batches: int = 9, statistic: str = "median",
+def measure(last_cache_bytes: int, min_time: float = 0.05, batches: int = 9, statistic: str = "median",
             passes: Sequence[int] = PASSES) -> dict[str, Any]:
     """The ``network.python_exchange`` block: per amount of work, the work's seconds with both ranks working
     (the fastest batch, as the oversubscribed curve's) and the wall seconds per message of the exchange on 2
