@@ -122,7 +122,10 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
         machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
         measured.append("the oversubscribed exchange")
     if machine.network is not None and machine.network.python_exchange is None:
-        machine.network.python_exchange = pymessages.measure(machine.caches[-1].size_bytes)
+        terms = cputerms.python_terms(machine.cpu, str(path))
+        machine.network.python_exchange = pymessages.measure(
+            machine.caches[-1].size_bytes, latency_s=machine.network.latency_s,
+            call_overhead_s=terms.call_overhead_s if terms else None)
         measured.append("the two-rank Python exchange")
     if measured:
         path = machine.save(out / "profile-with-measured-terms.json")

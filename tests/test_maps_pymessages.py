@@ -84,6 +84,26 @@ def test_the_work_per_message_reads_the_curve_and_beyond_one_rank_per_core_only_
             20 * (LATENCY + extra) + 20 * 8000 / BANDWIDTH, rel=1e-9)
 
 
+def test_a_what_if_on_the_latency_moves_a_message_by_its_change() -> None:
+    """The curve's excess is net of the latency it was measured with (the block's reference), so halving the
+    profile's L takes L/2 off every message; without a reference the excess absorbs the change."""
+    rows = [(0.0, 4e-6), (1.0, 1.0 + 4e-6)]
+    point = {**VALUES, "nprocs": 2}
+    times = []
+    for reference in (LATENCY, None):
+        base, faster = with_curve(rows), with_curve(rows)
+        for machine in (base, faster):
+            assert machine.network is not None and machine.network.python_exchange is not None
+            if reference is not None:
+                machine.network.python_exchange["latency_s"] = reference
+        assert faster.network is not None
+        faster.network.latency_s = LATENCY / 2
+        backend = MapsBackend(call_overhead_s=CALL, cores=0)
+        times.append([halo_seconds(backend.predict(builder(), m), point) for m in (base, faster)])
+    assert times[0][0] - times[0][1] == pytest.approx(20 * LATENCY / 2, rel=1e-9)
+    assert times[1][0] == pytest.approx(times[1][1], rel=1e-12)
+
+
 def test_the_block_round_trips_and_bad_ones_name_their_field(tmp_path: Path) -> None:
     machine = with_curve([(0.0, 4e-6), (1e-5, 2e-5)])
     machine.save(tmp_path / "p.json")
@@ -95,6 +115,7 @@ def test_the_block_round_trips_and_bad_ones_name_their_field(tmp_path: Path) -> 
         validate(doc, "p.json")
     for bad, field in ((block([(0.0, 4e-6)], version=2), "network.python_exchange.version"),
                        (block([(0.0, 4e-6)], calls=-1), "network.python_exchange.calls"),
+                       ({**block([(0.0, 4e-6)]), "latency_s": "1us"}, "network.python_exchange.latency_s"),
                        (block([(0.0, -4e-6)]), "network.python_exchange.work"),
                        (block([(0.0, 4e-6), (0.0, 5e-6)]), "network.python_exchange.work"),
                        ({"version": 1, "work": [{"seconds": 1e-6}]}, "network.python_exchange.work"),
@@ -117,8 +138,9 @@ def test_ma_machine_exchange_measures_the_curve_with_two_python_ranks(tmp_path: 
     assert measured is not None and measured.latency_s == LATENCY  # the rest of the profile kept
     found = pymessages.read_curve(measured.python_exchange, "p.json")
     assert found is not None
-    curve, calls = found
-    assert calls == pymessages.EXCHANGE_CALLS and len(curve) == len(pymessages.QUICK["passes"])
+    curve = found.curve
+    assert found.calls == pymessages.EXCHANGE_CALLS and len(curve) == len(pymessages.QUICK["passes"])
+    assert found.latency_s == LATENCY and found.call_overhead_s is None  # the profile's L; it has no CPU terms
     assert measured.python_exchange is not None  # the work streamed through 64 MiB (4 x a 32 KiB last cache < 64)
     assert measured.python_exchange["work_buffer_bytes"] == pymessages.MIN_STREAM_MIB << 20
     assert curve[0][0] == 0.0 and all(w > 0 for w, _ in curve[1:])

@@ -29,6 +29,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ma.errors import MAError, ProfileError
@@ -41,6 +42,9 @@ EXCHANGE_CALLS = 3  # comm.Irecv, comm.Send, req.Wait: each a CALL the ccalls co
 PASSES = (0, 1, 4, 16, 64, 256, 1024)  # two ufunc calls on 32 KiB from memory each (about 3.7 us a pass here)
 QUICK: dict[str, Any] = {"min_time": 2e-3, "batches": 3, "passes": (0, 4, 64)}  # the test suite's setting
 MIN_STREAM_MIB = 64
+# the C latency and the cost of a counted call the curve's excess is taken net of, as the profile had them when
+# it was measured: a what-if on network.latency_s or cpu.call_overhead_s then moves only those parts
+REFERENCE = ("latency_s", "call_overhead_s")
 
 
 class PythonExchangeError(MAError):
@@ -71,11 +75,14 @@ def stream_mib(last_cache_bytes: int) -> int:
 
 
 def measure(last_cache_bytes: int, min_time: float = 0.05, batches: int = 9, statistic: str = "median",
-            passes: Sequence[int] = PASSES) -> dict[str, Any]:
+            passes: Sequence[int] = PASSES, latency_s: float | None = None,
+            call_overhead_s: float | None = None) -> dict[str, Any]:
     """The ``network.python_exchange`` block: per amount of work, the work's seconds with both ranks working
     (the fastest batch, as the oversubscribed curve's) and the wall seconds per message of the exchange on 2
     ranks (the median of ``batches`` batches of at least ``min_time`` s each, or with ``statistic`` "best" the
-    fastest); the work streams through a buffer of :func:`stream_mib` of ``last_cache_bytes``."""
+    fastest); the work streams through a buffer of :func:`stream_mib` of ``last_cache_bytes``. ``latency_s``
+    and ``call_overhead_s``: the profile's C latency and call cost, kept as the block's reference
+    (:data:`REFERENCE`)."""
     from ma_runtime import toolchain
 
     mpiexec = toolchain.find_program("mpiexec")
@@ -93,14 +100,25 @@ def measure(last_cache_bytes: int, min_time: float = 0.05, batches: int = 9, sta
                                             len(working))} if working else {}
     return {"version": PYTHON_EXCHANGE_VERSION, "pattern": PATTERN, "ranks": RANKS, "bytes": 8,
             "calls": EXCHANGE_CALLS, "work_buffer_bytes": mib << 20, "batch_s": min_time, "statistic": statistic,
+            **{k: v for k, v in zip(REFERENCE, (latency_s, call_overhead_s), strict=True) if v is not None},
             "work": [{"passes": p, "work_s": alone[p] if p else 0.0, "seconds": best if statistic == "best" else med}
                      for p, med, best in wall]}
 
 
-def read_curve(block: Mapping[str, Any] | None,
-               where: str = "<profile>") -> tuple[list[tuple[float, float]], int] | None:
-    """The curve as (work seconds, wall seconds per message), sorted by work, and the exchange's counted calls;
-    None without the block; ProfileError naming the field on a malformed one."""
+@dataclass(frozen=True)
+class PythonExchange:
+    """The block as the maps backend reads it: the curve (work seconds, wall seconds per message) sorted by
+    work, the exchange's counted calls, and the C latency and call cost it is referred to (None: the block has
+    none; then the profile's own are taken)."""
+
+    curve: list[tuple[float, float]]
+    calls: int
+    latency_s: float | None = None
+    call_overhead_s: float | None = None
+
+
+def read_curve(block: Mapping[str, Any] | None, where: str = "<profile>") -> PythonExchange | None:
+    """The block, checked; None without one; ProfileError naming the field on a malformed one."""
     if block is None:
         return None
     if not isinstance(block, Mapping):
@@ -112,6 +130,12 @@ def read_curve(block: Mapping[str, Any] | None,
     calls = block.get("calls", EXCHANGE_CALLS)
     if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
         raise ProfileError(where, f"expected an integer >= 0, got {calls!r}", f"{FIELD}.calls")
+    reference = []
+    for name in REFERENCE:
+        value = block.get(name)
+        if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
+            raise ProfileError(where, f"expected a number >= 0, got {value!r}", f"{FIELD}.{name}")
+        reference.append(None if value is None else float(value))
     try:
         points = sorted((float(row["work_s"]), float(row["seconds"])) for row in block["work"])
     except (KeyError, TypeError, ValueError):
@@ -120,4 +144,4 @@ def read_curve(block: Mapping[str, Any] | None,
     if not points or any(w < 0 or s <= 0 for w, s in points) or len({w for w, _ in points}) != len(points):
         raise ProfileError(where, f"expected distinct work_s >= 0 and positive seconds, got {points}",
                            f"{FIELD}.work")
-    return points, calls
+    return PythonExchange(points, calls, *reference)

@@ -151,6 +151,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "bytes": _POSITIVE_INT,
                         "calls": {"type": "integer", "minimum": 0},
                         "work_buffer_bytes": _POSITIVE_INT,
+                        "latency_s": {"type": "number", "minimum": 0},
+                        "call_overhead_s": {"type": "number", "minimum": 0},
                         "batch_s": _POSITIVE,
                         "statistic": {"enum": ["median", "best"]},
                         "work": {"$ref": "#/properties/network/properties/oversubscribed/properties/work"},

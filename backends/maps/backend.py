@@ -498,7 +498,8 @@ class MapsBackend(Backend):
         """What a Python program's message costs beyond L and the calls charged at its sites
         (:func:`.network.python_message_extra` on ``network.python_exchange`` at ``work`` seconds per message);
         with more ranks than cores only its zero-work part, the mpi4py calls' (the oversubscribed curve has the
-        wait then); 0, with a note, for a profile without the curve."""
+        wait then); 0, with a note, for a profile without the curve. L and the call cost taken out are the
+        block's reference (the profile's when measured), so a what-if on either moves the message by its change."""
         from ..machine.pymessages import FIELD, read_curve
 
         assert machine.network is not None  # _communication checked
@@ -507,15 +508,15 @@ class MapsBackend(Backend):
             notes.append(f"profile {machine.name!r} has no {FIELD}: a Python program's messages priced at the C "
                          "ping-pong's latency (ma machine exchange PROFILE measures the curve)")
             return sympy.Integer(0)
-        curve, calls = found
-        latency, overhead = machine.network.latency_s, self.cpu_terms(machine)[0]
-        extra = network.python_message_extra(curve, calls, latency, overhead, work)
+        latency = found.latency_s if found.latency_s is not None else machine.network.latency_s
+        overhead = found.call_overhead_s if found.call_overhead_s is not None else self.cpu_terms(machine)[0]
+        extra = network.python_message_extra(found.curve, found.calls, latency, overhead, work)
         notes.append(f"a Python program's messages: the two-rank mpi4py exchange's time per message at this "
-                     f"program's work per message beyond L and {calls} calls ({FIELD})")
+                     f"program's work per message beyond L and {found.calls} calls ({FIELD})")
         cores = self._cores(machine)
         if not cores:
             return extra
-        alone = network.python_message_extra(curve, calls, latency, overhead, sympy.Integer(0))
+        alone = network.python_message_extra(found.curve, found.calls, latency, overhead, sympy.Integer(0))
         return sympy.Piecewise((extra, self.procs <= cores), (alone, True))
 
 

@@ -263,6 +263,7 @@ def handle_exchange(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from backends.machine import pymessages
+    from backends.machine.cputerms import python_terms
     from ma.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
@@ -272,8 +273,10 @@ def handle_exchange(args: argparse.Namespace) -> int:
         raise ProfileError(args.profile, "the profile has no network block (ma machine probe without --no-mpi "
                                          "measures it)", "network")
     quick = pymessages.QUICK if args.quick else {}
-    machine.network.python_exchange = pymessages.measure(machine.caches[-1].size_bytes,
-                                                         statistic=args.statistic or "median", **quick)
+    terms = python_terms(machine.cpu, str(args.profile))
+    machine.network.python_exchange = pymessages.measure(
+        machine.caches[-1].size_bytes, statistic=args.statistic or "median", latency_s=machine.network.latency_s,
+        call_overhead_s=terms.call_overhead_s if terms else None, **quick)
     target = Path(args.output or args.profile)
     machine.save(target)
     for row in machine.network.python_exchange["work"]:
