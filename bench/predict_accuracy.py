@@ -6,9 +6,9 @@ of the whole timed loop.
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
-``cpu.python_flops``) and the oversubscribed exchange (``network.oversubscribed``: messages on more ranks than
-cores) come from ``ma machine probe``, measured once, independently of these programs (a profile without them
-gets them measured here first, said so).
+``cpu.python_flops``), the oversubscribed exchange (``network.oversubscribed``: messages on more ranks than
+cores) and the two-rank Python exchange (``network.python_exchange``) come from ``ma machine probe``, measured
+once, independently of these programs (a profile without them gets them measured here first, said so).
 
 The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
@@ -51,7 +51,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.machine import cputerms
+from backends.machine import cputerms, pymessages
 from backends.machine import profile as profiles
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction, whatif
@@ -121,6 +121,12 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
     if machine.network is not None and not (machine.network.oversubscribed or {}).get("work"):
         machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
         measured.append("the oversubscribed exchange")
+    if machine.network is not None and machine.network.python_exchange is None:
+        terms = cputerms.python_terms(machine.cpu, str(path))
+        machine.network.python_exchange = pymessages.measure(
+            machine.caches[-1].size_bytes, latency_s=machine.network.latency_s,
+            call_overhead_s=terms.call_overhead_s if terms else None)
+        measured.append("the two-rank Python exchange")
     if measured:
         path = machine.save(out / "profile-with-measured-terms.json")
         origin += f"; {' and '.join(measured)} measured here, before the runs"

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backends.machine import probe, profile
+from backends.machine import probe, profile, pymessages
 from ma_cli.main import main
 
 
@@ -60,6 +60,9 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     assert [row["passes"] for row in work] == list(probe.ProbeSettings.quick().oversubscribed_work)
     assert work[0]["work_s"] == 0 and all(a["work_s"] < b["work_s"] for a, b in itertools.pairwise(work))
     assert all(row["seconds"] >= 0.9 * row["work_s"] and row["seconds"] > 0 for row in work)
+    # the two-rank Python exchange curve (test_maps_pymessages.py)
+    python = machine.network.python_exchange
+    assert python is not None and [row["passes"] for row in python["work"]] == list(pymessages.QUICK["passes"])
     fit = machine.bandwidth_fit
     assert fit is not None and len(fit.plateaus_gbs) == machine.levels and fit.avg_abs_rel_error is not None
     assert set(fit.per_curve) == curves

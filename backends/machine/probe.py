@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 from ma.errors import MAError
 
-from . import cputerms, gafit, hitrates, vectorstreams
+from . import cputerms, gafit, hitrates, pymessages, vectorstreams
 from .hierarchy import from_sysfs
 from .kernels import Kernels, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
@@ -273,16 +273,29 @@ def _hockney(table: Sequence[Mapping[str, float]]) -> tuple[float, float]:
     return smallest["seconds"], max(row["bytes"] / row["seconds"] for row in table)
 
 
-def measure_network(settings: ProbeSettings) -> NetworkProfile:
+def measure_network(settings: ProbeSettings, last_cache_bytes: int = 32 << 20,
+                    call_overhead_s: float | None = None) -> NetworkProfile:
     """MPI ping-pong between two ranks started by the environment's mpiexec (intra-node), then
-    :func:`measure_oversubscribed`."""
+    :func:`measure_oversubscribed` and :func:`measure_python_exchange` (its work streams through four times
+    ``last_cache_bytes``)."""
     from ma_runtime import toolchain
 
     table = _pingpong_table(2, settings.pingpong_time, settings)
     latency, bandwidth = _hockney(table)
     return NetworkProfile(latency_s=latency, bandwidth_bytes_per_s=bandwidth, ranks=2,
                           launcher=str(toolchain.find_program("mpiexec")), pingpong=table,
-                          oversubscribed=measure_oversubscribed(settings))
+                          oversubscribed=measure_oversubscribed(settings),
+                          python_exchange=measure_python_exchange(settings, last_cache_bytes, latency,
+                                                                          call_overhead_s))
+
+
+def measure_python_exchange(settings: ProbeSettings, last_cache_bytes: int, latency_s: float | None = None,
+                            call_overhead_s: float | None = None) -> dict[str, Any]:
+    """The two-rank Python exchange curve (``network.python_exchange``, :mod:`.pymessages`), referred to the
+    profile's C latency and call cost; the quick setting measures three amounts of work with short batches."""
+    quick = pymessages.QUICK if settings.is_quick else {}
+    return pymessages.measure(last_cache_bytes, statistic=settings.statistic, latency_s=latency_s,
+                              call_overhead_s=call_overhead_s, **quick)
 
 
 def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) -> dict[str, Any]:
@@ -394,7 +407,7 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
     network = None
     if cfg.mpi:
         say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores)")
-        network = measure_network(cfg)
+        network = measure_network(cfg, hierarchy[-1].size_bytes, cpu_info.get("call_overhead_s"))
     say("hit rates (simulated on the hierarchy, prefetchers included)")
     simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
     profile = MachineProfile(

@@ -65,6 +65,8 @@ class NetworkProfile:
     pingpong: list[dict[str, float]] = field(default_factory=list)
     # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
     oversubscribed: dict[str, Any] | None = None
+    # the two-rank Python exchange with work between messages (pymessages.measure); optional, versioned
+    python_exchange: dict[str, Any] | None = None
 
     def message_seconds(self, nbytes: float) -> float:
         """The latency/bandwidth model of one message (perc_framework.txt: the L/B model)."""

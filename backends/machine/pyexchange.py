@@ -17,7 +17,9 @@ CG's step on a 2 x 2 grid (4 ranks): 70 % of the step's work, the row exchange (
 transpose (ranks 1 and 2 swap, 0 and 3 send to themselves), 10 %, two row butterflies with 10 % before the
 last, Irecv/Send/Wait, the work per message the same on average; ``--kib N`` sizes the work's buffer (beyond
 the caches: memory-bound work, as CG's matrix product); ``--bytes N`` sends messages of N bytes instead of 8
-(CG's row reduction and transpose move na / num_proc_cols doubles); ``--sched`` has every
+(CG's row reduction and transpose move na / num_proc_cols doubles); ``--stream MIB`` does each pass on the
+next 32 KiB of a MIB MiB buffer (work from memory: the profile's ``network.python_exchange``, :mod:`.pymessages`);
+``--all`` has every rank work in ``work`` mode (the work with the memory system shared); ``--sched`` has every
 rank print its scheduler counters (``/proc/self/sched``: migrations, voluntary and involuntary switches) to stderr.
 """
 
@@ -37,6 +39,20 @@ def work(buffer: np.ndarray, passes: int) -> None:
     for _ in range(passes):
         np.multiply(buffer, 0.999, out=buffer)
         np.add(buffer, 0.001, out=buffer)
+
+
+class Stream:
+    """Work whose data comes from memory: each pass is :func:`work` on the next WORK_DOUBLES-sized chunk of a
+    buffer larger than the caches, in turn, so no chunk is still cached when its turn comes again."""
+
+    def __init__(self, mib: int) -> None:
+        self.chunks = np.full(mib * 1024 * 1024 // 8, 1.0).reshape(-1, WORK_DOUBLES)
+        self.next = 0
+
+    def __call__(self, _buffer: np.ndarray, passes: int) -> None:
+        for _ in range(passes):
+            work(self.chunks[self.next], 1)
+            self.next = (self.next + 1) % len(self.chunks)
 
 
 def sched_counters() -> dict[str, int]:
@@ -66,6 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--kib", type=int, default=WORK_DOUBLES * 8 // 1024)
     parser.add_argument("--bytes", type=int, default=8)
+    parser.add_argument("--stream", type=int, default=0, metavar="MIB",
+                        help="each pass on the next 32 KiB of a MIB MiB buffer (work from memory)")
+    parser.add_argument("--all", action="store_true", help="work: every rank works at once (rank 0's time)")
     parser.add_argument("--sched", action="store_true")
     args = parser.parse_args(argv)
 
@@ -74,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
     buffer = np.full(args.kib * 1024 // 8, 1.0)
+    do_work: Callable[[np.ndarray, int], None] = Stream(args.stream) if args.stream else work
     words = max(1, args.bytes // 8)
     outgoing, incoming = np.ones(words), np.empty(words)
     distances = [1 << k for k in range(max(1, size - 1).bit_length()) if 1 << k < size]
@@ -84,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
 
     def grid_step(passes: int) -> None:
         for partner, share in step:
-            work(buffer, passes * share // 10)
+            do_work(buffer, passes * share // 10)
             request = comm.Irecv(incoming, source=partner, tag=1)
             comm.Send(outgoing, dest=partner, tag=1)
             request.Wait()
@@ -98,9 +118,9 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             for d in distances:
                 if not args.lump:
-                    work(buffer, passes)
+                    do_work(buffer, passes)
                 elif d == 1:
-                    work(buffer, passes * rounds)
+                    do_work(buffer, passes * rounds)
                 dest, source = (rank ^ d, rank ^ d) if args.pairs else ((rank + d) % size, (rank - d) % size)
                 if args.irecv:
                     request = comm.Irecv(incoming, source=source, tag=d)
@@ -113,9 +133,9 @@ def main(argv: list[str] | None = None) -> None:
     def alone(passes: int, count: int) -> float:
         comm.Barrier()
         start = MPI.Wtime()
-        if rank == 0:
+        if rank == 0 or args.all:
             for _ in range(count):
-                work(buffer, passes)
+                do_work(buffer, passes)
         return MPI.Wtime() - start
 
     batch: Callable[[int, int], float] = alone if args.mode == "work" else exchange

@@ -140,6 +140,24 @@ PROFILE_SCHEMA: dict[str, Any] = {
                                       work_s={"type": "number", "minimum": 0}, seconds=_POSITIVE),
                     },
                 },
+                # the two-rank Python exchange with work between messages (backends/machine/pymessages.py)
+                "python_exchange": {
+                    "type": ["object", "null"],
+                    "required": ["version", "work"],
+                    "properties": {
+                        "version": {"const": 1},
+                        "pattern": {"enum": ["irecv-send-wait pairs"]},
+                        "ranks": _POSITIVE_INT,
+                        "bytes": _POSITIVE_INT,
+                        "calls": {"type": "integer", "minimum": 0},
+                        "work_buffer_bytes": _POSITIVE_INT,
+                        "latency_s": {"type": "number", "minimum": 0},
+                        "call_overhead_s": {"type": "number", "minimum": 0},
+                        "batch_s": _POSITIVE,
+                        "statistic": {"enum": ["median", "best"]},
+                        "work": {"$ref": "#/properties/network/properties/oversubscribed/properties/work"},
+                    },
+                },
             },
         },
         "multimaps": {

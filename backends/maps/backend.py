@@ -15,7 +15,9 @@ Section 4):
                  (measured, ``Site.c_calls``, or from a signature file) x its executions; and for a Python
                  program ``cpu.annotation_s`` of the site's kind (region, loop, MPI) x the site's own calls
                  (the ``with ma...`` block the program enters, a loop's once per entry); charged to compute;
-- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`;
+- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`; a Python
+                 program's messages also what the profile's two-rank mpi4py exchange took beyond L and its
+                 calls at the program's work per message (``network.python_exchange``);
 - row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
                  profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
                  and auto forms.
@@ -122,12 +124,15 @@ class MapsBackend(Backend):
                  signatures: Mapping[str, Sequence[float]] | Signatures | None = None,
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None,
-                 annotation_s: Mapping[str, float] | None = None, streams: str = "vector") -> None:
+                 annotation_s: Mapping[str, float] | None = None, streams: str = "vector",
+                 python_exchange: bool = True) -> None:
         """``call_overhead_s``, ``python_flops`` and ``annotation_s`` override the CPU terms of the profile a
         prediction is made with (None: the profile's, so a what-if on them takes effect; a profile without them:
         0 and the peak).
         ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing).
-        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`)."""
+        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`).
+        ``python_exchange``: a Python program's messages cost what the profile's two-rank mpi4py exchange says
+        beyond L (:meth:`_python_message`); False: L only."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
         if call_overhead_s is not None and call_overhead_s < 0:
@@ -145,6 +150,7 @@ class MapsBackend(Backend):
             raise BackendError(f"maps backend: streams must be one of {', '.join(STREAMS)}, got {streams!r}")
         self.overlap = overlap
         self.streams = streams
+        self.python_exchange = python_exchange
         self.procs = sympy.Symbol(procs)
         given = signatures if isinstance(signatures, Signatures) else Signatures(
             {path: tuple(rates) for path, rates in (signatures or {}).items()})
@@ -179,6 +185,9 @@ class MapsBackend(Backend):
         parser.add_argument("--streams", choices=STREAMS, default="vector",
                             help="maps: a Python kernel's lines beyond L1 at the profile's vector stream curve "
                                  "(memory.vector_streams; vector) or at Equation 1's scalar-load stream (eq1)")
+        parser.add_argument("--no-python-exchange", dest="python_exchange", action="store_false", default=True,
+                            help="maps: price a Python program's messages at the C ping-pong's latency only, not "
+                                 "with the profile's two-rank mpi4py exchange (network.python_exchange)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
@@ -203,7 +212,8 @@ class MapsBackend(Backend):
                    assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
                    python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
                    annotation_s=_every_kind(getattr(options, "annotation_cost", None)),
-                   streams=getattr(options, "streams", "vector"))
+                   streams=getattr(options, "streams", "vector"),
+                   python_exchange=getattr(options, "python_exchange", True))
 
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
@@ -475,11 +485,39 @@ class MapsBackend(Backend):
             latency = wait
             notes.append("the wait per message read off the oversubscribed exchange's work curve at this "
                          "program's work per message (network.oversubscribed.work)")
+        if self.python_exchange and "python" in model.ts.language.split("+"):
+            latency = latency + self._python_message(machine, notes, work / sympy.Max(messages, 1))
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)
             add(path, term.subroutine, "communication", seconds)
         return messages
+
+
+    def _python_message(self, machine: MachineProfile, notes: list[str], work: sympy.Expr) -> sympy.Expr:
+        """What a Python program's message costs beyond L and the calls charged at its sites
+        (:func:`.network.python_message_extra` on ``network.python_exchange`` at ``work`` seconds per message);
+        with more ranks than cores only its zero-work part, the mpi4py calls' (the oversubscribed curve has the
+        wait then); 0, with a note, for a profile without the curve. L and the call cost taken out are the
+        block's reference (the profile's when measured), so a what-if on either moves the message by its change."""
+        from ..machine.pymessages import FIELD, read_curve
+
+        assert machine.network is not None  # _communication checked
+        found = read_curve(machine.network.python_exchange, machine.name)
+        if found is None:
+            notes.append(f"profile {machine.name!r} has no {FIELD}: a Python program's messages priced at the C "
+                         "ping-pong's latency (ma machine exchange PROFILE measures the curve)")
+            return sympy.Integer(0)
+        latency = found.latency_s if found.latency_s is not None else machine.network.latency_s
+        overhead = found.call_overhead_s if found.call_overhead_s is not None else self.cpu_terms(machine)[0]
+        extra = network.python_message_extra(found.curve, found.calls, latency, overhead, work)
+        notes.append(f"a Python program's messages: the two-rank mpi4py exchange's time per message at this "
+                     f"program's work per message beyond L and {found.calls} calls ({FIELD})")
+        cores = self._cores(machine)
+        if not cores:
+            return extra
+        alone = network.python_message_extra(found.curve, found.calls, latency, overhead, sympy.Integer(0))
+        return sympy.Piecewise((extra, self.procs <= cores), (alone, True))
 
 
 def _every_kind(seconds: float | None) -> dict[str, float] | None:

@@ -19,6 +19,10 @@ from the probe's exchange on more ranks than cores (``network.oversubscribed``, 
 probe measured that exchange with work between messages (its ``work`` curve), L is the wait read off the curve
 at the program's work per message (:func:`work_wait`).
 
+A Python program's message costs more than the C ping-pong's L: the mpi4py calls and, with work between
+messages, the wait for a late partner; :func:`python_message_extra` reads that off the profile's two-rank
+Python exchange (``network.python_exchange``).
+
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
 
@@ -142,3 +146,15 @@ def _excess(over: Mapping[str, float], procs: sympy.Expr, cores: int) -> sympy.E
     """e = max(0, procs/cores - 1) / (r - 1): the ranks per core beyond one, 1 at the probe's ratio r."""
     per_core = over["ranks"] / over["cores"]
     return sympy.Max(0, procs / cores - 1) / sympy.Float(per_core - 1)
+
+
+def python_message_extra(curve: Sequence[tuple[float, float]], calls: int, latency_s: float, call_overhead_s: float,
+                         work: sympy.Expr) -> sympy.Expr:
+    """Seconds one message of a Python program costs beyond what the model charges elsewhere, at ``work``
+    seconds of work per message: the two-rank Python exchange's wall time per message at that work
+    (``network.python_exchange``, :func:`wall_per_message`) less the work, the C latency L and the exchange's
+    ``calls`` counted calls at ``call_overhead_s`` (the interpreter term charges those at the program's MPI
+    sites), at least 0: max(0, y(w) - w - L - calls c)."""
+    w = as_expr(work)
+    charged = sympy.Float(latency_s + calls * call_overhead_s)
+    return sympy.Max(0, wall_per_message(curve, w) - w - charged)

@@ -42,6 +42,14 @@ def register(subparsers: Any) -> None:
     streams.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
     streams.set_defaults(handler=handle_streams)
 
+    exchange = actions.add_parser("exchange", help="measure the two-rank Python exchange curve "
+                                                   "(network.python_exchange) into an existing profile")
+    exchange.add_argument("profile")
+    exchange.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    exchange.add_argument("--statistic", choices=("median", "best"), help="of each point's batches (default median)")
+    exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
+    exchange.set_defaults(handler=handle_exchange)
+
     fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
     fit.add_argument("profile")
     fit.add_argument("-o", "--output", help="write here (default: update the profile in place)")
@@ -206,6 +214,10 @@ def handle_show(args: argparse.Namespace) -> int:
             if over.get("work"):
                 curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.0f}" for row in over["work"])
                 print(f"    with work between messages, us of work -> us per message: {curve}")
+        if net.python_exchange:
+            curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.1f}"
+                              for row in net.python_exchange["work"])
+            print(f"  Python exchange on 2 ranks (mpi4py), us of work -> us per message: {curve}")
     curves: dict[str, list[float]] = {}
     for point in machine.multimaps:
         curves.setdefault(point.curve, []).append(point.bandwidth_gbs)
@@ -241,6 +253,34 @@ def handle_streams(args: argparse.Namespace) -> int:
     target = Path(args.output or args.profile)
     machine.save(target)
     _print_vector_streams(machine)
+    print(f"written: {target}")
+    return 0
+
+
+def handle_exchange(args: argparse.Namespace) -> int:
+    """``ma machine exchange``: only the two-rank Python exchange curve of ``ma machine probe``, written into the
+    profile's network block (which keeps every other field)."""
+    from pathlib import Path
+
+    from backends.machine import pymessages
+    from backends.machine.cputerms import python_terms
+    from ma.errors import ProfileError
+
+    if not args.output and not Path(args.profile).exists():
+        raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
+    machine = load_profile(args.profile)
+    if machine.network is None:
+        raise ProfileError(args.profile, "the profile has no network block (ma machine probe without --no-mpi "
+                                         "measures it)", "network")
+    quick = pymessages.QUICK if args.quick else {}
+    terms = python_terms(machine.cpu, str(args.profile))
+    machine.network.python_exchange = pymessages.measure(
+        machine.caches[-1].size_bytes, statistic=args.statistic or "median", latency_s=machine.network.latency_s,
+        call_overhead_s=terms.call_overhead_s if terms else None, **quick)
+    target = Path(args.output or args.profile)
+    machine.save(target)
+    for row in machine.network.python_exchange["work"]:
+        print(f"work {row['work_s'] * 1e6:9.2f} us: {row['seconds'] * 1e6:9.2f} us per message")
     print(f"written: {target}")
     return 0
 
