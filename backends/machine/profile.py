@@ -154,6 +154,17 @@ class MachineProfile:
         return target
 
 
+def versioned_block(block: Any, version: int, field: str, where: str = "<profile>") -> Mapping[str, Any]:
+    """An optional profile block that carries its own ``version`` (a measurement added after the schema's):
+    the block, checked to be an object of the version this SDK reads; ProfileError naming the field otherwise."""
+    if not isinstance(block, Mapping):
+        raise ProfileError(where, f"expected an object, got {type(block).__name__}", field)
+    if block.get("version") != version:
+        raise ProfileError(where, f"version {block.get('version')!r} is not supported (this SDK reads version "
+                                  f"{version})", f"{field}.version")
+    return block
+
+
 def _point_json(p: MultiMapsPoint) -> dict[str, Any]:
     doc = asdict(p)
     if p.stride is None:

@@ -34,6 +34,8 @@ from typing import Any
 
 from ma.errors import MAError, ProfileError
 
+from .profile import versioned_block
+
 PYTHON_EXCHANGE_VERSION = 1
 FIELD = "network.python_exchange"
 PATTERN = "irecv-send-wait pairs"
@@ -121,12 +123,7 @@ def read_curve(block: Mapping[str, Any] | None, where: str = "<profile>") -> Pyt
     """The block, checked; None without one; ProfileError naming the field on a malformed one."""
     if block is None:
         return None
-    if not isinstance(block, Mapping):
-        raise ProfileError(where, f"expected an object, got {block!r}", FIELD)
-    version = block.get("version")
-    if version != PYTHON_EXCHANGE_VERSION:
-        raise ProfileError(where, f"version {version!r} is not supported (this SDK reads version "
-                                  f"{PYTHON_EXCHANGE_VERSION})", f"{FIELD}.version")
+    block = versioned_block(block, PYTHON_EXCHANGE_VERSION, FIELD, where)
     calls = block.get("calls", EXCHANGE_CALLS)
     if not isinstance(calls, int) or isinstance(calls, bool) or calls < 0:
         raise ProfileError(where, f"expected an integer >= 0, got {calls!r}", f"{FIELD}.calls")

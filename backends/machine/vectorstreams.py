@@ -31,6 +31,8 @@ import numpy as np
 
 from ma.errors import ProfileError
 
+from .profile import versioned_block
+
 if TYPE_CHECKING:
     from .profile import CacheLevel
 
@@ -61,12 +63,7 @@ def read_points(memory: Mapping[str, Any], where: str = "<profile>") -> list[Str
     block = memory.get("vector_streams")
     if block is None:
         return None
-    if not isinstance(block, Mapping):
-        raise ProfileError(where, f"expected an object, got {type(block).__name__}", FIELD)
-    version = block.get("version")
-    if version != VECTOR_STREAMS_VERSION:
-        raise ProfileError(where, f"version {version!r} is not supported (this SDK reads version "
-                                  f"{VECTOR_STREAMS_VERSION})", f"{FIELD}.version")
+    block = versioned_block(block, VECTOR_STREAMS_VERSION, FIELD, where)
     rows = block.get("points")
     if not isinstance(rows, list) or not rows:
         raise ProfileError(where, "expected a non-empty list of points", f"{FIELD}.points")

@@ -35,20 +35,10 @@ def register(subparsers: Any) -> None:
     show.add_argument("profile")
     show.set_defaults(handler=handle_show)
 
-    streams = actions.add_parser("streams", help="measure the vector stream curve (memory.vector_streams) on this "
-                                                 "host into an existing profile")
-    streams.add_argument("profile")
-    streams.add_argument("-o", "--output", help="write here (default: update the profile in place)")
-    streams.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
-    streams.set_defaults(handler=handle_streams)
-
-    exchange = actions.add_parser("exchange", help="measure the two-rank Python exchange curve "
-                                                   "(network.python_exchange) into an existing profile")
-    exchange.add_argument("profile")
-    exchange.add_argument("-o", "--output", help="write here (default: update the profile in place)")
-    exchange.add_argument("--statistic", choices=("median", "best"), help="of each point's batches (default median)")
+    _fill_command(actions, "streams", "the vector stream curve (memory.vector_streams)", "samples", handle_streams)
+    exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (network.python_exchange)",
+                             "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
-    exchange.set_defaults(handler=handle_exchange)
 
     fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
     fit.add_argument("profile")
@@ -169,6 +159,16 @@ def _print_fit(machine: Any) -> None:
           f"{fit.ga.get('seconds', 0):.1f} s ({fit.ga.get('cpu_seconds', 0):.1f} s CPU); random curve not fitted, "
           "a check:")
     print(gafit.format_error_table(table))
+
+
+def _fill_command(actions: Any, name: str, what: str, samples: str, handler: Any) -> argparse.ArgumentParser:
+    """A subcommand that measures one optional block on this host into an existing profile."""
+    command = actions.add_parser(name, help=f"measure {what} on this host into an existing profile")
+    command.add_argument("profile")
+    command.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    command.add_argument("--statistic", choices=("median", "best"), help=f"of each point's {samples} (default median)")
+    command.set_defaults(handler=handler)
+    return command
 
 
 def _print_python_terms(machine: MachineProfile) -> None:
