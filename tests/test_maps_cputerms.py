@@ -108,3 +108,20 @@ def test_annotation_cost_is_charged_once_per_site_call_by_kind() -> None:
     assert any("no cpu.annotation_s" in note for note in MapsBackend().predict(builder(), profile()).notes)
     with pytest.raises(BackendError, match="annotation_s must give seconds >= 0 for each of region, loop, mpi"):
         MapsBackend(annotation_s={"region": 1e-6})
+
+
+def test_annotation_probe_and_block_errors_say_what_went_wrong(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the child's output is read as JSON of the three kinds: anything else is an error naming the probe
+    monkeypatch.setattr(cputerms, "_ANNOTATION_SCRIPT", "import sys; print('no figures'); sys.exit(3)")
+    with pytest.raises(cputerms.CPUTermsError, match=r"annotation probe: the child process \(exit 3\) printed no"):
+        cputerms.measure_annotation(quick=True)
+    monkeypatch.setattr(cputerms, "_ANNOTATION_SCRIPT", 'print(\'{"region": 1e-7, "loop": 0.0, "mpi": 1e-7}\')')
+    with pytest.raises(cputerms.CPUTermsError, match="timed no slower than its bare twin"):
+        cputerms.measure_annotation(quick=True)
+    base = {"call_overhead_s": 1e-6, "python_flops": 1e9}
+    with pytest.raises(ProfileError, match="expected an object with region, loop, mpi") as caught:
+        cputerms.python_terms({**base, "annotation_s": 2e-7}, "p.json")
+    assert caught.value.field == "cpu.annotation_s"
+    with pytest.raises(ProfileError, match="expected a positive number, got -1") as caught:
+        cputerms.python_terms({**base, "annotation_s": {"region": 1e-7, "loop": 1e-7, "mpi": -1}}, "p.json")
+    assert caught.value.field == "cpu.annotation_s.mpi"
