@@ -2,7 +2,7 @@
 of the whole timed loop.
 
     python bench/predict_accuracy.py [--cases cg:S:1,cg:W:2,...] [--profile FILE] [--out DIR] [--no-signature]
-                                     [--streams vector|eq1]
+                                     [--streams vector|eq1] [--repeat N]
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
@@ -33,6 +33,11 @@ the profile and the signature only; the measurement from the trace's inclusive w
 slowest rank. Writes ``DIR/accuracy.json`` (for ``examples/npb_cg/study.py --accuracy``) and the signature
 of each class, ``DIR/<app>-<class>.signature.json`` (for ``ma predict --signatures``). Timings on a shared
 host are noisy: read the figures with the load in mind.
+
+``--repeat N`` runs every case N times, round by round (each round runs all cases once, so a drift of the host
+touches every case alike). The prediction of a case is the same in every round (the same model, profile and
+signature); what moves is the measured time. It prints every round's averages and their range over the rounds:
+the interval within which this host resolves the error.
 """
 
 from __future__ import annotations
@@ -183,9 +188,9 @@ def slowest(builder: ModelBuilder, expr: Any) -> float:
 
 
 def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachineProfile, signatures: Signatures,
-             out: Path, streams: str = "vector") -> list[dict[str, Any]]:
+             out: Path, streams: str = "vector", round_: int = 1) -> list[dict[str, Any]]:
     app = APPS[app_name]
-    trace_dir = out / f"{app_name}-{klass}-{procs}"
+    trace_dir = out / (f"{app_name}-{klass}-{procs}" + (f"-r{round_}" if round_ > 1 else ""))
     started = time.perf_counter()
     ma("run", "-n", str(procs), "--trace-dir", str(trace_dir), "--", sys.executable, "-m", app.module,
        "--class", klass)
@@ -209,7 +214,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
         parts["interpreter"] = slowest(builder, prediction.interpreter_total(path))
         parts["compute"] -= parts["interpreter"]
         rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "app": app_name, "class": klass,
-                     "procs": procs, "region": label, "path": path,
+                     "procs": procs, "round": round_, "region": label, "path": path,
                      "predicted": slowest(builder, prediction.within(path)),
                      "predicted_max": slowest(builder, overlapped.within(path)),
                      "predicted_net": slowest(builder, net.within(path)),
@@ -239,6 +244,53 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     return rows
 
 
+def _mean_error(rows: list[dict[str, Any]], form: str = "") -> float:
+    key = f"error_{form}" if form else "error"
+    return 100 * float(np.mean([abs(r[key]) for r in rows]))
+
+
+def summarise(rows: list[dict[str, Any]], cores: int, prefix: str = "") -> str:
+    """Print the averages of one set of runs (one round): all of them, one rank only, at most one per core."""
+    errors = [abs(r["error"]) for r in rows]
+    worst = int(np.argmax(errors))
+    others = ", ".join(f"{name}: {_mean_error(rows, name):.1f}%" for name in FORMS)
+    summary = (f"average absolute error {_mean_error(rows):.1f}% over {len(rows)} predictions "
+               f"(--overlap {others}); worst {100 * errors[worst]:.1f}% "
+               f"({rows[worst]['case']}, {rows[worst]['region']})")
+    print(f"\n{prefix}{summary}")
+    single = [r for r in rows if r["procs"] == 1]
+    if single:
+        print(f"{prefix}one rank per case only: average absolute error {_mean_error(single):.1f}% over {len(single)}")
+    inside = [r for r in rows if r["procs"] <= cores]
+    if cores and inside:  # the model assumes one rank per core
+        inside_worst = 100 * max(abs(r["error"]) for r in inside)
+        print(f"{prefix}at most one rank per core ({cores} cores; the model's assumption): average absolute error "
+              f"{_mean_error(inside):.1f}% over {len(inside)}, worst {inside_worst:.1f}% ("
+              + ", ".join(f"{name} {_mean_error(inside, name):.1f}%" for name in FORMS) + ")")
+    return summary
+
+
+def interval(rounds: list[list[dict[str, Any]]], cores: int) -> str:
+    """Print the range over the rounds of each average and of each case's measured time; return the summary."""
+    def span(values: list[float]) -> str:
+        return f"median {float(np.median(values)):.1f}% (range {min(values):.1f}-{max(values):.1f}%)"
+
+    every = [_mean_error(r) for r in rounds]
+    inside = [_mean_error([x for x in r if x["procs"] <= cores]) for r in rounds]
+    summary = f"over {len(rounds)} rounds: average absolute error {span(every)} over {len(rounds[0])} predictions"
+    print(f"\n{summary}")
+    if cores and any(x["procs"] <= cores for x in rounds[0]):
+        print(f"over {len(rounds)} rounds, at most one rank per core: {span(inside)}")
+    spread = []
+    for i, row in enumerate(rounds[0]):
+        if row["region"] != "timed loop":
+            continue
+        measured = [r[i]["measured"] for r in rounds]
+        spread.append(f"{row['case']} {100 * (max(measured) - min(measured)) / float(np.median(measured)):.0f}%")
+    print("measured time of the timed loop, spread over the rounds ((max - min) / median): " + ", ".join(spread))
+    return summary
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default=DEFAULT_CASES, help="app:class:ranks,... (default: %(default)s)")
@@ -249,7 +301,11 @@ def main() -> int:
     parser.add_argument("--streams", choices=STREAMS, default="vector",
                         help="a Python kernel's lines beyond L1 at the profile's vector stream curve or at "
                              "Equation 1's scalar-load stream (the maps backend's --streams)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run every case N times, round by round, and print the range of the errors")
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error("--repeat: N must be at least 1")
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     machine, profile_path, origin = machine_profile(out, args.profile)
@@ -276,51 +332,46 @@ def main() -> int:
         signatures.update({(app_name, c): s for c, s in found.items()})
         notes += app_notes
     rows = []
-    for app_name, klass, procs in cases:
-        rows += run_case(app_name, klass, procs, machine, signatures[(app_name, klass)], out, args.streams)
-        print(f"  ran {rows[-2]['case']} in {rows[-2]['run_s']:.1f} s", flush=True)
-    print(f"\n{'case':<12} {'region':<11} {'predicted s':>12} {'measured s':>11} {'error':>8} "
-          + " ".join(f"{name:>7}" for name in FORMS)
+    for round_ in range(1, args.repeat + 1):
+        for app_name, klass, procs in cases:
+            rows += run_case(app_name, klass, procs, machine, signatures[(app_name, klass)], out, args.streams,
+                             round_)
+            print(f"  ran {rows[-2]['case']} in {rows[-2]['run_s']:.1f} s"
+                  + (f" (round {round_})" if args.repeat > 1 else ""), flush=True)
+    repeated = args.repeat > 1
+    print(f"\n{'case':<12} " + ("run " if repeated else "") + f"{'region':<11} {'predicted s':>12} "
+          f"{'measured s':>11} {'error':>8} " + " ".join(f"{name:>7}" for name in FORMS)
           + "   share of the prediction: compute / memory / comm / interpreter")
-    errors: dict[str, list[float]] = {name: [] for name in ("", *FORMS)}
     for row in rows:
         measured = row["measured"]
         for name in ("", *FORMS):
             key = f"_{name}" if name else ""
             row[f"error{key}"] = (row[f"predicted{key}"] - measured) / measured
-            errors[name].append(abs(row[f"error{key}"]))
         parts = row["parts"]
         shares = " / ".join(f"{100 * parts[p] / row['predicted']:.0f}%" for p in (*PARTS, "interpreter"))
-        print(f"{row['case']:<12} {row['region']:<11} {row['predicted']:12.4g} {measured:11.4g} "
+        print(f"{row['case']:<12} " + (f"{row['round']:>3} " if repeated else "") + f"{row['region']:<11} "
+              f"{row['predicted']:12.4g} {measured:11.4g} "
               + " ".join(f"{100 * row[f'error_{name}' if name else 'error']:+7.1f}%" for name in ("", *FORMS))
               + f"   {shares}")
-    worst = int(np.argmax(errors[""]))
-    others = ", ".join(f"{name}: {100 * float(np.mean(errors[name])):.1f}%" for name in FORMS)
-    summary = (f"average absolute error {100 * float(np.mean(errors[''])):.1f}% over {len(rows)} predictions "
-               f"(--overlap {others}); worst {100 * errors[''][worst]:.1f}% "
-               f"({rows[worst]['case']}, {rows[worst]['region']})")
-    print(f"\n{summary}")
-    single = [e for e, r in zip(errors[""], rows, strict=True) if r["procs"] == 1]
-    if single:
-        print(f"one rank per case only: average absolute error {100 * float(np.mean(single)):.1f}% over "
-              f"{len(single)}")
     cores = int(machine.host.get("cpus") or 0)
-    if cores and any(r["procs"] <= cores for r in rows):  # the model assumes one rank per core
-        inside = {name: [e for e, r in zip(errs, rows, strict=True) if r["procs"] <= cores]
-                  for name, errs in errors.items()}
-        print(f"at most one rank per core ({cores} cores; the model's assumption): average absolute error "
-              f"{100 * float(np.mean(inside[''])):.1f}% over {len(inside[''])}, worst {100 * max(inside['']):.1f}% ("
-              + ", ".join(f"{name} {100 * float(np.mean(inside[name])):.1f}%" for name in FORMS) + ")")
-    matvec = [f"{r['case']} {100 * r['matvec_error']:+.0f}% ({100 * r['matvec_error_sum']:+.0f}% sum)" for r in rows
+    rounds = [[r for r in rows if r["round"] == k] for k in range(1, args.repeat + 1)]
+    for k, round_rows in enumerate(rounds, 1):
+        summary = summarise(round_rows, cores, f"round {k}: " if repeated else "")
+    if repeated:
+        summary = interval(rounds, cores)
+    def label(row: dict[str, Any]) -> str:
+        return row["case"] + (f" (round {row['round']})" if repeated else "")
+
+    matvec = [f"{label(r)} {100 * r['matvec_error']:+.0f}% ({100 * r['matvec_error_sum']:+.0f}% sum)" for r in rows
               if "matvec_error" in r]
     if matvec:
         print("CG's matrix-vector product in the timed loop, error of the default (of the paper's sum): "
               + ", ".join(matvec))
-    implied = [f"{r['case']} {r['latency_exact_s'] * 1e6:.0f}" for r in rows if "latency_exact_s" in r
+    implied = [f"{label(r)} {r['latency_exact_s'] * 1e6:.0f}" for r in rows if "latency_exact_s" in r
                and r["region"] == "timed loop"]
     for row in rows:
         if "work_per_message_s" in row and row["region"] == "timed loop":
-            print(f"{row['case']}: work per message {row['work_per_message_s'] * 1e6:.1f} us (compute + memory + "
+            print(f"{label(row)}: work per message {row['work_per_message_s'] * 1e6:.1f} us (compute + memory + "
                   f"interpreter over the whole run's messages); the prediction would be exact with "
                   f"{row.get('wait_exact_s', 0) * 1e6:+.1f} us more wait per message")
     if implied and machine.network and machine.network.oversubscribed:
