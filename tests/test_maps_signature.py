@@ -17,7 +17,7 @@ import pytest
 from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
-from backends.maps.tracedata import site_lines_per_flop
+from backends.maps.tracedata import measured_subscripts, site_lines_per_flop
 from ma.errors import TraceError
 from ma.trace_format import rank_file_name
 from ma_post import load
@@ -233,6 +233,8 @@ def test_subscripts_per_site(tmp_path: Path) -> None:
     assert rows.subscripts == 3 * 5 + 1
     assert row.c_calls == 3 * 2  # the -= and np.add: subscripts are not calls
     assert rows.c_calls == 3 * 2 + 1  # and range()
+    # per execution, the children's taken out: what the maps backend charges
+    assert measured_subscripts(ts)["rows/row"] == 5.0 and measured_subscripts(ts)["rows"] == 1.0
 
 
 MPI_CCALLS_PROGRAM = """

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ma.errors import ProfileError
+from ma.errors import MAError, ProfileError
 
 FIELD = "cpu.python_probe.subscripts"
 KINDS = ("row_5d", "slice_4d", "newaxis_3d", "slice_3d", "store_3d")
@@ -33,6 +33,10 @@ PLANE = 4  # points per side of a cell's plane: (n, 3, 5, 4, 4) doubles, all in 
 PER_LOOP = 10  # subscripts per iteration of a timed loop
 
 Timed = Callable[[int], None]
+
+
+class SubscriptProbeError(MAError):
+    """A subscript timing that gave no usable figure (a loop timed no slower than its bare twin)."""
 
 
 def _statements() -> dict[str, tuple[Timed, Timed]]:
@@ -124,9 +128,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
               "contiguous_ufunc_s": _difference(on_dense, empty, reps, rounds)}
     bad = {k: v for k, v in {**kinds, **ufuncs}.items() if not v > 0}
     if bad:
-        from .cputerms import CPUTermsError
-
-        raise CPUTermsError(f"subscript probe: timed no slower than its bare loop: {bad}")
+        raise SubscriptProbeError(f"subscript probe: timed no slower than its bare loop: {bad}")
     return {"seconds": statistics.fmean(kinds.values()), "kinds_s": kinds, **ufuncs, "plane": PLANE,
             "repeats": rounds, "loops_per_timing": reps}
 
