@@ -97,5 +97,5 @@ def test_a_malformed_price_names_the_field(tmp_path: Path) -> None:
 
 def test_a_subscript_timed_at_zero_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(subscripts, "_difference", lambda *args: 0.0)
-    with pytest.raises(subscripts.SubscriptProbeError, match="no slower than its bare loop.*row_5d"):
+    with pytest.raises(subscripts.SubscriptProbeError, match=r"no slower than its bare loop.*row_5d"):
         subscripts.measure(quick=True)
