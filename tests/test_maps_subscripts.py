@@ -99,3 +99,21 @@ def test_a_subscript_timed_at_zero_is_an_error(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(subscripts, "_difference", lambda *args: 0.0)
     with pytest.raises(subscripts.SubscriptProbeError, match=r"no slower than its bare loop.*row_5d"):
         subscripts.measure(quick=True)
+
+
+def test_ma_machine_subscripts_fills_a_profile_and_show_prints_it(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from ma_cli.main import main
+
+    path = hand_profile(call_overhead_s=1e-6, python_flops=1e9, python_probe={"version": 1}).save(tmp_path / "p.json")
+    assert main(["machine", "show", str(path)]) == 0
+    assert "a subscript: not measured (ma machine subscripts PROFILE)" in capsys.readouterr().out
+    assert main(["machine", "subscripts", str(path), "--quick"]) == 0
+    price = subscripts.subscript_seconds(profiles.load(path).cpu)
+    assert price is not None and price > 0
+    assert main(["machine", "show", str(path)]) == 0
+    assert f"a subscript: {price * 1e9:.0f} ns" in capsys.readouterr().out
+    assert main(["machine", "subscripts", "amd-epyc-zen4-kvm"]) != 0  # a shipped profile is not written in place
+    bare = hand_profile().save(tmp_path / "bare.json")  # no CPU terms of Python programs at all
+    assert main(["machine", "subscripts", str(bare)]) != 0
+    assert "cpu.python_probe" in capsys.readouterr().err
