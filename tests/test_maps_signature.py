@@ -167,6 +167,10 @@ def test_hit_rates_add_accesses_before_dividing(tmp_path: Path, plain_trace: dic
     assert site.c_calls == 12 and site.c_calls_per_rank.tolist() == [12.0]
     with pytest.raises(TraceError, match="'c_calls' is -1"):
         load(_one_site(tmp_path, plain_trace, c_calls=-1))
+    assert site.subscripts is None  # not counted: a trace from before the counter counted them
+    assert load(_one_site(tmp_path, plain_trace, c_calls=12, subscripts=30)).find("k").subscripts == 30
+    with pytest.raises(TraceError, match=r"site 'k': field 'subscripts' is 'many', expected an integer"):
+        load(_one_site(tmp_path, plain_trace, c_calls=12, subscripts="many"))
 
 
 CCALLS_PROGRAM = """
