@@ -63,7 +63,7 @@ from backends.maps import MapsBackend, MapsPrediction, whatif
 from backends.maps.measured import per_rank
 from backends.maps.signature import Signatures, save_signature_file
 from backends.maps.streams import STREAMS
-from backends.maps.tracedata import measured_c_calls, site_hit_rates, site_lines_per_flop
+from backends.maps.tracedata import measured_c_calls, measured_subscripts, site_hit_rates, site_lines_per_flop
 from ma_post import ModelBuilder
 from ma_post.traceset import load
 
@@ -144,6 +144,7 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
     app = APPS[app_name]
     notes: list[str] = []
     calls: dict[str, float] = {}
+    subscripts: dict[str, float] = {}
     rates: dict[str, dict[str, tuple[float, ...]]] = {}
     lines: dict[str, dict[str, tuple[float, ...]]] = {}
     if enabled:
@@ -151,7 +152,7 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
         done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(trace), "--",
                   sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
         if done.returncode == 0:
-            calls = measured_c_calls(load(trace))
+            calls, subscripts = measured_c_calls(load(trace)), measured_subscripts(load(trace))
         if not calls:
             notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
                          f"{'no c_calls in the trace' if done.returncode == 0 else done.stderr.strip()[-200:]})")
@@ -172,7 +173,8 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
     row_loops = {path: (stated["entries"], stated["rows"]) for path in paths
                  if (stated := app.row_loops.get(path.rsplit("/", 1)[-1]))}
     found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls),
-                           dict(lines.get(app.hit_rate_class[c], {})), dict(row_loops)) for c in classes}
+                           dict(lines.get(app.hit_rate_class[c], {})), dict(row_loops), dict(subscripts))
+             for c in classes}
     for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
         save_signature_file(signature, out / f"{app_name}-{klass}.signature.json")
     return found, notes

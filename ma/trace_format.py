@@ -55,11 +55,13 @@ NODE_KEYS = ("id", "type", "path", "expr", "file", "line", "calls", "predicted",
 NODE_MPI_KEYS = ("count_expr", "count")
 # Optional keys of a site node, written only where measured (docs/trace-format.md, "Measured signature"):
 # `cache` {"calls", "accesses", "hits": [per level]} of the Valgrind tool's cache simulation (ma run --cache),
-# `c_calls` the calls from Python into compiled code inside the site (ma run --counters ccalls).
+# `c_calls` the calls from Python into compiled code inside the site (ma run --counters ccalls), `subscripts` the
+# subscript instructions of the program's code inside it (the same counter; traces before it have none).
 NODE_CACHE_KEY = "cache"
 CACHE_KEYS = ("calls", "accesses", "hits")
 CACHE_MAX_LEVELS = 4  # MA_VG_CACHE_MAX_LEVELS of csrc/ma_vgcount.h
 NODE_C_CALLS_KEY = "c_calls"
+NODE_SUBSCRIPTS_KEY = "subscripts"
 STATS_KEYS = ("n", "min", "max", "sum")
 
 # The run record `ma run` writes beside the rank files: how the job and each rank ended (docs/trace-format.md).
@@ -75,7 +77,8 @@ LAUNCHER_KINDS = ("hydra", "direct", "other")  # MPICH's mpiexec, no launcher (o
 
 # The merged trace of a job (docs/trace-format.md, "Merged trace"): one uncompressed .npz written by rank 0.
 MERGED_FORMAT = "ma-trace-merged"
-MERGED_VERSION = 2  # 2: the value arrays gained the cache and ccalls columns
+MERGED_VERSION = 3  # 2: the value arrays gained the cache and ccalls columns; 3: the subscripts columns
+MERGED_V2_FIELDS = 32  # a version-2 file's value columns (read with the subscripts columns unmeasured)
 MERGED_FILE = "job.ma.npz"
 MERGED_INDEX = "trace.json"  # the JSON member of the archive: structure, names, whatever is not an array
 # MA_TRACE_LAYOUT: what a run under MPI writes at finalize (periodic flushes are per rank in every layout).
@@ -88,9 +91,10 @@ VALUE_FIELDS: tuple[str, ...] = (
     "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
     "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum",
     # The node's optional measurements (NODE_CACHE_KEY, NODE_C_CALLS_KEY): calls measured, levels, line accesses,
-    # accesses served by each level (0 beyond `levels`); calls counted and calls from Python into C.
+    # accesses served by each level (0 beyond `levels`); calls counted and calls from Python into C; calls counted
+    # and subscripts (NODE_SUBSCRIPTS_KEY).
     "cache_calls", "cache_levels", "cache_accesses", *(f"cache_hits{k}" for k in range(1, 5)),
-    "ccalls_n", "ccalls",
+    "ccalls_n", "ccalls", "subscripts_n", "subscripts",
 )
 VARIABLE_FIELDS = ("value", "min", "max", "defs")
 # Header fields that differ between the ranks of one job; a merged trace keeps them as per-rank arrays.
@@ -165,9 +169,9 @@ def _count(value: Any, field: str) -> int:
     return value
 
 
-def signature_columns(cache: Any, c_calls: Any, calls: int) -> tuple[int, ...]:
-    """The value columns ``cache_calls`` ... ``ccalls`` of a node's optional ``cache`` and ``c_calls`` fields
-    (None when absent); ValueError naming the field when one is malformed."""
+def signature_columns(cache: Any, c_calls: Any, calls: int, subscripts: Any = None) -> tuple[int, ...]:
+    """The value columns ``cache_calls`` ... ``subscripts`` of a node's optional ``cache``, ``c_calls`` and
+    ``subscripts`` fields (None when absent); ValueError naming the field when one is malformed."""
     if cache is None:
         cached: tuple[int, ...] = (0,) * (3 + CACHE_MAX_LEVELS)
     else:
@@ -185,6 +189,6 @@ def signature_columns(cache: Any, c_calls: Any, calls: int) -> tuple[int, ...]:
                              f"{accesses} accesses")
         cached = (_count(cache["calls"], f"{NODE_CACHE_KEY}.calls"), len(served), accesses,
                   *served, *(0,) * (CACHE_MAX_LEVELS - len(served)))
-    if c_calls is None:
-        return (*cached, 0, 0)
-    return (*cached, calls, _count(c_calls, NODE_C_CALLS_KEY))
+    counted = (0, 0) if c_calls is None else (calls, _count(c_calls, NODE_C_CALLS_KEY))
+    indexed = (0, 0) if subscripts is None else (calls, _count(subscripts, NODE_SUBSCRIPTS_KEY))
+    return (*cached, *counted, *indexed)

@@ -19,6 +19,7 @@ from ma.errors import TraceError
 from ma.trace_format import (
     MERGED_FORMAT,
     MERGED_INDEX,
+    MERGED_V2_FIELDS,
     MERGED_VERSION,
     OPTIONAL_DOCUMENT_KEYS,
     VALUE_FIELDS,
@@ -34,8 +35,11 @@ class ValueMember:
 
     BLOCK_BYTES = 64 << 20
 
-    def __init__(self, path: Path, name: str, shape: tuple[int, int, int]) -> None:
+    def __init__(self, path: Path, name: str, shape: tuple[int, int, int], stored_fields: int | None = None) -> None:
+        """``stored_fields``: the file's value columns where fewer than ``shape``'s (an older version: the
+        columns it lacks, the last ones, read as 0, i.e. unmeasured)."""
         self.path, self.name, self.shape = path, name, shape
+        self.stored = shape if stored_fields is None else (*shape[:2], stored_fields)
         with zipfile.ZipFile(path) as archive:
             try:
                 handle = archive.open(name)
@@ -43,8 +47,9 @@ class ValueMember:
                 raise TraceError(str(path), f"merged trace has no member {name}") from None
             with handle:
                 found, dtype = self._header(handle)
-        if found != shape or dtype.kind != "f":
-            raise TraceError(str(path), f"member {name} has shape {found} of {dtype}, expected {shape} of doubles")
+        if found != self.stored or dtype.kind != "f":
+            raise TraceError(str(path), f"member {name} has shape {found} of {dtype}, expected {self.stored} of "
+                                        "doubles")
         self.dtype = dtype
 
     def _header(self, handle: Any) -> tuple[tuple[int, ...], np.dtype[Any]]:
@@ -60,7 +65,8 @@ class ValueMember:
 
     def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
         """(first rank position, values of a block of ranks) through the whole array."""
-        ranks, rows, fields = self.shape
+        ranks, rows, fields = self.stored
+        missing = self.shape[2] - fields
         per_rank = rows * fields * self.dtype.itemsize
         step = max(1, self.BLOCK_BYTES // max(per_rank, 1))
         try:
@@ -72,6 +78,8 @@ class ValueMember:
                     if len(data) != count * per_rank:
                         raise TraceError(str(self.path), f"member {self.name} is cut short")
                     block = np.frombuffer(data, dtype=self.dtype).reshape(count, rows, fields)
+                    if missing:
+                        block = np.concatenate([block, np.zeros((count, rows, missing), dtype=block.dtype)], axis=2)
                     yield start, block.astype(np.float64, copy=False)
         except (OSError, zipfile.BadZipFile) as exc:
             raise TraceError(str(self.path), f"member {self.name} cannot be read ({exc})") from None
@@ -169,11 +177,15 @@ def _index(path: Path) -> dict[str, Any]:
     if version > MERGED_VERSION:
         raise TraceError(str(path), f"merged format version {version} is newer than this reader supports "
                                     f"({MERGED_VERSION}); upgrade the ma package to read it")
-    if version < MERGED_VERSION:
+    if version == 2:  # the same layout without the subscripts columns, which read as unmeasured
+        fields = list(VALUE_FIELDS[:MERGED_V2_FIELDS])
+    elif version < MERGED_VERSION:
         raise TraceError(str(path), f"merged format version {version} predates this reader's ({MERGED_VERSION}: "
                                     "value arrays with the cache and ccalls columns); write the job's rank files "
                                     "(MA_TRACE_LAYOUT=per-rank) or run it again to read it")
-    if index.get("fields") != list(VALUE_FIELDS) or index.get("variable_fields") != list(VARIABLE_FIELDS):
+    else:
+        fields = list(VALUE_FIELDS)
+    if index.get("fields") != fields or index.get("variable_fields") != list(VARIABLE_FIELDS):
         raise TraceError(str(path), f"{MERGED_INDEX}: fields differ from this reader's ({', '.join(VALUE_FIELDS)})")
     for key, kind in (("size", int), ("groups", list), ("headers", list), ("hosts", list), ("statuses", list),
                       ("mpi_routines", list), ("anomalies", list), ("firsts", list)):
@@ -183,7 +195,8 @@ def _index(path: Path) -> dict[str, Any]:
     return index
 
 
-def _group(archive: Any, path: Path, g: int, entry: Any) -> Group:
+def _group(archive: Any, path: Path, g: int, entry: Any, fields: int) -> Group:
+    """Group ``g`` of the index, its value array of ``fields`` columns (fewer than VALUE_FIELDS: an older file)."""
     where = f"{MERGED_INDEX}: groups[{g}]"
     if not isinstance(entry, dict) or not isinstance(entry.get("threads"), list) \
             or not isinstance(entry.get("variables"), list):
@@ -201,7 +214,7 @@ def _group(archive: Any, path: Path, g: int, entry: Any) -> Group:
         threads.append((thread["thread"], str(thread.get("name") or f"thread {thread['thread']}"), nodes))
     rows = sum(len(nodes) for _, _, nodes in threads)
     ranks = _array(archive, f"group-{g}-ranks", path, (None,))
-    values = ValueMember(path, f"group-{g}-values.npy", (len(ranks), rows, len(VALUE_FIELDS)))
+    values = ValueMember(path, f"group-{g}-values.npy", (len(ranks), rows, len(VALUE_FIELDS)), fields)
     variable_values = _array(archive, f"group-{g}-variables", path,
                              (len(ranks), len(entry["variables"]), len(VARIABLE_FIELDS)))
     return Group(threads, entry["variables"], ranks.astype(np.int64), values,
@@ -216,7 +229,7 @@ def read_merged(path: Path) -> MergedTrace:
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise TraceError(str(path), f"cannot read the merged trace ({exc})") from None
     with archive:
-        groups = [_group(archive, path, g, entry) for g, entry in enumerate(index["groups"])]
+        groups = [_group(archive, path, g, entry, len(index["fields"])) for g, entry in enumerate(index["groups"])]
         ranks = _array(archive, "rank", path, (None,)).astype(np.int64)
         n = len(ranks)
         per_rank = {name: _array(archive, name, path, (n,)).astype(np.int64)

@@ -41,6 +41,7 @@ from ma.trace_format import (
     FORMAT,
     NODE_C_CALLS_KEY,
     NODE_CACHE_KEY,
+    NODE_SUBSCRIPTS_KEY,
     OPTIONAL_DOCUMENT_KEYS,
     RANK_FILE,
     VALUE_FIELDS,
@@ -308,7 +309,8 @@ def _flatten_tree(root: Mapping[str, Any], name: str, thread: int, thread_name: 
             values += _stats(count.get("predicted"))
             values += _stats(count.get("measured"))
             try:
-                values += signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), node["calls"])
+                values += signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), node["calls"],
+                                            get(NODE_SUBSCRIPTS_KEY))
             except ValueError as problem:
                 raise TraceError(name, f"site {path!r}: {problem} (docs/trace-format.md)") from None
             nodes.append((parent, type_, id_, path, expr, get("count_expr"), file, line, first_fail, first_mismatch))

@@ -164,7 +164,7 @@ class Site:
         """MPI sites: the messages the PMPI library counted per call."""
         return self._stats("cmeas")
 
-    # --- the measured signature (node fields `cache`, `c_calls`; docs/trace-format.md) -------------
+    # --- the measured signature (node fields `cache`, `c_calls`, `subscripts`; docs/trace-format.md) -------------
     @property
     def cache_accesses(self) -> np.ndarray:
         """(ranks, threads): cache-line accesses of the calls the cache simulation measured (0 where none)."""
@@ -206,6 +206,16 @@ class Site:
         if not measured.any():
             return None
         return int(self._field("ccalls")[measured].sum())
+
+    @property
+    def subscripts(self) -> int | None:
+        """Subscript instructions of the program's code inside the site (``ma run --counters ccalls``), inclusive
+        and summed like :attr:`c_calls`. None when not measured (also on traces written before the counter
+        counted them)."""
+        measured = self._field("subscripts_n") > 0
+        if not measured.any():
+            return None
+        return int(self._field("subscripts")[measured].sum())
 
     @property
     def c_calls_per_rank(self) -> np.ndarray:

@@ -56,6 +56,7 @@ class Node(msgspec.Struct, rename={"passed": "pass"}):
     count: Count | None = None
     cache: Cache | None = None
     c_calls: int | None = None
+    subscripts: int | None = None
     children: list[Node] = []
 
 
@@ -106,7 +107,8 @@ def rows(thread: Thread) -> tuple[list[tuple[Any, ...]], list[Any]]:
             values += (stats.n, stats.min, stats.max, stats.sum) if stats is not None else _NO_STATS
         cache = n.cache
         values += signature_columns(None if cache is None else {"calls": cache.calls, "accesses": cache.accesses,
-                                                                  "hits": cache.hits}, n.c_calls, n.calls)
+                                                                  "hits": cache.hits}, n.c_calls, n.calls,
+                                    n.subscripts)
         nodes.append((parent, n.type, n.id, n.path, n.expr, n.count_expr, n.file, n.line, n.first_fail,
                       n.first_mismatch))
         index = len(nodes) - 1

@@ -281,8 +281,9 @@ def _site_counts(runtime: Runtime, threads: list[dict[str, Any]]) -> None:
     from .sitecounts import annotate
 
     own = ccalls.counts() if ccalls is not None else None  # type: ignore[attr-defined]  # (a CCallsProvider)
+    subscripts = ccalls.subscript_counts() if ccalls is not None else None  # type: ignore[attr-defined]
     for state, thread in zip(runtime.threads, threads, strict=True):
-        annotate(state.root, thread["root"], own)
+        annotate(state.root, thread["root"], own, subscripts)
 
 
 def _vector_loops() -> list[dict[str, Any]]:

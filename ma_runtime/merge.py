@@ -34,6 +34,7 @@ from ma.trace_format import (
     MERGED_VERSION,
     NODE_C_CALLS_KEY,
     NODE_CACHE_KEY,
+    NODE_SUBSCRIPTS_KEY,
     OPTIONAL_DOCUMENT_KEYS,
     RANK_HEADER_KEYS,
     RUNNING,
@@ -119,7 +120,8 @@ def part_of(document: Mapping[str, Any]) -> Part:
                                                              "wall_ns", "cpu_ns"))
             for stats in (get("predicted"), get("measured"), count.get("predicted"), count.get("measured")):
                 values.extend(_stats(stats))
-            values.extend(signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), get("calls", 0)))
+            values.extend(signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), get("calls", 0),
+                                            get(NODE_SUBSCRIPTS_KEY)))
             for kind in ("first_fail", "first_mismatch"):
                 if get(kind):
                     firsts.append((kind, row, get(kind)))

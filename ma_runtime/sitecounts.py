@@ -9,7 +9,7 @@ and written as optional node fields (``cache``, ``c_calls``; ma/trace_format.py)
   the node is wrapped (:class:`CacheProbe`), so the annotations' own code is untouched.
 - **c_calls**: with the ``ccalls`` provider (counters/ccalls.py) every call from Python into a builtin function
   or method is counted for the innermost open site; a site's figure is its own count plus its descendants'
-  (inclusive, as the other counters).
+  (inclusive, as the other counters). **subscripts**: the same provider's subscript instructions, alike.
 
 :func:`annotate` adds both to the JSON of a thread's site tree when the trace is written.
 """
@@ -19,7 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ma.trace_format import CACHE_MAX_LEVELS, DECLARATION_TYPES, NODE_C_CALLS_KEY, NODE_CACHE_KEY
+from ma.trace_format import (
+    CACHE_MAX_LEVELS,
+    DECLARATION_TYPES,
+    NODE_C_CALLS_KEY,
+    NODE_CACHE_KEY,
+    NODE_SUBSCRIPTS_KEY,
+)
 
 from .tree import Node
 
@@ -105,13 +111,16 @@ def _nodes(root: Node) -> Iterator[Node]:
         stack.extend(list(node.children.values()))  # list(): another thread may add a child meanwhile
 
 
-def annotate(root: Node, tree: dict[str, Any], c_calls: dict[Node, int] | None) -> None:
-    """Add ``cache`` and ``c_calls`` to the JSON ``tree`` of ``root`` (``c_calls``: each node's own count)."""
+def annotate(root: Node, tree: dict[str, Any], c_calls: dict[Node, int] | None,
+             subscripts: dict[Node, int] | None = None) -> None:
+    """Add ``cache``, ``c_calls`` and ``subscripts`` to the JSON ``tree`` of ``root`` (``c_calls``,
+    ``subscripts``: each node's own count)."""
     by_key: dict[tuple[str, str], Node] = {}
     for node in _nodes(root):
         by_key[(node.type, node.path)] = node
     stack = list(tree.get("children") or ())
     inclusive = _inclusive(root, c_calls) if c_calls is not None else None
+    indexed = _inclusive(root, subscripts) if subscripts is not None else None
     while stack:
         data = stack.pop()
         stack.extend(data.get("children") or ())
@@ -124,6 +133,8 @@ def annotate(root: Node, tree: dict[str, Any], c_calls: dict[Node, int] | None) 
             data[NODE_CACHE_KEY] = cache
         if inclusive is not None and node.type not in DECLARATION_TYPES:
             data[NODE_C_CALLS_KEY] = inclusive.get(node, 0)
+        if indexed is not None and node.type not in DECLARATION_TYPES:
+            data[NODE_SUBSCRIPTS_KEY] = indexed.get(node, 0)
 
 
 def _inclusive(root: Node, own: dict[Node, int]) -> dict[Node, int]:

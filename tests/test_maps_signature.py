@@ -17,7 +17,7 @@ import pytest
 from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
-from backends.maps.tracedata import site_lines_per_flop
+from backends.maps.tracedata import measured_subscripts, site_lines_per_flop
 from ma.errors import TraceError
 from ma.trace_format import rank_file_name
 from ma_post import load
@@ -167,6 +167,10 @@ def test_hit_rates_add_accesses_before_dividing(tmp_path: Path, plain_trace: dic
     assert site.c_calls == 12 and site.c_calls_per_rank.tolist() == [12.0]
     with pytest.raises(TraceError, match="'c_calls' is -1"):
         load(_one_site(tmp_path, plain_trace, c_calls=-1))
+    assert site.subscripts is None  # not counted: a trace from before the counter counted them
+    assert load(_one_site(tmp_path, plain_trace, c_calls=12, subscripts=30)).find("k").subscripts == 30
+    with pytest.raises(TraceError, match=r"site 'k': field 'subscripts' is 'many', expected an integer"):
+        load(_one_site(tmp_path, plain_trace, c_calls=12, subscripts="many"))
 
 
 CCALLS_PROGRAM = """
@@ -207,6 +211,36 @@ def test_calls_into_compiled_code_per_site(tmp_path: Path) -> None:
     assert ts.headers[0]["counters"]["providers"][0]["name"] == "ccalls"
 
 
+SUBSCRIPTS_PROGRAM = """
+import numpy as np
+import ma
+a, b = np.zeros((4, 6)), np.ones(2)
+with ma.subroutine("rows"):
+    for i in range(3):
+        with ma.flop("row", "2"):
+            row = a[i]                   # 1 subscript
+            row[0:2] -= b                # 2: the load and the store of the slice (and a BINARY_OP, a call)
+            view = a[:, 3:5]             # 1
+            column = b[:, None]          # 1
+            np.add(view, 1.0)            # a call, no subscript
+    first = {"k": 1}["k"]                # 1 in rows
+"""
+
+
+def test_subscripts_per_site(tmp_path: Path) -> None:
+    """The ccalls counter counts the program's subscript instructions apart from its calls, inclusive."""
+    script = tmp_path / "subscripts.py"
+    script.write_text(SUBSCRIPTS_PROGRAM)
+    ts = load(run([sys.executable, str(script)], tmp_path / "t", "ccalls", cache=None))
+    row, rows = ts.find("rows/row"), ts.find("rows")
+    assert row.subscripts == 3 * 5
+    assert rows.subscripts == 3 * 5 + 1
+    assert row.c_calls == 3 * 2  # the -= and np.add: subscripts are not calls
+    assert rows.c_calls == 3 * 2 + 1  # and range()
+    # per execution, the children's taken out: what the maps backend charges
+    assert measured_subscripts(ts)["rows/row"] == 5.0 and measured_subscripts(ts)["rows"] == 1.0
+
+
 MPI_CCALLS_PROGRAM = """
 import numpy as np
 from mpi4py import MPI
@@ -217,6 +251,7 @@ with ma.flop("work", "0"):
     for _ in range(rank + 1):    # rank r: 2 (range, +) + 2 (r + 1)
         x.sum()
         np.sqrt(x)
+        x[:4]                    # a subscript (not a call)
 """
 
 
@@ -233,6 +268,7 @@ def test_merged_trace_keeps_each_ranks_c_calls(tmp_path: Path) -> None:
     merged, files = load(both).find("work"), load(ranks_only).find("work")
     assert merged.c_calls_per_rank.tolist() == files.c_calls_per_rank.tolist() == [4.0, 6.0]
     assert merged.c_calls == files.c_calls == 10
+    assert merged.subscripts == files.subscripts == 1 + 2
 
 
 class _Frame:

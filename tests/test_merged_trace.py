@@ -3,6 +3,7 @@ validation and models as the rank files of the same run; plus the strict reading
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -460,3 +461,26 @@ def test_a_malformed_optional_entry_of_the_merged_index_is_named(tmp_path: Path)
     write_archive(tmp_path, {**members, MERGED_INDEX: json.dumps(index).encode()})
     with pytest.raises(TraceError, match=r"trace.json: optional\[0\]: key 'peers' with dict"):
         load(tmp_path)
+
+
+def test_a_version_2_merged_file_reads_with_the_subscripts_unmeasured(tmp_path: Path) -> None:
+    """Version 2 lacked the last two value columns (subscripts_n, subscripts); its numbers read as before."""
+    from ma.trace_format import MERGED_V2_FIELDS, NODE_C_CALLS_KEY, NODE_SUBSCRIPTS_KEY, VALUE_FIELDS
+
+    document = make_trace(cg_program(), 0, 1)
+    first = document["threads"][0]["root"]["children"][0]
+    first[NODE_C_CALLS_KEY], first[NODE_SUBSCRIPTS_KEY] = 7, 5
+    members = build_archive(_bundle([document]), 1)
+    write_archive(tmp_path / "v3", members)
+    now = load(tmp_path / "v3").find(first["path"], first["type"])
+    assert (now.c_calls, now.subscripts) == (7, 5)
+    index = json.loads(members[MERGED_INDEX])
+    index["version"], index["fields"] = 2, list(VALUE_FIELDS[:MERGED_V2_FIELDS])
+    values = np.load(io.BytesIO(members["group-0-values.npy"]))
+    stream = io.BytesIO()
+    np.save(stream, np.ascontiguousarray(values[:, :, :MERGED_V2_FIELDS]))
+    write_archive(tmp_path / "v2", {**members, MERGED_INDEX: json.dumps(index).encode(),
+                                    "group-0-values.npy": stream.getvalue()})
+    old = load(tmp_path / "v2").find(first["path"], first["type"])
+    assert (old.c_calls, old.subscripts) == (7, None)
+    assert old.wall_ns.tolist() == now.wall_ns.tolist()

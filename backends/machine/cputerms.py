@@ -33,6 +33,10 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   dependent adds (``sum += a[k] * x[col[k]]``); an out-of-order core overlaps the chains of neighbouring rows, so
   short rows run at the loads' issue rate and long rows at the add latency. The maps backend prices a kernel
   stated as such a row loop on this curve (``backends/maps/rowchain.py``).
+- ``subscripts``: seconds per subscript of the kinds the ports make (a view of a row, a column pair, a broadcast
+  axis, a block; the store of an augmented slice assignment), their mean the price of each subscript
+  ``ma run --counters ccalls`` counts (:mod:`.subscripts`); beside it an in-place broadcasting ufunc on a small
+  strided view against the same on a contiguous array. Optional: profiles measured before it have none.
 
 The block carries its own ``version`` (``PYTHON_TERMS_VERSION``) inside ``cpu.python_probe``.
 """
@@ -51,6 +55,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ma.errors import MAError, ProfileError
+
+from . import subscripts
 
 PYTHON_TERMS_VERSION = 1
 CALL_KERNEL = "ufunc_add_8"
@@ -209,7 +215,7 @@ def measure(quick: bool = False) -> dict[str, Any]:
                              "dispatches": DISPATCHES,
                              "flops_kernel": FLOPS_KERNEL, "flops": flops, "sizes": [SMALL, LARGE],
                              "statistic": "median", "repeats": repeats, "calls_per_timing": per_timing,
-                             "csr_rows": measure_csr_rows(quick)}}
+                             "csr_rows": measure_csr_rows(quick), "subscripts": subscripts.measure(quick)}}
 
 
 def _csr_product(nonzeros: int, per_row: int, rng: Any) -> Callable[[], object]:

@@ -90,6 +90,11 @@ PROFILE_SCHEMA: dict[str, Any] = {
                         "csr_rows": {"type": "object", "required": ["entries_per_row", "seconds_per_entry"],
                                      "properties": {"entries_per_row": {"type": "array", "items": _POSITIVE},
                                                     "seconds_per_entry": {"type": "array", "items": _POSITIVE}}},
+                        # seconds per subscript of a Python program (backends/machine/subscripts.py)
+                        "subscripts": {"type": "object", "required": ["seconds"],
+                                       "properties": {"seconds": _POSITIVE,
+                                                      "kinds_s": {"type": "object", "additionalProperties": _POSITIVE},
+                                                      "view_ufunc_s": _POSITIVE, "contiguous_ufunc_s": _POSITIVE}},
                     },
                 },
             },

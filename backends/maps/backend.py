@@ -12,7 +12,9 @@ Section 4):
 - compute:       flops / the compute rate: the FMA peak for a C program, the profile's NumPy rate
                  (``cpu.python_flops``) for a Python one (the trace's language says which);
 - interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
-                 (measured, ``Site.c_calls``, or from a signature file) x its executions; and for a Python
+                 (measured, ``Site.c_calls``, or from a signature file) x its executions; the profile's price of
+                 a subscript (``cpu.python_probe.subscripts``) x the site's subscripts per execution
+                 (``Site.subscripts``, or a signature file) x its executions; and for a Python
                  program ``cpu.annotation_s`` of the site's kind (region, loop, MPI) x the site's own calls
                  (the ``with ma...`` block the program enters, a loop's once per entry); charged to compute;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`; a Python
@@ -51,7 +53,7 @@ from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
-from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
+from .tracedata import DECLARATIONS, measured_c_calls, measured_subscripts, site_hit_rates, site_lines_per_flop
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
 
 if TYPE_CHECKING:
@@ -125,18 +127,22 @@ class MapsBackend(Backend):
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None,
                  annotation_s: Mapping[str, float] | None = None, streams: str = "vector",
-                 python_exchange: bool = True) -> None:
+                 python_exchange: bool = True, subscript_s: float | None = None) -> None:
         """``call_overhead_s``, ``python_flops`` and ``annotation_s`` override the CPU terms of the profile a
         prediction is made with (None: the profile's, so a what-if on them takes effect; a profile without them:
         0 and the peak).
         ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing).
         ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`).
         ``python_exchange``: a Python program's messages cost what the profile's two-rank mpi4py exchange says
-        beyond L (:meth:`_python_message`); False: L only."""
+        beyond L (:meth:`_python_message`); False: L only.
+        ``subscript_s``: seconds per counted subscript (None: the profile's ``cpu.python_probe.subscripts``; a
+        profile without it: 0, and the notes say so)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
         if call_overhead_s is not None and call_overhead_s < 0:
             raise BackendError(f"maps backend: call_overhead_s must be >= 0, got {call_overhead_s}")
+        if subscript_s is not None and subscript_s < 0:
+            raise BackendError(f"maps backend: subscript_s must be >= 0, got {subscript_s}")
         if cores is not None and cores < 0:
             raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
         if python_flops is not None and python_flops <= 0:
@@ -156,6 +162,8 @@ class MapsBackend(Backend):
             {path: tuple(rates) for path, rates in (signatures or {}).items()})
         self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
         self.signature_calls = dict(given.c_calls)
+        self.signature_subscripts = dict(given.subscripts)
+        self.subscript_s = subscript_s
         self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
         self.signature_rows = dict(given.csr_rows)
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
@@ -176,6 +184,9 @@ class MapsBackend(Backend):
         parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
                             help="maps: seconds per call from Python into compiled code (default: the profile's "
                                  "cpu.call_overhead_s, else 0)")
+        parser.add_argument("--subscript-cost", type=float, default=None, metavar="SECONDS",
+                            help="maps: seconds per subscript of a Python program (default: the profile's "
+                                 "cpu.python_probe.subscripts, else 0)")
         parser.add_argument("--python-flops", type=float, default=None, metavar="FLOP/S",
                             help="maps: compute rate of a Python program's sites (default: the profile's "
                                  "cpu.python_flops, else the peak)")
@@ -213,7 +224,8 @@ class MapsBackend(Backend):
                    python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
                    annotation_s=_every_kind(getattr(options, "annotation_cost", None)),
                    streams=getattr(options, "streams", "vector"),
-                   python_exchange=getattr(options, "python_exchange", True))
+                   python_exchange=getattr(options, "python_exchange", True),
+                   subscript_s=getattr(options, "subscript_cost", None))
 
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
@@ -295,6 +307,7 @@ class MapsBackend(Backend):
             notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
                          f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
         interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
+        self._subscript_term(model, machine, interpreter, add, notes)
         annotation = self.annotation_cost(model, machine)
         if annotation is None:
             notes.append(f"profile {machine.name!r} has no cpu.annotation_s: the annotated sites' own cost not "
@@ -449,6 +462,33 @@ class MapsBackend(Backend):
             out[site.path] = seconds
             add(site.path, owner, "compute", seconds)
         return out, assumed
+
+    def _subscript_term(self, model: ModelBuilder, machine: MachineProfile, interpreter: dict[str, sympy.Expr],
+                        add: Callable[[str, str, str, sympy.Expr], None], notes: list[str]) -> None:
+        """The price of a subscript x the subscripts per execution (measured, or a signature's; the children's
+        taken out as for the calls) x the site's executions, into the site's interpreter term."""
+        from ..machine.subscripts import subscript_seconds
+
+        ts = model.ts
+        per_execution = {**measured_subscripts(ts), **self.signature_subscripts}
+        if not per_execution:
+            return
+        price = self.subscript_s if self.subscript_s is not None else subscript_seconds(machine.cpu, machine.name)
+        if price is None:
+            notes.append(f"profile {machine.name!r} has no cpu.python_probe.subscripts (ma machine subscripts PROFILE "
+                         "measures it): the counted subscripts charged nothing")
+            return
+        if not price:
+            return
+        for site in ts.walk():
+            counted = per_execution.get(site.path)
+            if site.type in DECLARATIONS or not counted:
+                continue
+            seconds = sympy.Float(price) * sympy.Float(counted) * model.executions(site)
+            interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
+            add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
+        notes.append(f"subscripts (ma run --counters ccalls) at {price * 1e9:.0f} ns each "
+                     "(cpu.python_probe.subscripts), in the interpreter term")
 
     @staticmethod
     def _annotation_term(model: ModelBuilder, annotation_s: Mapping[str, float], interpreter: dict[str, sympy.Expr],

@@ -91,15 +91,16 @@ class Signatures:
     c_calls: dict[str, float] = field(default_factory=dict)
     lines_per_flop: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per level served, memory last
     csr_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # entries, rows per execution (expressions)
+    subscripts: dict[str, float] = field(default_factory=dict)  # subscripts per execution
 
 
 def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
     """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
     cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C, "lines_per_flop":
-    [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}}`` with any of the keys: C is the calls from Python into
-    compiled code per execution of the site (per iteration of a loop); l_k the cache lines level k served per flop
-    of the site (memory last); E and R the entries and rows per execution of a CSR row loop, expressions in the
-    model's variables (:func:`check_csr_rows`)."""
+    [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}, "subscripts": S}`` with any of the keys: C is the calls
+    from Python into compiled code per execution of the site (per iteration of a loop), S its subscripts alike;
+    l_k the cache lines level k served per flop of the site (memory last); E and R the entries and rows per
+    execution of a CSR row loop, expressions in the model's variables (:func:`check_csr_rows`)."""
     name = os.fspath(path)
     try:
         doc = json.loads(Path(name).read_text())
@@ -114,10 +115,12 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
         where = f"{name}: field 'sites.{site}'"
         rates, calls = (entry, None) if isinstance(entry, list) else (None, None)
         if isinstance(entry, dict):
-            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop", "csr_rows"})
+            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop", "csr_rows", "subscripts"})
             if unknown or not entry:
-                raise BackendError(f"{where}: expected the keys hit_rates, c_calls, lines_per_flop and/or csr_rows, "
-                                   f"got {sorted(entry)}")
+                raise BackendError(f"{where}: expected the keys hit_rates, c_calls, lines_per_flop, csr_rows and/or "
+                                   f"subscripts, got {sorted(entry)}")
+            if "subscripts" in entry:
+                out.subscripts[site] = _per_execution(entry["subscripts"], f"{where}.subscripts", "subscripts")
             if "csr_rows" in entry:
                 out.csr_rows[site] = check_csr_rows(entry["csr_rows"], f"{where}.csr_rows")
             rates, calls = entry.get("hit_rates"), entry.get("c_calls")
@@ -132,10 +135,14 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
             check_hit_rates(rates, levels, where)
             out.hit_rates[site] = tuple(float(h) for h in rates)
         if calls is not None:
-            if not isinstance(calls, (int, float)) or isinstance(calls, bool) or calls < 0:
-                raise BackendError(f"{where}.c_calls: expected a number >= 0 (calls per execution), got {calls!r}")
-            out.c_calls[site] = float(calls)
+            out.c_calls[site] = _per_execution(calls, f"{where}.c_calls", "calls")
     return out
+
+
+def _per_execution(value: object, where: str, what: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise BackendError(f"{where}: expected a number >= 0 ({what} per execution), got {value!r}")
+    return float(value)
 
 
 def load_signatures(path: str | os.PathLike[str], levels: int) -> dict[str, tuple[float, ...]]:
@@ -150,6 +157,8 @@ def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) ->
         sites.setdefault(site, {})["hit_rates"] = list(rates)
     for site, calls in signatures.c_calls.items():
         sites.setdefault(site, {})["c_calls"] = calls
+    for site, counted in signatures.subscripts.items():
+        sites.setdefault(site, {})["subscripts"] = counted
     for site, lines in signatures.lines_per_flop.items():
         sites.setdefault(site, {})["lines_per_flop"] = list(lines)
     for site, (entries, rows) in signatures.csr_rows.items():

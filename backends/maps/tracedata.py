@@ -9,10 +9,13 @@ works with traces that lack them.
   over the traced ranks and threads. Like every per-site figure of a trace it is inclusive (a region's counts
   take in the regions inside it); :func:`c_calls_per_execution` takes the children's out and divides by the
   site's executions (iterations, for a loop), so the term scales with the model's trip counts.
+- ``Site.subscripts``: the subscript instructions of the program's code inside the site, counted and aggregated
+  as ``c_calls`` (:func:`measured_subscripts`); None on traces written before the counter counted them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,24 +61,37 @@ def body_executions(site: Site) -> float:
     return float(np.nansum(site.calls))
 
 
-def c_calls_per_execution(ts: TraceSet, site: Site) -> float | None:
-    """Calls into compiled code per execution of ``site`` outside the sites inside it; None if not measured
-    (or the site's body never ran, so nothing per execution is known)."""
-    total = site_c_calls(site)
+def site_subscripts(site: Site) -> float | None:
+    """The site's subscripts over all its executions (inclusive), or None where not measured."""
+    counted = getattr(site, "subscripts", None)
+    return None if counted is None else float(counted)
+
+
+def c_calls_per_execution(ts: TraceSet, site: Site, count: Callable[[Site], float | None] = site_c_calls
+                          ) -> float | None:
+    """Calls into compiled code (or what ``count`` reads) per execution of ``site`` outside the sites inside
+    it; None if not measured (or the site's body never ran, so nothing per execution is known)."""
+    total = count(site)
     executions = body_executions(site)
     if total is None or executions <= 0:
         return None
-    inner = sum(site_c_calls(child) or 0.0 for child in ts.children(site))
+    inner = sum(count(child) or 0.0 for child in ts.children(site))
     return max(total - inner, 0.0) / executions
 
 
-def measured_c_calls(ts: TraceSet) -> dict[str, float]:
-    """Per-execution calls into compiled code of every site that has them (declarations left out)."""
+def measured_c_calls(ts: TraceSet, count: Callable[[Site], float | None] = site_c_calls) -> dict[str, float]:
+    """Per-execution calls into compiled code (or what ``count`` reads) of every site that has them
+    (declarations left out)."""
     out = {}
     for site in ts.walk():
         if site.type in DECLARATIONS:
             continue
-        per_execution = c_calls_per_execution(ts, site)
+        per_execution = c_calls_per_execution(ts, site, count)
         if per_execution is not None:
             out[site.path] = per_execution
     return out
+
+
+def measured_subscripts(ts: TraceSet) -> dict[str, float]:
+    """Per-execution subscripts of every site that has them, the children's taken out as for the calls."""
+    return measured_c_calls(ts, site_subscripts)

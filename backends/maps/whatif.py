@@ -6,6 +6,7 @@ element of a list; a list without an index is changed element by element. Short 
     network.bandwidth -> network.bandwidth_bytes_per_s     network.latency -> network.latency_s
     cpu.peak          -> cpu.peak_flops                     memory.bandwidth -> bandwidth_fit.plateaus_gbs
     cpu.call_overhead -> cpu.call_overhead_s                cpu.python        -> cpu.python_flops
+    cpu.subscript     -> cpu.python_probe.subscripts.seconds
 
 The value is ``*F`` (multiply), ``/F`` (divide) or a number (set). The changed document is validated again,
 so a what-if cannot produce a profile ``ma machine show`` would refuse.
@@ -25,7 +26,8 @@ from ..machine.profile import MachineProfile
 
 ALIASES = {"network.bandwidth": "network.bandwidth_bytes_per_s", "network.latency": "network.latency_s",
            "cpu.peak": "cpu.peak_flops", "memory.bandwidth": "bandwidth_fit.plateaus_gbs",
-           "cpu.call_overhead": "cpu.call_overhead_s", "cpu.python": "cpu.python_flops"}
+           "cpu.call_overhead": "cpu.call_overhead_s", "cpu.python": "cpu.python_flops",
+           "cpu.subscript": "cpu.python_probe.subscripts.seconds"}
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
 
 

@@ -39,6 +39,12 @@ def register(subparsers: Any) -> None:
     exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (network.python_exchange)",
                              "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
+    indexed = actions.add_parser("subscripts", help="measure the price of a Python program's subscript "
+                                                    "(cpu.python_probe.subscripts) on this host into a profile")
+    indexed.add_argument("profile")
+    indexed.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    indexed.add_argument("--quick", action="store_true", help="short timings (a fraction of a second)")
+    indexed.set_defaults(handler=handle_subscripts)
 
     fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
     fit.add_argument("profile")
@@ -181,6 +187,11 @@ def _print_python_terms(machine: MachineProfile) -> None:
         f"{kind} {seconds * 1e9:.0f} ns" for kind, seconds in terms.annotation_s.items())
     print(f"  Python programs: {terms.call_overhead_s * 1e9:.0f} ns per call into compiled code, NumPy "
           f"{terms.python_flops / 1e9:.2f} GFLOP/s in cache; an annotation site: {annotation}")
+    from backends.machine.subscripts import subscript_seconds
+
+    indexed = subscript_seconds(machine.cpu, machine.name)
+    print("  a subscript: " + ("not measured (ma machine subscripts PROFILE)" if indexed is None
+                               else f"{indexed * 1e9:.0f} ns"))
 
 
 def handle_show(args: argparse.Namespace) -> int:
@@ -281,6 +292,31 @@ def handle_exchange(args: argparse.Namespace) -> int:
     machine.save(target)
     for row in machine.network.python_exchange["work"]:
         print(f"work {row['work_s'] * 1e6:9.2f} us: {row['seconds'] * 1e6:9.2f} us per message")
+    print(f"written: {target}")
+    return 0
+
+
+def handle_subscripts(args: argparse.Namespace) -> int:
+    """``ma machine subscripts``: only the subscript block of ``ma machine probe``'s CPU terms, written into the
+    profile's ``cpu.python_probe`` (which keeps every other field)."""
+    from pathlib import Path
+
+    from backends.machine import subscripts
+    from ma.errors import ProfileError
+
+    if not args.output and not Path(args.profile).exists():
+        raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
+    machine = load_profile(args.profile)
+    probe = machine.cpu.get("python_probe")
+    if not isinstance(probe, dict):
+        raise ProfileError(args.profile, "the profile has no CPU terms of Python programs (ma machine probe "
+                                         "measures them)", "cpu.python_probe")
+    probe["subscripts"] = block = subscripts.measure(args.quick)
+    target = Path(args.output or args.profile)
+    machine.save(target)
+    kinds = ", ".join(f"{kind} {seconds * 1e9:.0f}" for kind, seconds in block["kinds_s"].items())
+    print(f"{block['seconds'] * 1e9:.0f} ns per subscript (ns by kind: {kinds}); in-place ufunc on a strided view "
+          f"{block['view_ufunc_s'] * 1e9:.0f} ns, on a contiguous array {block['contiguous_ufunc_s'] * 1e9:.0f} ns")
     print(f"written: {target}")
     return 0
 

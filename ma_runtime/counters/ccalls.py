@@ -16,9 +16,17 @@ its descendants' (inclusive, as the other counters).
 What it counts, then: calls of NumPy/SciPy/mpi4py functions, methods, ufuncs and types, calls of builtins
 (``len``, ``float``), and binary operators, as written in the program. A binary operator on Python scalars
 (``rho / d``) counts as one too, though it costs far less than a NumPy call; subscripts (``v[:n]``) and
-attribute loads are not counted; nor is what library code calls in turn.
+attribute loads are not counted as calls; nor is what library code calls in turn.
 
-It measures no annotation kind (no reader): it adds the node field ``c_calls`` (ma_runtime/sitecounts.py). It
+Subscripts are counted apart, per site (node field ``subscripts``, inclusive like ``c_calls``): each
+``BINARY_SUBSCR`` and ``STORE_SUBSCR`` instruction of the program's code (and ``BINARY_SLICE``/``STORE_SLICE`` on
+Pythons that have them, 3.12 on, where ``a[i:j]`` compiles to those). On a NumPy array each builds an index and
+a view (``lhs[i]``, ``row[:, 3:5]``, ``fac[:, None]``) or copies into one (the store of ``x[a:b] -= y``, whose
+``-=`` is a BINARY_OP counted in ``c_calls``): a dispatch into compiled code the call count does not see. A
+subscript of a list or dict counts one too, though it costs far less.
+
+It measures no annotation kind (no reader): it adds the node fields ``c_calls`` and ``subscripts``
+(ma_runtime/sitecounts.py). It
 slows the program down (a Python callback per Python call and per instruction of the program's own code;
 docs/maps-backend.md gives figures) and takes over ``sys.settrace``/``sys.setprofile`` for the run (no debugger,
 coverage or cProfile at the same time).
@@ -44,6 +52,10 @@ _LIBRARY_DIRS = tuple(f"{Path(p).resolve()}/" for p in {sysconfig.get_paths()[ke
                                                          ("stdlib", "platstdlib", "purelib", "platlib")})
 _COUNTED = frozenset(dis.opmap[name] for name in ("CALL", "CALL_FUNCTION_EX", "BINARY_OP"))
 _CALLS = frozenset(dis.opmap[name] for name in ("CALL", "CALL_FUNCTION_EX"))
+# the subscript instructions of this Python (BINARY_SLICE and STORE_SLICE exist from 3.12 on)
+SUBSCRIPT_OPCODES = tuple(name for name in ("BINARY_SUBSCR", "STORE_SUBSCR", "BINARY_SLICE", "STORE_SLICE")
+                          if name in dis.opmap)
+_SUBSCRIPTS = frozenset(dis.opmap[name] for name in SUBSCRIPT_OPCODES)
 _CACHE = dis.opmap["CACHE"]
 _GENERATOR_FLAGS = 0x20 | 0x80 | 0x200  # CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR: resumed without a call
 
@@ -73,6 +85,7 @@ class CCallsProvider(CounterProvider):
 
     def __init__(self) -> None:
         self.own: dict[Node, int] = {}  # node -> dispatches counted while it was the innermost open site
+        self.own_subscripts: dict[Node, int] = {}  # node -> subscripts counted while it was the innermost open site
         self._kinds: dict[CodeType, int] = {}  # code -> 0 library/stdlib, 1 the program's, 2 the SDK's
         self._trace, self._local, self._profile = self._make_functions()
         sys.settrace(self._trace)
@@ -97,17 +110,22 @@ class CCallsProvider(CounterProvider):
     def _make_functions(self) -> tuple[Any, Any, Any]:
         from ..mars import _local as thread_local
 
-        own, kind_of, counted, calls = self.own, self._kind, _COUNTED, _CALLS
+        own, subscripts, kind_of, counted, calls = self.own, self.own_subscripts, self._kind, _COUNTED, _CALLS
+        subscript_ops = _SUBSCRIPTS
 
-        def count(delta: int) -> None:
+        def count(delta: int, into: dict[Node, int] = own) -> None:
             state = getattr(thread_local, "state", None)
             if state is not None:
                 node = state.current
-                own[node] = own.get(node, 0) + delta
+                into[node] = into.get(node, 0) + delta
 
         def local(frame: FrameType, event: str, arg: Any) -> Any:
-            if event == "opcode" and frame.f_code.co_code[frame.f_lasti] in counted:
-                count(1)
+            if event == "opcode":
+                opcode = frame.f_code.co_code[frame.f_lasti]
+                if opcode in counted:
+                    count(1)
+                elif opcode in subscript_ops:
+                    count(1, subscripts)
             return local
 
         def trace(frame: FrameType, event: str, arg: Any) -> Any:
@@ -132,17 +150,22 @@ class CCallsProvider(CounterProvider):
 
     def status(self) -> ProviderStatus:
         return ProviderStatus(self.name, True, version=f"python {sys.version.split()[0]} settrace+setprofile",
-                              events={"CALL": "ok", "CALL_FUNCTION_EX": "ok", "BINARY_OP": "ok"})
+                              events={"CALL": "ok", "CALL_FUNCTION_EX": "ok", "BINARY_OP": "ok",
+                                      **dict.fromkeys(SUBSCRIPT_OPCODES, "ok")})
 
     def reader(self, kind: str) -> Reader | None:
         return None
 
     def source(self, kind: str) -> str:
-        return "CALL/BINARY_OP instructions of the program's code"
+        return "CALL/BINARY_OP and subscript instructions of the program's code"
 
     def counts(self) -> dict[Node, int]:
         """Each node's own count so far (a copy)."""
         return self.own.copy()
+
+    def subscript_counts(self) -> dict[Node, int]:
+        """Each node's own subscripts so far (a copy)."""
+        return self.own_subscripts.copy()
 
     def close(self) -> None:
         for uninstall in (sys.settrace, threading.settrace, sys.setprofile, threading.setprofile):

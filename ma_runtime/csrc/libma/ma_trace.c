@@ -581,14 +581,15 @@ int ma_trace_write_atomic(const char *dir, int rank, const char *text)
 
 #define TAG_DATA 0x4D41
 #define TAG_ACK 0x4D42
-#define N_VALUE_FIELDS 32
+#define N_VALUE_FIELDS 34
 enum { P_NUMBERS, P_STRUCTURE, P_HEADER, P_STATUS, P_HOST, P_ANOMALIES, P_FIRSTS, P_VALUES, P_VARIABLES, P_MPI,
        P_HIST, P_PEERS, P_OPTIONAL, P_FIELDS };
 static const char *const value_fields[N_VALUE_FIELDS] = {
     "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns", "pred_n", "pred_min", "pred_max",
     "pred_sum", "meas_n", "meas_min", "meas_max", "meas_sum", "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
     "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum", "cache_calls", "cache_levels", "cache_accesses",
-    "cache_hits1", "cache_hits2", "cache_hits3", "cache_hits4", "ccalls_n", "ccalls"};
+    "cache_hits1", "cache_hits2", "cache_hits3", "cache_hits4", "ccalls_n", "ccalls", "subscripts_n",
+    "subscripts"};
 
 static void bytes(out *o, const void *data, size_t n)
 {
@@ -631,11 +632,12 @@ static void part_nodes(const ma_node *parent_node, long parent_row, long *row, i
         bytes(vals, head, sizeof head);
         stats_d(vals, &n->predicted), stats_d(vals, &n->measured);
         stats_d(vals, &n->count_predicted), stats_d(vals, &n->count_measured);
-        /* the signature columns: the cache simulation's sums; calls into compiled code are Python's only */
+        /* the signature columns: the cache simulation's sums; calls into compiled code and subscripts are
+         * Python's only */
         dbl(vals, (double)n->cache_calls), dbl(vals, (double)n->cache_levels), dbl(vals, (double)n->cache_accesses);
         for (int k = 0; k < MA_CACHE_MAX_LEVELS; k++)
             dbl(vals, k < n->cache_levels ? (double)n->cache_hits[k] : 0.0);
-        dbl(vals, 0), dbl(vals, 0);
+        dbl(vals, 0), dbl(vals, 0), dbl(vals, 0), dbl(vals, 0);
         if (n->has_first_fail) {
             fmt(firsts, "%s[\"first_fail\",%d,%ld,{\"call\":%llu,\"predicted\":", firsts->len ? "," : "", rank,
                 mine, (unsigned long long)n->first_fail_call);
@@ -1071,7 +1073,7 @@ static int write_merged(const ma_runtime_state *rt, const out *bundle, int size,
     npy_member(&z, "mpi_peers.npy", "<f8", shape_p, 2, rows[1].buf, rows[1].len);
     free(rows[0].buf), free(rows[1].buf);
     out index = {0};
-    fmt(&index, "{\"format\":\"ma-trace-merged\",\"version\":2,\"size\":%d,\"run_id\":", size);
+    fmt(&index, "{\"format\":\"ma-trace-merged\",\"version\":3,\"size\":%d,\"run_id\":", size);
     str(&index, s->has_run_id ? s->run_id : NULL);
     raw(&index, ",\"fields\":[");
     for (int k = 0; k < N_VALUE_FIELDS; k++)
