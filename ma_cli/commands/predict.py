@@ -76,6 +76,16 @@ def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]
     return float(per_rank(builder, expr, values).mean())
 
 
+def rank_totals(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> tuple[list[float], int]:
+    """The prediction at each traced rank's own inputs, and the slowest rank (whose time is the run's)."""
+    import numpy as np
+
+    from backends.maps.measured import per_rank
+
+    seconds = per_rank(builder, expr, values)
+    return [float(s) for s in seconds], int(np.argmax(seconds))
+
+
 def site_rows(builder: ModelBuilder, items: list[tuple[str, Any]], values: dict[str, float]) -> list[dict[str, Any]]:
     rows = []
     for name, site in items:
@@ -105,6 +115,7 @@ def handle(args: argparse.Namespace) -> int:
                               "notes": list(prediction.notes)}
     report["sites"] = site_rows(builder, [(s.path, s) for s in prediction.sites], sets)
     report["total_s"] = mean_value(builder, prediction.total, sets)
+    report["per_rank_s"], report["slowest_rank"] = rank_totals(builder, prediction.total, sets)
     report["variants"] = [{"name": name, "total_s": mean_value(builder, other.total, sets), "notes": list(other.notes)}
                           for name, other in variants.items()]
     if isinstance(prediction, MapsPrediction):
@@ -149,7 +160,8 @@ def _shares(rows: list[dict[str, Any]], label: str) -> str:
 def print_report(report: dict[str, Any]) -> None:
     inputs = ", ".join(f"{k}={number(v)}" for k, v in report["inputs"].items()) or "traced values"
     print(f"backend {report['backend']}, machine {report['machine']}, inputs: {inputs}")
-    print(f"predicted time per rank: {number(report['total_s'])} s\n")
+    print(f"predicted time per rank: {number(report['total_s'])} s (mean); run time (slowest, rank "
+          f"{report['slowest_rank']}): {number(report['per_rank_s'][report['slowest_rank']])} s\n")
     for variant in report.get("variants") or ():
         print(f"{variant['name']}: predicted time per rank {number(variant['total_s'])} s")
     if report.get("variants"):
