@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from post_fixtures import Loop, Mpi, Op, Sub, Var, write_run
@@ -30,7 +31,7 @@ def run(tmp_path: Path) -> tuple[Path, Path]:
     return write_run(tmp_path / "run", program(), SIZE), profile().save(tmp_path / "hand.json")
 
 
-def predict_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+def predict_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, Any]:
     assert main(["predict", *argv, "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
 
@@ -81,3 +82,18 @@ def test_export_backend_errors_are_one_line(run: tuple[Path, Path], tmp_path: Pa
     assert main(["export", str(trace_dir), "--backend", "maps", "--machine", str(tmp_path / "none.json"),
                  "--octave", str(tmp_path / "o")]) == 2
     assert "none.json: no such file" in capsys.readouterr().err
+
+
+def test_a_signature_site_the_run_does_not_have_is_named(run: tuple[Path, Path], tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    trace_dir, machine = run
+    signature = tmp_path / "sig.json"
+    signature.write_text(json.dumps({"format": "ma-signature", "sites": {"solve/it/ls": [0.5, 1.0],
+                                                                        "solve/it/lss": [0.9, 1.0]}}))
+    report = predict_json(capsys, str(trace_dir), "--machine", str(machine), "--signatures", str(signature))
+    notes = [n for n in report["notes"] if n.startswith("signature file:")]
+    assert len(notes) == 1 and notes[0].endswith(": solve/it/lss") and "1 site(s) not in this run" in notes[0]
+    assert report["assumed_hit_rates"] == []  # the path it does have is used
+    signature.write_text(json.dumps({"format": "ma-signature", "sites": {"solve/it/ls": [0.5, 1.0]}}))
+    report = predict_json(capsys, str(trace_dir), "--machine", str(machine), "--signatures", str(signature))
+    assert not any(n.startswith("signature file:") for n in report["notes"])

@@ -306,6 +306,7 @@ class MapsBackend(Backend):
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
+        notes += self._unmatched_signatures(model)
         if assumed_calls:
             notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
                          "flop/loadstore/MPI site(s) charged one call per execution")
@@ -403,6 +404,16 @@ class MapsBackend(Backend):
             notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: their rows' add chains on "
                          f"cpu.python_probe.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
         return price_row_loops(sites, kernels, chains, interpreter), set(chains)
+
+    def _unmatched_signatures(self, model: ModelBuilder) -> list[str]:
+        """A note naming the signature's sites this run does not have: a signature serves every run of its class
+        (a 1-rank run has no MPI sites), but a misspelt path would otherwise go unsaid."""
+        given = {*self.signatures, *self.signature_calls, *self.signature_lines, *self.signature_rows}
+        unknown = sorted(given - {site.path for site in model.ts.walk()})
+        if not unknown:
+            return []
+        return [f"signature file: {len(unknown)} site(s) not in this run, their figures unused (expected for sites "
+                f"that run only at other process counts; else check the paths): {', '.join(unknown)}"]
 
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
