@@ -426,8 +426,8 @@ class MapsBackend(Backend):
         cores = self._cores(machine)
         if not cores or self.procs.name not in model.ts.variable_names():
             return sympy.Integer(1)
-        notes.append(f"more ranks than the {cores} cores of {machine.name!r} time-share them: compute, memory and "
-                     f"interpreter time x max(1, {self.procs}/{cores})")
+        notes.append(f"with more ranks than the {cores} cores of {machine.name!r}, they time-share them: "
+                     f"compute, memory and interpreter time x max(1, {self.procs}/{cores})")
         return sympy.Max(1, self.procs / cores)
 
     def _interpreter(self, model: ModelBuilder, call_overhead_s: float,
@@ -488,7 +488,7 @@ class MapsBackend(Backend):
         volumes = {t.site.path: t.expr for t in model.model("mpi_bytes", inline=True).terms}
         latency, bandwidth = network.link(machine.network, self.procs, self._cores(machine))
         if machine.network.oversubscribed and self._cores(machine):
-            notes.append(f"more ranks than the {self._cores(machine)} cores: messages priced towards the "
+            notes.append(f"with more ranks than the {self._cores(machine)} cores, messages are priced towards the "
                          "oversubscribed exchange (network.oversubscribed)")
         messages = sympy.Add(*(network.factors(t.site.type, self.procs)[0] * t.expr for t in counts.values()))
         wait = network.work_wait(machine.network, self.procs, self._cores(machine), work / sympy.Max(messages, 1))
