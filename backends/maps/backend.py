@@ -51,7 +51,7 @@ from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
-from .tracedata import DECLARATIONS, measured_c_calls, site_hit_rates, site_lines_per_flop
+from .tracedata import DECLARATIONS, given_hit_rates, measured_c_calls, site_hit_rates, site_lines_per_flop
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class MapsPrediction(Prediction):
     subroutines: Mapping[str, str] = field(default_factory=dict)  # site path -> innermost subroutine ("" = none)
     hit_rates: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()  # loadstore sites without a signature
+    stated: tuple[str, ...] = ()  # loadstore sites at the hit rates their annotation states (hits=), not measured
     interpreter: Mapping[str, sympy.Expr] = field(default_factory=dict)  # site path -> the per-call part of compute
     assumed_calls: tuple[str, ...] = ()  # sites charged one call per execution for want of measured calls
     measured_traffic: Mapping[str, float] = field(default_factory=dict)  # flop site -> memory seconds per flop
@@ -277,9 +278,14 @@ class MapsBackend(Backend):
             add(term.site.path, term.subroutine, "compute", term.expr / flop_rate)
         bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
         words: dict[str, sympy.Expr] = {}
+        given, stated = given_hit_rates(model.ts), []
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
             row = self.signatures.get(path) or site_hit_rates(term.site)
+            if row is None and path in given:
+                row = given[path]
+                check_hit_rates(row, levels, f"hits of ma.loadstore at site {path!r} (profile {machine.name!r})")
+                stated.append(path)
             if row is None:
                 row = assumed_row
                 assumed.append(path)
@@ -306,6 +312,9 @@ class MapsBackend(Backend):
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
+        if stated:
+            notes.append(f"{len(stated)} loadstore site(s) used the hit rates their annotation states (ma.loadstore "
+                         f"hits=), assumed, not measured: {', '.join(stated)}")
         notes += self._unmatched_signatures(model)
         if assumed_calls:
             notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
@@ -331,7 +340,7 @@ class MapsBackend(Backend):
                      for path, w in words.items() if kernel_of(types, path) not in row_loops}
             sites = net_of_probe_flops(sites, types, probe, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
-                              subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
+                              subroutines=subroutines, hit_rates=used, assumed=tuple(assumed), stated=tuple(stated),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls),
                               measured_traffic=traffic, messages=as_expr(messages).subs(bound),
                               work_per_message=as_expr(work / sympy.Max(messages, 1)).subs(bound))

@@ -121,6 +121,7 @@ def handle(args: argparse.Namespace) -> int:
     if isinstance(prediction, MapsPrediction):
         report["subroutines"] = site_rows(builder, list(prediction.by_subroutine().items()), sets)
         report["assumed_hit_rates"] = list(prediction.assumed)
+        report["stated_hit_rates"] = list(prediction.stated)
         report["measured"] = [{"subroutine": c.subroutine, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
                                "error": c.error} for c in compare(builder, prediction, sets)]
     report["what_if"] = []
