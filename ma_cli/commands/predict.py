@@ -168,7 +168,7 @@ def print_report(report: dict[str, Any]) -> None:
     if report.get("variants"):
         print()
     if "subroutines" in report:
-        print(_shares(report["subroutines"], "subroutine"))
+        print(_shares(report["subroutines"], "subroutine (own sites)"))
     print(_shares(report["sites"], "site"))
     if report.get("measured"):
         rows = [["subroutine", "predicted s", "measured s", "error"]]
