@@ -102,3 +102,27 @@ def test_the_merged_trace_of_an_mpi_run_keeps_them(tmp_path: Path, capsys: pytes
     capsys.readouterr()
     report, _ = predict(capsys, str(trace_dir), "--machine", str(profile().save(tmp_path / "hand.json")))
     assert report["stated_hit_rates"] == ["main/stated"]
+
+
+def test_measured_rates_come_before_stated_ones_and_must_match_the_profiles_levels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace_dir = run_program(tmp_path, "[0.9, 1]")
+    machine = profile().save(tmp_path / "hand.json")
+    rank_file = trace_dir / "rank-0.ma.json"
+    document = json.loads(rank_file.read_text())
+    main_node = next(n for n in document["threads"][0]["root"]["children"] if n["id"] == "main")
+    stated = next(n for n in main_node["children"] if n["id"] == "stated")
+
+    def measured(hits: list[int]) -> None:  # as a signature run's cache simulation writes it
+        stated["cache"] = {"calls": 3, "accesses": 300, "hits": hits}
+        rank_file.write_text(json.dumps(document))
+
+    measured([150])  # one cache: h = (0.5, 1)
+    report, _ = predict(capsys, str(trace_dir), "--machine", str(machine))
+    assert report["stated_hit_rates"] == [] and report["assumed_hit_rates"] == ["main/plain"]
+    assert {r["name"]: r["memory"] for r in report["sites"]}["main/stated"] == pytest.approx(
+        3 * 3000 * 8 / hand_f(0.5), rel=1e-12)
+    measured([150, 100])  # simulated on two caches, predicted on a profile with one
+    assert main(["predict", str(trace_dir), "--machine", str(machine)]) == 2
+    assert ("hit rates of site 'main/stated': the trace's cache simulation had 2 level(s), profile 'hand' has 1"
+            in capsys.readouterr().err)

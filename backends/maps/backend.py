@@ -281,7 +281,11 @@ class MapsBackend(Backend):
         given, stated = given_hit_rates(model.ts), []
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
-            row = self.signatures.get(path) or site_hit_rates(term.site)
+            row = self.signatures.get(path)
+            if row is None and (row := site_hit_rates(term.site)) is not None and len(row) != levels:
+                raise BackendError(f"hit rates of site {path!r}: the trace's cache simulation had {len(row) - 1} "
+                                   f"level(s), profile {machine.name!r} has {levels - 1} (measure them on its "
+                                   "hierarchy: ma run --counters valgrind --cache PROFILE)")
             if row is None and path in given:
                 row = given[path]
                 check_hit_rates(row, levels, f"hits of ma.loadstore at site {path!r} (profile {machine.name!r})")
