@@ -46,7 +46,11 @@ VECTOR_LOOPS_KEY = "vector_loops"
 # A record's optional indexed loads (its "gathers" object, null when not stated): expressions, first-call values
 # and sums under these names.
 VEC_LOOP_GATHER_KEYS = ("gathers", "gathered_bytes")
-OPTIONAL_DOCUMENT_KEYS = (PEERS_KEY, VECTOR_LOOPS_KEY)
+# ``given_hit_rates``: the cumulative hit rates ma.loadstore(..., hits=[...]) states, one entry per site path
+# (ma_runtime/givenhits.py), read by the maps backend where a site has no measured ones.
+GIVEN_HITS_KEY = "given_hit_rates"
+GIVEN_HITS_KEYS = ("path", "hit_rates", "file", "line")
+OPTIONAL_DOCUMENT_KEYS = (PEERS_KEY, VECTOR_LOOPS_KEY, GIVEN_HITS_KEY)
 HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", "command", "start_time",
                "end_time", "status", "exit_reason", "tolerance", "counters", "mpi")
 # Keys of a site node; an MPI node has NODE_MPI_KEYS too.

@@ -80,6 +80,7 @@ class Document(msgspec.Struct):
     mpi_profile: dict[str, Any] | None = None
     peers: Any = None  # OPTIONAL_DOCUMENT_KEYS: checked by reader.optional_sections
     vector_loops: Any = None
+    given_hit_rates: Any = None
 
 
 _DECODER = msgspec.json.Decoder(Document)

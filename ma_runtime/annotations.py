@@ -636,9 +636,15 @@ def flop_call(id: str, expr: str, value: Number | None = None) -> flop:
     return make(flop, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
 
 
-def loadstore_call(id: str, expr: str, value: Number | None = None) -> loadstore:
-    """``ma.loadstore(...)``: the annotation object of one call (a :class:`loadstore`)."""
-    return make(loadstore, _COUNTER, id, expr, value, None)  # type: ignore[return-value]
+def loadstore_call(id: str, expr: str, value: Number | None = None, *, hits: Any = None) -> loadstore:
+    """``ma.loadstore(...)``: the annotation object of one call (a :class:`loadstore`; with ``hits``, the site's
+    stated cumulative hit rates, wrapped to record them: ma_runtime/givenhits.py)."""
+    region = make(loadstore, _COUNTER, id, expr, value, None)
+    if hits is None:
+        return region  # type: ignore[return-value]
+    from .givenhits import with_hits
+
+    return with_hits(region, hits)  # type: ignore[return-value]
 
 
 def heap_memory_call(id: str, expr: str, value: Number | None = None) -> heap_memory:

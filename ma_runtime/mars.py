@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ma.expr import parse_expression
-from ma.trace_format import COMPLETE, PEERS_KEY, RUNNING, TERMINATED
+from ma.trace_format import COMPLETE, GIVEN_HITS_KEY, PEERS_KEY, RUNNING, TERMINATED
 
 from . import COMPILED, merge, peers, trace
 from .config import Settings
@@ -260,6 +260,7 @@ class Runtime:
             vector_loops = _vector_loops()
             if vector_loops:
                 document["vector_loops"] = vector_loops
+            document.update(_given_hits())
             return document
 
 
@@ -290,6 +291,13 @@ def _vector_loops() -> list[dict[str, Any]]:
     """The records of ``ma.vec_loop`` (ma_runtime.vector), when the program used it."""
     vector = sys.modules.get("ma_runtime.vector")
     return vector.records_json() if vector is not None else []
+
+
+def _given_hits() -> dict[str, Any]:
+    """The trace's ``given_hit_rates`` list, present only when some ``ma.loadstore`` stated ``hits``."""
+    given = sys.modules.get("ma_runtime.givenhits")
+    records = given.records_json() if given is not None else []
+    return {GIVEN_HITS_KEY: records} if records else {}
 
 
 def _peer_checks() -> dict[str, Any]:

@@ -25,7 +25,7 @@ def test_repeat_runs_every_round_and_prints_the_interval(tmp_path: Path) -> None
     rows = json.loads((out / "accuracy.json").read_text())["rows"]
     assert sorted((r["round"], r["region"]) for r in rows) == [(1, "conj_grad"), (1, "timed loop"),
                                                                 (2, "conj_grad"), (2, "timed loop")]
-    first, second = ([r for r in rows if r["round"] == k and r["region"] == "timed loop"][0] for k in (1, 2))
+    first, second = (next(r for r in rows if r["round"] == k and r["region"] == "timed loop") for k in (1, 2))
     assert first["predicted"] == pytest.approx(second["predicted"], rel=1e-12)  # one model, one profile
     assert first["measured"] != second["measured"]  # two real runs
     errors = sorted(100 * abs(r["error"]) for r in rows)

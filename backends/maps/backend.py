@@ -53,7 +53,14 @@ from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
-from .tracedata import DECLARATIONS, measured_c_calls, measured_subscripts, site_hit_rates, site_lines_per_flop
+from .tracedata import (
+    DECLARATIONS,
+    given_hit_rates,
+    measured_c_calls,
+    measured_subscripts,
+    site_hit_rates,
+    site_lines_per_flop,
+)
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
 
 if TYPE_CHECKING:
@@ -76,6 +83,7 @@ class MapsPrediction(Prediction):
     subroutines: Mapping[str, str] = field(default_factory=dict)  # site path -> innermost subroutine ("" = none)
     hit_rates: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()  # loadstore sites without a signature
+    stated: tuple[str, ...] = ()  # loadstore sites at the hit rates their annotation states (hits=), not measured
     interpreter: Mapping[str, sympy.Expr] = field(default_factory=dict)  # site path -> the per-call part of compute
     assumed_calls: tuple[str, ...] = ()  # sites charged one call per execution for want of measured calls
     measured_traffic: Mapping[str, float] = field(default_factory=dict)  # flop site -> memory seconds per flop
@@ -289,9 +297,18 @@ class MapsBackend(Backend):
             add(term.site.path, term.subroutine, "compute", term.expr / flop_rate)
         bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
         words: dict[str, sympy.Expr] = {}
+        given, stated = given_hit_rates(model.ts), []
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
-            row = self.signatures.get(path) or site_hit_rates(term.site)
+            row = self.signatures.get(path)
+            if row is None and (row := site_hit_rates(term.site)) is not None and len(row) != levels:
+                raise BackendError(f"hit rates of site {path!r}: the trace's cache simulation had {len(row) - 1} "
+                                   f"level(s), profile {machine.name!r} has {levels - 1} (measure them on its "
+                                   "hierarchy: ma run --counters valgrind --cache PROFILE)")
+            if row is None and path in given:
+                row = given[path]
+                check_hit_rates(row, levels, f"hits of ma.loadstore at site {path!r} (profile {machine.name!r})")
+                stated.append(path)
             if row is None:
                 row = assumed_row
                 assumed.append(path)
@@ -319,6 +336,10 @@ class MapsBackend(Backend):
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
+        if stated:
+            notes.append(f"{len(stated)} loadstore site(s) used the hit rates their annotation states (ma.loadstore "
+                         f"hits=), assumed, not measured: {', '.join(stated)}")
+        notes += self._unmatched_signatures(model)
         if assumed_calls:
             notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
                          "flop/loadstore/MPI site(s) charged one call per execution")
@@ -343,7 +364,7 @@ class MapsBackend(Backend):
                      for path, w in words.items() if kernel_of(types, path) not in row_loops}
             sites = net_of_probe_flops(sites, types, probe, interpreter)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
-                              subroutines=subroutines, hit_rates=used, assumed=tuple(assumed),
+                              subroutines=subroutines, hit_rates=used, assumed=tuple(assumed), stated=tuple(stated),
                               interpreter=interpreter, assumed_calls=tuple(assumed_calls),
                               measured_traffic=traffic, messages=as_expr(messages).subs(bound),
                               work_per_message=as_expr(work / sympy.Max(messages, 1)).subs(bound))
@@ -417,6 +438,16 @@ class MapsBackend(Backend):
                          f"cpu.python_probe.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
         return price_row_loops(sites, kernels, chains, interpreter), set(chains)
 
+    def _unmatched_signatures(self, model: ModelBuilder) -> list[str]:
+        """A note naming the signature's sites this run does not have: a signature serves every run of its class
+        (a 1-rank run has no MPI sites), but a misspelt path would otherwise go unsaid."""
+        given = {*self.signatures, *self.signature_calls, *self.signature_lines, *self.signature_rows}
+        unknown = sorted(given - {site.path for site in model.ts.walk()})
+        if not unknown:
+            return []
+        return [f"signature file: {len(unknown)} site(s) not in this run, their figures unused (expected for sites "
+                f"that run only at other process counts; else check the paths): {', '.join(unknown)}"]
+
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
         return self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
@@ -428,8 +459,8 @@ class MapsBackend(Backend):
         cores = self._cores(machine)
         if not cores or self.procs.name not in model.ts.variable_names():
             return sympy.Integer(1)
-        notes.append(f"more ranks than the {cores} cores of {machine.name!r} time-share them: compute, memory and "
-                     f"interpreter time x max(1, {self.procs}/{cores})")
+        notes.append(f"with more ranks than the {cores} cores of {machine.name!r}, they time-share them: "
+                     f"compute, memory and interpreter time x max(1, {self.procs}/{cores})")
         return sympy.Max(1, self.procs / cores)
 
     def _interpreter(self, model: ModelBuilder, call_overhead_s: float,
@@ -517,7 +548,7 @@ class MapsBackend(Backend):
         volumes = {t.site.path: t.expr for t in model.model("mpi_bytes", inline=True).terms}
         latency, bandwidth = network.link(machine.network, self.procs, self._cores(machine))
         if machine.network.oversubscribed and self._cores(machine):
-            notes.append(f"more ranks than the {self._cores(machine)} cores: messages priced towards the "
+            notes.append(f"with more ranks than the {self._cores(machine)} cores, messages are priced towards the "
                          "oversubscribed exchange (network.oversubscribed)")
         messages = sympy.Add(*(network.factors(t.site.type, self.procs)[0] * t.expr for t in counts.values()))
         wait = network.work_wait(machine.network, self.procs, self._cores(machine), work / sympy.Max(messages, 1))

@@ -35,9 +35,12 @@ class Comparison:
 
 def per_rank(builder: ModelBuilder, expr: sympy.Expr, values: Mapping[str, float]) -> np.ndarray:
     """An expression of the prediction at every traced rank's own inputs (``values`` override them)."""
+    from ma_post.evaluation import evaluate
+
     model = builder.submodel("predicted", expr)
-    result = np.asarray(model.evaluate(dict(values)), dtype=float)
-    return np.broadcast_to(result, (len(model.ranks),)) if result.ndim == 0 else result
+    result = evaluate(model, dict(values))  # its value is the mean over ranks where their inputs differ
+    seconds = np.asarray(result.value if result.per_rank is None else result.per_rank, dtype=float)
+    return np.broadcast_to(seconds, (len(model.ranks),)) if seconds.ndim == 0 else seconds
 
 
 def compare(builder: ModelBuilder, prediction: MapsPrediction, values: Mapping[str, float]) -> list[Comparison]:

@@ -33,6 +33,25 @@ def site_hit_rates(site: Site) -> tuple[float, ...] | None:
     return None if rates is None else tuple(float(h) for h in rates)
 
 
+def given_hit_rates(ts: TraceSet) -> dict[str, tuple[float, ...]]:
+    """Site path -> the hit rates ``ma.loadstore(..., hits=[...])`` stated there (the trace's optional
+    ``given_hit_rates`` array, ma_runtime/givenhits.py), the first rank's where several wrote one; TraceError
+    naming the file and the entry for a malformed one."""
+    from ma.errors import TraceError
+    from ma.trace_format import GIVEN_HITS_KEY
+
+    given: dict[str, tuple[float, ...]] = {}
+    for section in ts.optional(GIVEN_HITS_KEY):
+        for index, entry in enumerate(section.entries):
+            try:
+                path, rates = str(entry["path"]), tuple(float(h) for h in entry["hit_rates"])
+            except (KeyError, TypeError, ValueError):
+                raise TraceError(section.source, f"rank {section.rank}: '{GIVEN_HITS_KEY}'[{index}] is {entry!r}, "
+                                 "expected {\"path\": site path, \"hit_rates\": [numbers], ...}") from None
+            given.setdefault(path, rates)
+    return given
+
+
 def site_lines_per_flop(site: Site) -> tuple[float, ...] | None:
     """Cache lines each level served (L1 first, main memory last: accesses no cache served) per flop the
     counters measured at ``site``, over every call of the run; None without a cache simulation or flops."""

@@ -24,7 +24,6 @@ nprocs (each class).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from examples.npb_common.accuracy import accuracy_main, wants_accuracy
 from examples.npb_common.figures import pyplot, save
 from examples.npb_common.study import main as study_main
 from examples.npb_common.study import (
@@ -203,69 +203,11 @@ def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
     save(fig, path)
 
 
-def plot_accuracy(rows: list[dict[str, Any]], path: Path) -> None:
-    """Left: predicted and measured seconds per subroutine of the timed loop, one process, per class; right:
-    the timed loop against the process count, per class (measured: markers, predicted: lines)."""
-    plt = pyplot()
-    fig, (per_sub, per_procs) = plt.subplots(1, 2, figsize=(12, 4.6))
-    loops = [r for r in rows if r["app"] == "cg" and r["region"] == "timed loop"]
-    first = [r for r in loops if r.get("round", 1) == 1]  # the bench's --repeat: every round measures the same model
-    single = [r for r in first if r["procs"] == 1]
-    labels, predicted, measured = [], [], []
-    for row in single:
-        regions = {"timed loop": {"predicted": row["predicted"], "measured": row["measured"]},
-                   **{p.rsplit("/", 1)[-1]: v for p, v in row.get("subroutines", {}).items()}}
-        for name, values in regions.items():
-            labels.append(f"{row['class']}: {name}")
-            predicted.append(values["predicted"])
-            measured.append(values["measured"])
-    positions = np.arange(len(labels))
-    per_sub.bar(positions - 0.2, measured, 0.4, label="measured")
-    per_sub.bar(positions + 0.2, predicted, 0.4, label="predicted (maps)")
-    per_sub.set_xticks(positions, labels, rotation=45, ha="right", fontsize=8)
-    per_sub.set_yscale("log")
-    per_sub.set_ylabel("seconds (slowest rank)")
-    per_sub.set_title("per subroutine, 1 process")
-    per_sub.legend()
-    for klass in sorted({r["class"] for r in loops}):
-        mine = sorted((r for r in first if r["class"] == klass), key=lambda r: r["procs"])
-        line = per_procs.plot([r["procs"] for r in mine], [r["predicted"] for r in mine], "-",
-                              label=f"class {klass} predicted")
-        runs = [r for r in loops if r["class"] == klass]
-        per_procs.plot([r["procs"] for r in runs], [r["measured"] for r in runs], "o", color=line[0].get_color(),
-                       label=f"class {klass} measured")
-    per_procs.set_xscale("log", base=2)
-    per_procs.set_yscale("log")
-    per_procs.set_xlabel("MPI processes")
-    per_procs.set_ylabel("timed loop, seconds (slowest rank)")
-    per_procs.set_title("timed loop vs nprocs")
-    per_procs.grid(True, which="both", alpha=0.3)
-    per_procs.legend(fontsize=7)
-    fig.suptitle("NPB CG: maps backend, predicted vs measured time")
-    save(fig, path)
-
-
-def accuracy_main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(description="predicted vs measured time from bench/predict_accuracy.py")
-    parser.add_argument("--accuracy", type=Path, required=True, help="accuracy.json written by the bench")
-    parser.add_argument("--out", type=Path, default=Path("figures"))
-    args = parser.parse_args(argv)
-    try:
-        rows = json.loads(args.accuracy.read_text())["rows"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        print(f"study.py: error: {args.accuracy}: expected the bench's accuracy.json ({exc})", file=sys.stderr)
-        return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    plot_accuracy(rows, args.out / "maps_accuracy.png")
-    print(f"figure: {args.out / 'maps_accuracy.png'}")
-    return 0
-
-
 # --- command line ------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if any(a == "--accuracy" or a.startswith("--accuracy=") for a in args):
-        return accuracy_main(args)
+    if wants_accuracy(args):
+        return accuracy_main(args, "cg", "NPB CG")
     return study_main(argv, __doc__, _study)
 
 

@@ -13,6 +13,12 @@ the models built from it are evaluated at classes, process counts and inputs nev
   were measured (``ma run --counters valgrind``), when one is given
 and prints the numbers behind them, the flop model against NPB's official operation count for every
 class and the message-size distribution of class C on 1024 processes (§4.1).
+
+    python examples/npb_sp/study.py --accuracy out/predict-accuracy/accuracy.json [--out DIR]
+
+draws the maps backend's predicted against measured time from ``bench/predict_accuracy.py``'s results:
+``maps_accuracy.png``, per subroutine of the timed loop (each class on one process) and the timed loop vs
+nprocs (each class).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ if __package__ in (None, ""):
 
 import numpy as np
 
+from examples.npb_common.accuracy import accuracy_main, wants_accuracy
 from examples.npb_common.figures import pyplot, save
 from examples.npb_common.study import main as study_main
 from examples.npb_common.study import (
@@ -228,6 +235,8 @@ def plot_sensitivity(sens: dict[str, list[float]], nprocs: int, path: Path) -> N
 
 # --- command line ------------------------------------------------------------------------------------
 def main(argv: Sequence[str] | None = None) -> int:
+    if wants_accuracy(sys.argv[1:] if argv is None else argv):
+        return accuracy_main(sys.argv[1:] if argv is None else argv, "sp", "NPB SP")
     return study_main(argv, __doc__, _study)
 
 

@@ -8,6 +8,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ma_post.models import Model, ModelBuilder
     from ma_post.traceset import TraceSet
 
 
@@ -34,6 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quantity", "-q", action="append", default=[], metavar="Q",
                         help="quantity to export (repeatable; default: every quantity the trace has sites for)")
     add_model_arguments(parser)
+    from ma_cli.backend_support import add_backend_option
+
+    add_backend_option(parser, "as one more quantity, <backend>_time (a symbolic expression of the inputs)")
     parser.set_defaults(handler=run)
 
 
@@ -46,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     if not (args.octave or args.python or args.c or args.hatchet or args.extrap):
         raise MAError("nothing to export: give --octave OUT, --python OUT, --c OUT, --hatchet OUT.json and/or "
                       "--extrap OUT.json")
+    if args.backend and not (args.octave or args.python or args.c):
+        raise MAError(f"--backend {args.backend}: its predicted time is exported with --octave, --python or --c")
     if args.more_dirs and not args.extrap:
         raise MAError(f"several trace directories ({', '.join(args.more_dirs)} after {args.trace_dir}) are for "
                       "--extrap only")
@@ -61,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     if not quantities:
         raise MAError(f"{args.trace_dir}: no sites to model (no flop, loadstore, memory or MPI assertions)")
     models = [builder.model(q, inline=args.inline) for q in quantities]
+    models += _predicted_time(args, builder)
     source = str(args.trace_dir)
     if args.octave:
         for path in export_octave(models, args.octave, source=source):
@@ -83,3 +90,14 @@ def _export_interop(args: argparse.Namespace, ts: TraceSet) -> None:
     if args.extrap:
         runs = [ts, *(load_traces(argparse.Namespace(**{**vars(args), "trace_dir": d})) for d in args.more_dirs)]
         print(export_extrap(runs, args.extrap, args.param, args.quantity or None))
+
+
+def _predicted_time(args: argparse.Namespace, builder: ModelBuilder) -> list[Model]:
+    """With ``--backend NAME --machine PROFILE``: the backend's total seconds per rank as the model
+    ``NAME_time``, symbolic in the run's inputs like the counted quantities (empty without ``--backend``)."""
+    from ma_cli.backend_support import predict
+
+    prediction = predict(args, builder)
+    if prediction is None:
+        return []
+    return [builder.submodel(f"{prediction.backend}_time", prediction.total)]

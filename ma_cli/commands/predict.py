@@ -76,6 +76,16 @@ def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]
     return float(per_rank(builder, expr, values).mean())
 
 
+def rank_totals(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> tuple[list[float], int]:
+    """The prediction at each traced rank's own inputs, and the slowest rank (whose time is the run's)."""
+    import numpy as np
+
+    from backends.maps.measured import per_rank
+
+    seconds = per_rank(builder, expr, values)
+    return [float(s) for s in seconds], int(np.argmax(seconds))
+
+
 def site_rows(builder: ModelBuilder, items: list[tuple[str, Any]], values: dict[str, float]) -> list[dict[str, Any]]:
     rows = []
     for name, site in items:
@@ -105,11 +115,13 @@ def handle(args: argparse.Namespace) -> int:
                               "notes": list(prediction.notes)}
     report["sites"] = site_rows(builder, [(s.path, s) for s in prediction.sites], sets)
     report["total_s"] = mean_value(builder, prediction.total, sets)
+    report["per_rank_s"], report["slowest_rank"] = rank_totals(builder, prediction.total, sets)
     report["variants"] = [{"name": name, "total_s": mean_value(builder, other.total, sets), "notes": list(other.notes)}
                           for name, other in variants.items()]
     if isinstance(prediction, MapsPrediction):
         report["subroutines"] = site_rows(builder, list(prediction.by_subroutine().items()), sets)
         report["assumed_hit_rates"] = list(prediction.assumed)
+        report["stated_hit_rates"] = list(prediction.stated)
         report["measured"] = [{"subroutine": c.subroutine, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
                                "error": c.error} for c in compare(builder, prediction, sets)]
     report["what_if"] = []
@@ -149,13 +161,14 @@ def _shares(rows: list[dict[str, Any]], label: str) -> str:
 def print_report(report: dict[str, Any]) -> None:
     inputs = ", ".join(f"{k}={number(v)}" for k, v in report["inputs"].items()) or "traced values"
     print(f"backend {report['backend']}, machine {report['machine']}, inputs: {inputs}")
-    print(f"predicted time per rank: {number(report['total_s'])} s\n")
+    print(f"predicted time per rank: {number(report['total_s'])} s (mean); run time (slowest, rank "
+          f"{report['slowest_rank']}): {number(report['per_rank_s'][report['slowest_rank']])} s\n")
     for variant in report.get("variants") or ():
         print(f"{variant['name']}: predicted time per rank {number(variant['total_s'])} s")
     if report.get("variants"):
         print()
     if "subroutines" in report:
-        print(_shares(report["subroutines"], "subroutine"))
+        print(_shares(report["subroutines"], "subroutine (own sites)"))
     print(_shares(report["sites"], "site"))
     if report.get("measured"):
         rows = [["subroutine", "predicted s", "measured s", "error"]]
