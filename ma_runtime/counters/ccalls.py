@@ -26,10 +26,9 @@ a view (``lhs[i]``, ``row[:, 3:5]``, ``fac[:, None]``) or copies into one (the s
 subscript of a list or dict counts one too, though it costs far less.
 
 It measures no annotation kind (no reader): it adds the node fields ``c_calls`` and ``subscripts``
-(ma_runtime/sitecounts.py). It
-slows the program down (a Python callback per Python call and per instruction of the program's own code;
-docs/maps-backend.md gives figures) and takes over ``sys.settrace``/``sys.setprofile`` for the run (no debugger,
-coverage or cProfile at the same time).
+(ma_runtime/sitecounts.py). It slows the program down (a Python callback per Python call and per instruction
+of the program's own code; docs/maps-backend.md gives figures) and takes over ``sys.settrace``/``sys.setprofile``
+for the run (no debugger, coverage or cProfile at the same time).
 """
 
 from __future__ import annotations
