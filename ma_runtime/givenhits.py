@@ -10,13 +10,12 @@ runtime keeps one record per site path (the first call's statement) and writes t
 
 from __future__ import annotations
 
-import itertools
-import math
 import threading
 from types import TracebackType
 from typing import Any, Literal
 
 from ma.errors import AnnotationError
+from ma.hitrates import cumulative_problem
 from ma.trace_format import GIVEN_HITS_KEYS
 
 from .sites import caller
@@ -40,17 +39,12 @@ def checked_hits(id: str, hits: Any, where: str) -> list[float]:
 
     if isinstance(hits, (str, bytes)) or not hasattr(hits, "__len__"):
         raise refuse("not a list of numbers")
-    try:
-        rates = [float(h) for h in hits]
-    except (TypeError, ValueError):
-        raise refuse("not a list of numbers") from None
-    if len(rates) < 2:
+    if len(hits) < 2:
         raise refuse("fewer than two levels")
-    if not all(math.isfinite(h) and 0 <= h <= 1 for h in rates):
-        raise refuse("a rate outside [0, 1]")
-    if any(b < a for a, b in itertools.pairwise(rates)) or rates[-1] != 1:
-        raise refuse("not cumulative (non-decreasing, ending at 1)")
-    return rates
+    problem = cumulative_problem(hits)
+    if problem is not None:
+        raise refuse(problem)
+    return [float(h) for h in hits]
 
 
 class GivenHits:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -109,6 +110,10 @@ def test_signatures_replace_the_assumed_rates_and_are_checked(tmp_path: Path) ->
         load_signatures(path, 2)
     with pytest.raises(BackendError, match="expected 2 cumulative hit rates"):
         MapsBackend(signatures={"solve/it/ls": [1.0]}).predict(builder(), profile())
+    bad: list[tuple[Any, str]] = [([1.5, 1.0], r"a rate outside \[0, 1\]"), (["high", 1.0], "not a list of numbers")]
+    for rates, why in bad:
+        with pytest.raises(BackendError, match=rf"signature of site 'solve/it/ls': hit rates .*: {why}"):
+            MapsBackend(signatures={"solve/it/ls": rates}).predict(builder(), profile())
 
 
 def test_max_overlap_costs_the_larger_of_compute_and_memory() -> None:

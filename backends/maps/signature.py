@@ -16,7 +16,6 @@ which the backend prices on the profile's CSR curve (:mod:`.rowchain`).
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma.errors import BackendError, MAError
+from ma.hitrates import cumulative_problem
 
 from ..machine.profile import MachineProfile
 
@@ -31,18 +31,14 @@ SIGNATURE_FORMAT = "ma-signature"
 
 
 def check_hit_rates(rates: Sequence[float], levels: int, what: str) -> None:
-    """Cumulative h_1..h_n in [0, 1], non-decreasing, ending at 1 (main memory); BackendError naming ``what``."""
+    """Cumulative h_1..h_n in [0, 1], non-decreasing, ending at 1 (main memory), one per level of the profile;
+    BackendError naming ``what``."""
     if len(rates) != levels:
         raise BackendError(f"{what}: expected {levels} cumulative hit rates (one per cache, then memory), "
                            f"got {len(rates)}")
-    try:
-        values = [float(h) for h in rates]
-    except (TypeError, ValueError):
-        raise BackendError(f"{what}: hit rates must be numbers, got {list(rates)!r}") from None
-    if any(not 0.0 <= h <= 1.0 for h in values):
-        raise BackendError(f"{what}: hit rates must lie in [0, 1], got {values}")
-    if any(b < a - 1e-12 for a, b in itertools.pairwise(values)) or abs(values[-1] - 1.0) > 1e-9:
-        raise BackendError(f"{what}: hit rates must be cumulative (non-decreasing) and end at 1, got {values}")
+    problem = cumulative_problem(rates)
+    if problem is not None:
+        raise BackendError(f"{what}: hit rates {list(rates)!r}: {problem}")
 
 
 def check_lines_per_flop(lines: object, levels: int, what: str) -> tuple[float, ...]:
