@@ -486,12 +486,8 @@ class MapsBackend(Backend):
             if calls is None and fallback and kernel and not nested:
                 calls = 1.0
                 assumed.append(site.path)
-            if not calls:
-                continue
-            owner = site.path if site.type == "subroutine" else _subroutine_of(ts, site)
-            seconds = overhead * sympy.Float(calls) * model.executions(site)
-            out[site.path] = seconds
-            add(site.path, owner, "compute", seconds)
+            if calls:
+                _charge_interpreter(ts, site, overhead * sympy.Float(calls) * model.executions(site), out, add)
         return out, assumed
 
     def _subscript_term(self, model: ModelBuilder, machine: MachineProfile, interpreter: dict[str, sympy.Expr],
@@ -515,9 +511,8 @@ class MapsBackend(Backend):
             counted = per_execution.get(site.path)
             if site.type in DECLARATIONS or not counted:
                 continue
-            seconds = sympy.Float(price) * sympy.Float(counted) * model.executions(site)
-            interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
-            add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
+            _charge_interpreter(ts, site, sympy.Float(price) * sympy.Float(counted) * model.executions(site),
+                                interpreter, add)
         notes.append(f"subscripts (ma run --counters ccalls) at {price * 1e9:.0f} ns each "
                      "(cpu.python_probe.subscripts), in the interpreter term")
 
@@ -531,9 +526,7 @@ class MapsBackend(Backend):
             if site.type in DECLARATIONS:
                 continue
             kind = "loop" if site.type == "loop" else "mpi" if site.type.startswith("mpi_") else "region"
-            seconds = sympy.Float(annotation_s[kind]) * model.entries(site)
-            interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
-            add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
+            _charge_interpreter(ts, site, sympy.Float(annotation_s[kind]) * model.entries(site), interpreter, add)
 
     def _communication(self, model: ModelBuilder, machine: MachineProfile,
                        add: Callable[[str, str, str, sympy.Expr], None], notes: list[str], work: sympy.Expr
@@ -607,6 +600,14 @@ def combination(overlap: str, rate_name: str) -> str:
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:
     return next((a.path for a in reversed(ts.ancestors(site)) if a.type == "subroutine"), "")
+
+
+def _charge_interpreter(ts: TraceSet, site: Site, seconds: sympy.Expr, interpreter: dict[str, sympy.Expr],
+                        add: Callable[[str, str, str, sympy.Expr], None]) -> None:
+    """``seconds`` of the interpreter at ``site``: into its interpreter term and its compute part, under its own
+    subroutine (a subroutine site's statements are its own)."""
+    interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
+    add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
 
 
 def overlap_blocks(sites: Sequence[SitePrediction], model: ModelBuilder | None = None,
