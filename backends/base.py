@@ -78,7 +78,7 @@ class Prediction:
         """
         import sympy
 
-        from ma.errors import MAError
+        from ma_core.errors import MAError
 
         # Whole numbers bind exactly: a float 64.0 would make floor(log2(nprocs)/2) round log(64.)/log(2) down.
         expr = self.total.subs({name: sympy.Integer(int(value)) if float(value).is_integer() else value

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import metadata
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 from .base import Backend
 

@@ -21,8 +21,8 @@ import timeit
 from collections.abc import Callable
 
 import ma
-from ma.expr import _CACHE
-from ma.expr.limits import MAX_LENGTH
+from ma_core.expr import _CACHE
+from ma_core.expr.limits import MAX_LENGTH
 from ma_runtime import pmpi
 
 ENV = {"k": 10000, "y": 3, "nprocs": 4, "na": 1400, "a": 3, "b": 5, "c": 7, "d": 2, "n": 1000}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os as _os
 from typing import Any
 
-from .errors import (
+from ma_core.errors import (
     AnnotationError,
     CounterError,
     ExpressionDomainError,
@@ -30,8 +30,8 @@ from .errors import (
     TraceError,
     UndefinedVariableError,
 )
-from .expr import Expression, parse_expression
-from .trace_format import MPI_TYPES
+from ma_core.expr import Expression, parse_expression
+from ma_core.trace_format import MPI_TYPES
 
 __version__ = "0.1.0"
 

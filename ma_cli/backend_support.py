@@ -35,9 +35,9 @@ def predict(args: argparse.Namespace, builder: ModelBuilder,
             parameters: Mapping[str, float] | None = None) -> Prediction | None:
     """The prediction of the backend ``--backend`` names on ``--machine`` (None without ``--backend``), built from
     the backend's own options (their defaults where the command line has none of them, e.g. called from Python)."""
-    from ma.errors import MAError
     from ma_cli.commands.predict import add_backend_arguments, make_backend
     from ma_cli.support import load_profile
+    from ma_core.errors import MAError
 
     if args.backend is None:
         if args.machine is not None:

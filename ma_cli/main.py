@@ -13,7 +13,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from . import commands
 from .support import CommandParser

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 if TYPE_CHECKING:
     from ma_post.traceset import TraceSet
@@ -131,7 +131,7 @@ def table(rows: Sequence[Sequence[str]]) -> str:
 def load_profile(name: str) -> Any:
     """A machine profile given as a path, or by the name of one shipped in ``backends/profiles``."""
     from backends.machine import profile
-    from ma.errors import ProfileError
+    from ma_core.errors import ProfileError
 
     shipped = profile.shipped_profiles()
     if Path(name).exists():

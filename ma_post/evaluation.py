@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import numpy as np
 import sympy
 
-from ma.errors import ModelError
+from ma_core.errors import ModelError
 
 from .printers import NumpyPrinter, numpy_mod
 from .sympy_expr import symbol

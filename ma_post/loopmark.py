@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 DEFAULT_FLAGS = ("-O3", "-march=x86-64-v3", "-fopenmp")
 _LOOP = re.compile(r"\b(for|while)\s*\(|\bdo\s*\{")

@@ -15,8 +15,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from ma.errors import TraceError
-from ma.trace_format import (
+from ma_core.errors import TraceError
+from ma_core.trace_format import (
     MERGED_FORMAT,
     MERGED_INDEX,
     MERGED_V2_FIELDS,

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ma.errors import ModelError
+from ma_core.errors import ModelError
 
 from .evaluation import evaluate, evaluate_at_trace
 from .quantities import BASE_QUANTITIES, DEFAULT_QUANTITIES, RATIOS, known_quantities, normalise_quantity

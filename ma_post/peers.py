@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ma.errors import TraceError
-from ma.trace_format import PEERS_KEY
+from ma_core.errors import TraceError
+from ma_core.trace_format import PEERS_KEY
 
 if TYPE_CHECKING:
     from ma_post.traceset import TraceSet

@@ -36,8 +36,8 @@ except ImportError:  # optional: the standard library parses the same text, slow
     msgspec = None  # type: ignore[assignment]
     typed_reader = None  # type: ignore[assignment]
 
-from ma.errors import TraceError
-from ma.trace_format import (
+from ma_core.errors import TraceError
+from ma_core.trace_format import (
     FORMAT,
     NODE_C_CALLS_KEY,
     NODE_CACHE_KEY,

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ma import trace_format as tf
-from ma.errors import TraceError
+from ma_core import trace_format as tf
+from ma_core.errors import TraceError
 
 from .reader import TraceWarning
 

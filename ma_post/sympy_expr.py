@@ -1,6 +1,6 @@
-"""Expression text to SymPy, by walking the syntax tree of ma.expr (never sympify).
+"""Expression text to SymPy, by walking the syntax tree of ma_core.expr (never sympify).
 
-The mapping follows the runtime's semantics (ma/expr/compiler.py) value for value:
+The mapping follows the runtime's semantics (ma_core/expr/compiler.py) value for value:
 
 - ``a/b`` is exact rational division (the runtime keeps integers exact and otherwise divides in floats:
   the same number);
@@ -14,7 +14,7 @@ The mapping follows the runtime's semantics (ma/expr/compiler.py) value for valu
 
 Float literals become exact rationals of their decimal text (``0.1`` is 1/10), so models stay exact.
 The parser has already refused what SymPy could not take (a literal past MAX_MAGNITUDE such as ``1e999``,
-nesting past MAX_DEPTH: ma/expr/limits.py); a run of ``+ -`` or ``* /`` becomes one ``Add``/``Mul`` of all
+nesting past MAX_DEPTH: ma_core/expr/limits.py); a run of ``+ -`` or ``* /`` becomes one ``Add``/``Mul`` of all
 its terms, so the conversion recurses only as deep as the expression nests, and in linear time.
 """
 
@@ -26,10 +26,10 @@ from functools import lru_cache
 import sympy
 from sympy.codegen.cfunctions import log2, log10
 
-from ma.errors import ExpressionDomainError, ExpressionError
-from ma.expr.limits import MAX_BITS, MAX_MAGNITUDE
-from ma.expr.nodes import BinOp, Call, Neg, Node, Num, Var, chain
-from ma.expr.parser import parse_tree
+from ma_core.errors import ExpressionDomainError, ExpressionError
+from ma_core.expr.limits import MAX_BITS, MAX_MAGNITUDE
+from ma_core.expr.nodes import BinOp, Call, Neg, Node, Num, Var, chain
+from ma_core.expr.parser import parse_tree
 
 
 class mod(sympy.Function):
@@ -59,7 +59,7 @@ def symbol(name: str) -> sympy.Symbol:
 
 
 def node_to_sympy(node: Node, text: str = "") -> sympy.Expr:
-    """SymPy expression of a syntax tree from ma.expr.parser.parse_tree (``text``: its source, for errors)."""
+    """SymPy expression of a syntax tree from ma_core.expr.parser.parse_tree (``text``: its source, for errors)."""
     if isinstance(node, Num):
         return _number(node, text)
     if isinstance(node, Var):
@@ -112,7 +112,7 @@ def _number(node: Num, text: str) -> sympy.Expr:
 
 @lru_cache(maxsize=4096)
 def to_sympy(text: str) -> sympy.Expr:
-    """Parse annotation text (the grammar of ma/expr/grammar.lark) and convert it; ExpressionError on bad text."""
+    """Parse annotation text (the grammar of ma_core/expr/grammar.lark) and convert it; ExpressionError on bad text."""
     return node_to_sympy(parse_tree(text), text)
 
 

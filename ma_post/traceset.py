@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ma import trace_format
-from ma.errors import SiteNotFoundError, TraceError
-from ma.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
+from ma_core import trace_format
+from ma_core.errors import SiteNotFoundError, TraceError
+from ma_core.trace_format import STRUCTURE_TYPES, header_status, is_mpi, rank_file_name
 
 from .merged import MergedTrace, RankHeaders, RankProfiles, decoded, read_merged
 from .reader import (

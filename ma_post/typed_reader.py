@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from ma.trace_format import signature_columns
+from ma_core.trace_format import signature_columns
 
 
 class Stats(msgspec.Struct):

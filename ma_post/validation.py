@@ -137,7 +137,7 @@ def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool 
              kinds: Collection[str] | None = None) -> Report:
     """Validation report of every assertion site of ``ts`` (with ``kinds``, of the sites of those annotation
     types only, e.g. ``{"flop", "loop"}``)."""
-    from ma.errors import MAError
+    from ma_core.errors import MAError
 
     if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
         raise MAError(f"tolerance must be a finite number >= 0, not {tolerance!r}")

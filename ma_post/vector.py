@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ma.errors import TraceError
-from ma.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
+from ma_core.errors import TraceError
+from ma_core.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
 
 if TYPE_CHECKING:
     from ma_post.traceset import TraceSet
@@ -35,7 +35,7 @@ class VecLoopResult:
     measured: dict[str, float] | None  # vloadstore, vflops, avl, scalar_flops, scalar_loadstore (per call), mv
     file: str | None = None            # where the annotation is written
     line: int | None = None
-    gather_exprs: dict[str, str] | None = None    # gathers, gathered_bytes (ma.trace_format.VEC_LOOP_GATHER_KEYS)
+    gather_exprs: dict[str, str] | None = None    # gathers, gathered_bytes (ma_core.trace_format.VEC_LOOP_GATHER_KEYS)
     gathers: dict[str, float] | None = None       # their values at the first call
 
     @property

@@ -28,7 +28,7 @@ from time import perf_counter_ns, process_time_ns
 from types import TracebackType
 from typing import Any, Literal, TypeVar
 
-from ma.errors import AnnotationError
+from ma_core.errors import AnnotationError
 
 from . import tree as _tree
 from .decorate import in_subroutine

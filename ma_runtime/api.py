@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
-from ma.errors import AnnotationError
-from ma.trace_format import COMPLETE, RUNNING
+from ma_core.errors import AnnotationError
+from ma_core.trace_format import COMPLETE, RUNNING
 
 from .annotations import Region, flop, loadstore, loop, subroutine
 from .mars import current_runtime, runtime, thread_state

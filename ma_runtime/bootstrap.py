@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from ma.trace_format import EXCEPTION
+from ma_core.trace_format import EXCEPTION
 
 # Why MPI calls will not be measured, when that is known at import time (read by the runtime).
 mpi_profiling_problem: str | None = None

@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ma.errors import AnnotationError
+from ma_core.errors import AnnotationError
 
 
 def parse_tolerance(spec: str) -> tuple[float, dict[str, float]]:

@@ -5,7 +5,7 @@ The maps backend prices a site's loads and stores at the fitted bandwidth of its
 run measured them (``ma run --counters valgrind --cache PROFILE``) and no signature file gives them, the rates
 stated here are used, and the prediction names those sites as using assumed (stated, not measured) rates. The
 runtime keeps one record per site path (the first call's statement) and writes them into the trace's optional
-``given_hit_rates`` array (ma/trace_format.py). A pure-Python wrapper: calls without ``hits`` never reach it.
+``given_hit_rates`` array (ma_core/trace_format.py). A pure-Python wrapper: calls without ``hits`` never reach it.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import threading
 from types import TracebackType
 from typing import Any, Literal
 
-from ma.errors import AnnotationError
-from ma.hitrates import cumulative_problem
-from ma.trace_format import GIVEN_HITS_KEYS
+from ma_core.errors import AnnotationError
+from ma_core.hitrates import cumulative_problem
+from ma_core.trace_format import GIVEN_HITS_KEYS
 
 from .sites import caller
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ma.errors import LaunchError, ToolBuildError
-from ma.trace_format import (
+from ma_core.errors import LaunchError, ToolBuildError
+from ma_core.trace_format import (
     MERGED_FILE,
     RANK_FILE_GLOB,
     RUN_FORMAT,

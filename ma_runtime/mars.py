@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ma.expr import parse_expression
-from ma.trace_format import COMPLETE, GIVEN_HITS_KEY, PEERS_KEY, RUNNING, TERMINATED
+from ma_core.expr import parse_expression
+from ma_core.trace_format import COMPLETE, GIVEN_HITS_KEY, PEERS_KEY, RUNNING, TERMINATED
 
 from . import COMPILED, merge, peers, trace
 from .config import Settings
@@ -321,7 +321,7 @@ def _is_numpy_number(value: object) -> bool:
 
 
 def _annotation_error(message: str) -> Exception:
-    from ma.errors import AnnotationError
+    from ma_core.errors import AnnotationError
 
     return AnnotationError(message)
 

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ma.trace_format import (
+from ma_core.trace_format import (
     LAYOUTS,
     MERGED_FORMAT,
     MERGED_INDEX,

@@ -24,9 +24,9 @@ from operator import length_hint
 from types import TracebackType
 from typing import Any, Literal
 
-from ma.errors import AnnotationError
-from ma.expr import parse_expression
-from ma.trace_format import PEER_KEYS
+from ma_core.errors import AnnotationError
+from ma_core.expr import parse_expression
+from ma_core.trace_format import PEER_KEYS
 
 
 class PeerRecord:

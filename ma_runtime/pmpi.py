@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ma import trace_format
+from ma_core import trace_format
 
 # Annotation type -> the MPI routines its assertions count; the order is the group order of ma_pmpi.h.
 MPI_TYPES: dict[str, tuple[str, ...]] = dict(zip(trace_format.MPI_TYPES, (
@@ -90,7 +90,7 @@ def build_library(target: Path, command: list[str], sources: list[Path], what: s
     """
     import fcntl
 
-    from ma.errors import ToolBuildError
+    from ma_core.errors import ToolBuildError
 
     toolchain = _toolchain()
     missing = [str(s) for s in sources if not s.is_file()]
@@ -125,7 +125,7 @@ def build_pmpi(force: bool = False) -> Path:
 
 def _valgrind_hook_flags(mpicc: Path) -> tuple[list[str], list[Path]]:
     """-DMA_HAVE_VGCOUNT when ma_vgcount.h and <valgrind/valgrind.h> are there (the Valgrind counter hook)."""
-    from ma.errors import ToolBuildError
+    from ma_core.errors import ToolBuildError
 
     toolchain = _toolchain()
     header = CSRC_DIR / "ma_vgcount.h"
@@ -181,7 +181,7 @@ class PmpiLibrary:
     def __init__(self, handle: Any) -> None:
         import ctypes
 
-        from ma.errors import ToolBuildError
+        from ma_core.errors import ToolBuildError
 
         self._ctypes = ctypes
         self._lib = handle
@@ -214,7 +214,7 @@ class PmpiLibrary:
         import functools
         import operator
 
-        from ma.errors import AnnotationError
+        from ma_core.errors import AnnotationError
 
         group = self._groups.get(mpi_type)
         if group is None:
@@ -228,7 +228,7 @@ class PmpiLibrary:
 
         The hot path of MPI assertions reads these two integers straight from the library's memory.
         """
-        from ma.errors import AnnotationError
+        from ma_core.errors import AnnotationError
 
         group = self._groups.get(mpi_type)
         if group is None:
@@ -292,7 +292,7 @@ def prepare_for_mpi4py() -> str | None:
         return None
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
-    from ma.errors import ToolBuildError
+    from ma_core.errors import ToolBuildError
 
     if "mpi4py.MPI" in sys.modules:
         return ("mpi4py.MPI was imported before the PMPI library could be loaded: import ma first, or run "

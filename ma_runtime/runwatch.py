@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ma import trace_format as tf
+from ma_core import trace_format as tf
 
 from .hydra import LauncherReport
 

@@ -1,7 +1,7 @@
 """Per-site measurements beyond a counter's value: the cache simulation's counts and calls into compiled code.
 
 Both are the application signature of the MAPS backend (docs/maps-backend.md), measured once on a signature run
-and written as optional node fields (``cache``, ``c_calls``; ma/trace_format.py):
+and written as optional node fields (``cache``, ``c_calls``; ma_core/trace_format.py):
 
 - **cache**: under ``ma run --counters valgrind --cache PROFILE`` every flop and loadstore site reads the
   tool's cache totals around each call and keeps the line accesses and the accesses each level served, summed
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ma.trace_format import (
+from ma_core.trace_format import (
     CACHE_MAX_LEVELS,
     DECLARATION_TYPES,
     NODE_C_CALLS_KEY,

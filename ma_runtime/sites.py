@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ma.errors import AnnotationError
+from ma_core.errors import AnnotationError
 
 from .tree import Node
 

@@ -42,7 +42,7 @@ def find_program(name: str) -> Path | None:
 
 
 def find_mpicc() -> Path:
-    from ma.errors import ToolBuildError
+    from ma_core.errors import ToolBuildError
 
     mpicc = os.environ.get("MA_MPICC") or find_program("mpicc")
     if not mpicc:
@@ -53,7 +53,7 @@ def find_mpicc() -> Path:
 
 def run_compiler(args: Sequence[str | os.PathLike[str]], what: str) -> None:
     """Run a compiler command; on failure raise ToolBuildError with the command and its output."""
-    from ma.errors import ToolBuildError
+    from ma_core.errors import ToolBuildError
 
     argv = [str(a) for a in args]
     try:

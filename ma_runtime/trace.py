@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ma.trace_format import FORMAT, VERSION, rank_file, temporary_file
+from ma_core.trace_format import FORMAT, VERSION, rank_file, temporary_file
 
 __all__ = ["FORMAT", "VERSION", "trace_path", "write_atomic"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ma.expr import Expression, parse_expression
+from ma_core.expr import Expression, parse_expression
 
 Number = int | float
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal
 
-from ma.errors import AnnotationError, MAError
-from ma.expr import Expression, parse_expression
-from ma.trace_format import VEC_LOOP_GATHER_KEYS
+from ma_core.errors import AnnotationError, MAError
+from ma_core.expr import Expression, parse_expression
+from ma_core.trace_format import VEC_LOOP_GATHER_KEYS
 
 from .mars import runtime, thread_state
 from .sites import caller

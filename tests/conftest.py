@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from ma.trace_format import rank_file
+from ma_core.trace_format import rank_file
 
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent

@@ -1,7 +1,7 @@
 """Synthetic ma-trace documents for the post-processing tests and bench (docs/trace-format.md, version 1).
 
 A small program description (variables, subroutines, loops, assertions) is *simulated* per rank: every
-expression is evaluated with the runtime's own evaluator (ma.expr), loops multiply the work of their
+expression is evaluated with the runtime's own evaluator (ma_core.expr), loops multiply the work of their
 body, and the folded aggregates are written exactly as the runtimes write them. Loops with an ``index``
 variable and ``If`` nodes are executed iteration by iteration; everything else is aggregated in closed
 form, so a CG-sized tree on 1024 ranks is synthesised in well under a second per hundred ranks.
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ma.expr import parse_expression
-from ma.trace_format import FORMAT, VERSION, rank_file
+from ma_core.expr import parse_expression
+from ma_core.trace_format import FORMAT, VERSION, rank_file
 
 Number = int | float
 Env = dict[str, Number]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-LAYERS = ("ma", "ma_runtime", "ma_post", "backends", "ma_cli")
-APPLICATION = ("ma", "ma_runtime")
+LAYERS = ("ma_core", "ma", "ma_runtime", "ma_post", "backends", "ma_cli")
+APPLICATION = ("ma_core", "ma", "ma_runtime")
 RANK = {name: i for i, name in enumerate(LAYERS)}
 # The one arrow up, by design: ``import ma`` is the annotation API's front, and binds each annotation to the
 # runtime that implements it on first use (ma/__init__.py). No other module of ``ma`` may import ma_runtime.
@@ -72,8 +72,8 @@ def layer(module: str) -> str | None:
 
 
 def test_every_layer_is_scanned() -> None:
-    assert {layer(m) for m in MODULES} >= {"ma", "ma_runtime", "ma_post", "ma_cli"}
-    assert "ma.trace_format" in MODULES and "ma_post.traceset" in MODULES
+    assert {layer(m) for m in MODULES} >= {"ma_core", "ma", "ma_runtime", "ma_post", "ma_cli"}
+    assert "ma_core.trace_format" in MODULES and "ma_post.traceset" in MODULES
 
 
 def test_no_module_imports_a_layer_above_its_own() -> None:
@@ -157,8 +157,8 @@ def test_import_ma_stays_light() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, ma, ma.trace_format; heavy = [m for m in ('sympy', 'numpy', 'jinja2', 'matplotlib', 'scipy', "
-            "'mpi4py.MPI', 'ma_post') if m in sys.modules]; print(','.join(heavy))")
+    code = ("import sys, ma, ma_core.trace_format; heavy = [m for m in ('sympy', 'numpy', 'jinja2', 'matplotlib', "
+            "'scipy', 'mpi4py.MPI', 'ma_post') if m in sys.modules]; print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert out.stdout.strip() == ""
 
@@ -170,7 +170,7 @@ def test_every_application_module_imports_first_in_a_fresh_interpreter() -> None
     import sys
 
     failed = {}
-    for name in (n for n in MODULES if n.split(".")[0] in ("ma", "ma_runtime") and "__main__" not in n):
+    for name in (n for n in MODULES if n.split(".")[0] in APPLICATION and "__main__" not in n):
         done = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, cwd=REPO,
                               timeout=120)
         if done.returncode:

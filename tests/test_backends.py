@@ -16,8 +16,8 @@ from backends import registry
 from backends.base import Backend, Prediction, SitePrediction
 from backends.machine.profile import CacheLevel, MachineProfile, NetworkProfile
 from backends.peak import PeakBackend
-from ma.errors import BackendError, MAError
 from ma_cli.main import main
+from ma_core.errors import BackendError, MAError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 

@@ -23,8 +23,8 @@ import pytest
 from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
-from ma.errors import ExpressionError
-from ma.expr import parse_expression
+from ma_core.errors import ExpressionError
+from ma_core.expr import parse_expression
 from ma_runtime import pmpi
 from ma_runtime.toolchain import env_bin_dir, find_mpicc
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import ma
-from ma.errors import ExpressionDomainError, ExpressionError, MAError, UndefinedVariableError
+from ma_core.errors import ExpressionDomainError, ExpressionError, MAError, UndefinedVariableError
 
 
 @pytest.mark.parametrize("text, value", [
@@ -123,7 +123,7 @@ def test_hostile_text_is_a_clean_error_and_runs_nothing(text: str, tmp_path: Pat
 
 def _exact(text: str, env: dict[str, int]) -> Fraction:
     """Reference value computed with Fractions, independent of the compiler under test."""
-    from ma.expr.nodes import BinOp, Call, Neg, Num, Var
+    from ma_core.expr.nodes import BinOp, Call, Neg, Num, Var
 
     def walk(node: object) -> Fraction:
         if isinstance(node, Num):
@@ -156,7 +156,7 @@ def test_evaluation_matches_exact_arithmetic(text: str, env: dict[str, int]) -> 
 
 
 def test_grammar_lives_in_its_own_file() -> None:
-    from ma.expr import parser
+    from ma_core.expr import parser
 
     grammar = Path(parser.__file__).with_name("grammar.lark")
     assert grammar.is_file() and "?sum" in grammar.read_text()

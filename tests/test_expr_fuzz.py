@@ -23,8 +23,8 @@ from typing import Any
 import pytest
 
 import ma
-from ma.errors import ExpressionError
-from ma.expr.limits import MAX_DEPTH, MAX_LENGTH, MAX_MAGNITUDE
+from ma_core.errors import ExpressionError
+from ma_core.expr.limits import MAX_DEPTH, MAX_LENGTH, MAX_MAGNITUDE
 
 # Generous: a hang or an exponential blow-up takes far longer; a 10,000-character parse takes ~0.1 s.
 SECONDS_PER_INPUT = 5.0
@@ -206,7 +206,7 @@ def grammar_agrees(text: str) -> bool:
     it calls a syntax error; the parser's other errors (limits, unknown functions, arity) are its own."""
     from lark.exceptions import UnexpectedInput
 
-    from ma.expr.parser import parse_tree
+    from ma_core.expr.parser import parse_tree
 
     try:
         parse_tree(text)
@@ -226,7 +226,7 @@ def grammar_agrees(text: str) -> bool:
 def _reference_grammar() -> Any:
     from lark import Lark
 
-    from ma.expr import parser
+    from ma_core.expr import parser
 
     return Lark(Path(parser.__file__).with_name("grammar.lark").read_text(), parser="lalr")
 

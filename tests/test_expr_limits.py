@@ -1,4 +1,4 @@
-"""The limits of the expression language (ma/expr/limits.py), case by case, in both runtimes.
+"""The limits of the expression language (ma_core/expr/limits.py), case by case, in both runtimes.
 
 Each hostile input of issue 14 ends, in microseconds to milliseconds, in the same ExpressionError with the
 same column in Python and in the C runtime's evaluator; valid text near each limit still evaluates.
@@ -13,8 +13,8 @@ import pytest
 from test_expr_fuzz import C_BINDINGS, ENV, agree, c_outcome, libma, python_outcome
 
 import ma
-from ma.errors import ExpressionError
-from ma.expr.limits import MAX_DEPTH, MAX_LENGTH
+from ma_core.errors import ExpressionError
+from ma_core.expr.limits import MAX_DEPTH, MAX_LENGTH
 
 __all__ = ["libma"]  # the fixture, shared with the fuzz tests
 

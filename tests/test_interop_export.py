@@ -19,7 +19,7 @@ import pytest
 from post_fixtures import cg_program, write_run
 
 import ma_post
-from ma.errors import MAError
+from ma_core.errors import MAError
 from ma_post.interop.extrap import extrap_document
 from ma_post.interop.hatchet import graphframe
 

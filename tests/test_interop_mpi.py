@@ -23,8 +23,8 @@ from trace_schema import check_trace_schema
 
 import ma_post
 from examples.npb_cg.conj_grad import TRANSPOSE_PEER
-from ma.expr import parse_expression
-from ma.trace_format import MERGED_FILE, rank_file
+from ma_core.expr import parse_expression
+from ma_core.trace_format import MERGED_FILE, rank_file
 from ma_post.interop.simgrid import Machine, replay
 from ma_post.interop.synth import synthesize
 from ma_post.peers import peer_results
@@ -206,7 +206,8 @@ def test_replay_takes_the_machine_from_a_profile(cg_run: tuple[Path, Path], tmp_
                                "--region", "conj_loop", "--replay", *machine_args],
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
-        printed.append(next(line for line in done.stdout.splitlines() if "predicted time:" in line))
+        line = next(line for line in done.stdout.splitlines() if "predicted time:" in line)
+        printed.append(line.split(" (SimGrid took")[0])  # SimGrid's own wall time varies
     assert printed[0] == printed[1]
     broken = tmp_path / "broken.json"
     broken.write_text(profile_path.read_text().replace('"latency_s"', '"latency"'))

@@ -14,7 +14,7 @@ from test_machine_profile import sample_profile
 
 from backends.machine import hierarchy, hitrates, profile
 from backends.machine.profile import CacheLevel
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 L1 = CacheLevel(1, 4096, 4, 64)
 L2 = CacheLevel(2, 65536, 8, 64)

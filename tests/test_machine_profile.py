@@ -12,7 +12,7 @@ import pytest
 
 from backends.machine import hierarchy, hitrates, profile
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 SMALL = [CacheLevel(1, 4096, 4, 64), CacheLevel(2, 65536, 8, 64)]
 OVERSUBSCRIBED = {"version": 1, "pattern": "exchange", "ranks": 4, "cores": 2, "latency_s": 4e-5,

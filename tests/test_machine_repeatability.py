@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from backends.machine import profile, repeatability
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 
 def shipped() -> profile.MachineProfile:

@@ -22,8 +22,8 @@ from backends.maps import MapsBackend, whatif
 from backends.maps.eq1 import bandwidth_expr
 from backends.maps.signature import Signatures, load_signature_file, load_signatures, save_signature_file
 from backends.maps.traffic import seconds_per_flop, stream_rows
-from ma.errors import BackendError
 from ma_cli.main import main
+from ma_core.errors import BackendError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 

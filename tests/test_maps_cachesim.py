@@ -13,7 +13,7 @@ import pytest
 
 from backends.machine.hitrates import stride_hit_rates
 from backends.machine.profile import CacheLevel
-from ma.errors import LaunchError
+from ma_core.errors import LaunchError
 from ma_runtime import launch
 from ma_runtime.counters.valgrind import CacheCounts, valgrind_launch_prefix
 

@@ -11,7 +11,7 @@ from post_fixtures import Loop, Mpi, Var, make_trace
 
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
 from backends.maps import MapsBackend
-from ma.trace_format import MPI_TYPES
+from ma_core.trace_format import MPI_TYPES
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 

@@ -14,7 +14,7 @@ from backends.machine import cputerms
 from backends.machine import profile as profiles
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
 from backends.maps import MapsBackend, whatif
-from ma.errors import BackendError, ProfileError
+from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 

@@ -14,8 +14,8 @@ import pytest
 from test_maps_backend import hand_f, profile
 
 import ma
-from ma.errors import AnnotationError
 from ma_cli.main import main
+from ma_core.errors import AnnotationError
 
 PROGRAM = """
 import ma

@@ -17,8 +17,8 @@ from backends.machine import pymessages
 from backends.machine.profile import MachineProfile, load, validate
 from backends.maps import MapsBackend
 from backends.maps.network import python_message_extra
-from ma.errors import ProfileError
 from ma_cli.main import main
+from ma_core.errors import ProfileError
 from ma_post.export.octave import export_octave
 
 CALL = 0.5e-6  # seconds per counted call (the backend's call_overhead_s in these tests)

@@ -17,7 +17,7 @@ from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
 from backends.maps import MapsBackend
 from backends.maps.rowchain import seconds_per_entry
 from backends.maps.signature import Signatures, load_signature_file, save_signature_file
-from ma.errors import BackendError, ProfileError
+from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 

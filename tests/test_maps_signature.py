@@ -18,8 +18,8 @@ from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
 from backends.maps.tracedata import measured_subscripts, site_lines_per_flop
-from ma.errors import TraceError
-from ma.trace_format import rank_file_name
+from ma_core.errors import TraceError
+from ma_core.trace_format import rank_file_name
 from ma_post import load
 from ma_runtime import launch, pmpi
 from ma_runtime.merge import Bundle, build_archive, part_of, write_archive

@@ -19,8 +19,8 @@ from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
 from backends.maps import MapsBackend
 from backends.maps.signature import Signatures
 from backends.maps.streams import line_bandwidths
-from ma.errors import BackendError, ProfileError
 from ma_cli.main import main
+from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 

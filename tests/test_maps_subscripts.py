@@ -17,7 +17,7 @@ from backends.machine import profile as profiles
 from backends.machine import subscripts
 from backends.maps import MapsBackend, whatif
 from backends.maps.signature import Signatures, load_signature_file, save_signature_file
-from ma.errors import BackendError, ProfileError
+from ma_core.errors import BackendError, ProfileError
 
 VALUES = {"n": 10, "m": 1000, "nprocs": 4}
 

@@ -21,8 +21,8 @@ import pytest
 from conftest import VENV_BIN, clean_env
 from post_fixtures import cg_program, make_trace
 
-from ma.errors import TraceError
-from ma.trace_format import MERGED_FILE, MERGED_INDEX, RUN_RECORD_FILE
+from ma_core.errors import TraceError
+from ma_core.trace_format import MERGED_FILE, MERGED_INDEX, RUN_RECORD_FILE
 from ma_post import load, model, validate
 from ma_post.models import available_quantities
 from ma_post.validation import format_lines
@@ -465,7 +465,7 @@ def test_a_malformed_optional_entry_of_the_merged_index_is_named(tmp_path: Path)
 
 def test_a_version_2_merged_file_reads_with_the_subscripts_unmeasured(tmp_path: Path) -> None:
     """Version 2 lacked the last two value columns (subscripts_n, subscripts); its numbers read as before."""
-    from ma.trace_format import MERGED_V2_FIELDS, NODE_C_CALLS_KEY, NODE_SUBSCRIPTS_KEY, VALUE_FIELDS
+    from ma_core.trace_format import MERGED_V2_FIELDS, NODE_C_CALLS_KEY, NODE_SUBSCRIPTS_KEY, VALUE_FIELDS
 
     document = make_trace(cg_program(), 0, 1)
     first = document["threads"][0]["root"]["children"][0]

@@ -27,7 +27,7 @@ from examples.npb_sp.study import (
     official_comparison,
     value,
 )
-from ma.errors import MAError
+from ma_core.errors import MAError
 from ma_post.vector import vec_loop_results
 
 pytestmark = pytest.mark.mpi

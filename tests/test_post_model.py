@@ -24,8 +24,8 @@ from post_fixtures import (
     write_run,
 )
 
-from ma.errors import MAError
 from ma_cli.main import main
+from ma_core.errors import MAError
 from ma_post.evaluation import evaluate, exact_value
 from ma_post.models import DEFAULT_QUANTITIES, ModelBuilder, ModelError, model
 from ma_post.msgdist import measured_distribution, message_distribution

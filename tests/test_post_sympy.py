@@ -1,4 +1,4 @@
-"""Expression text -> SymPy agrees with the runtime's evaluator (ma.expr) value for value."""
+"""Expression text -> SymPy agrees with the runtime's evaluator (ma_core.expr) value for value."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 import pytest
 import sympy
 
-from ma.errors import ExpressionError
-from ma.expr import parse_expression
+from ma_core.errors import ExpressionError
+from ma_core.expr import parse_expression
 from ma_post.sympy_expr import as_expr, to_sympy, to_text
 
 VALUES = {"na": 1400, "nonzer": 7, "nprocs": 16, "x": 3.5, "y": 0.25, "k": -5}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from post_fixtures import Loop, Op, Sub, Var, cg_program, make_trace, site_node, stats, trace_doc, write_run
 
-from ma.errors import MAError, SiteNotFoundError, TraceError
+from ma_core.errors import MAError, SiteNotFoundError, TraceError
 from ma_post.reader import TraceWarning
 from ma_post.traceset import load
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from post_fixtures import Loop, Mpi, Op, Var, make_trace, site_node, stats, trace_doc, write_run
 
-from ma.errors import MAError
 from ma_cli.main import main
+from ma_core.errors import MAError
 from ma_post.traceset import from_traces, load
 from ma_post.validation import (
     FAIL,

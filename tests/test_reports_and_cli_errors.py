@@ -13,8 +13,8 @@ from conftest import VENV_BIN, clean_env
 from post_fixtures import Loop, Var, cg_program, make_trace, write_run
 from test_c_runtime import compile_c, environment
 
-from ma.trace_format import rank_file
 from ma_cli.main import main
+from ma_core.trace_format import rank_file
 
 ANOMALIES = [
     {"kind": "unbalanced", "path": "l", "message": "loop 'l' was still open at exit", "count": 1,

@@ -158,7 +158,7 @@ def test_a_run_record_of_another_run_is_left_out(tmp_path: Path) -> None:
         assert load(run).run_record is None
     (run / "ma-run.json").write_text(json.dumps({"format": "ma-run", "version": 1, "run_id": "run-1", "ranks": 1,
                                                  "exit_status": 9, "ended": [{"rank": "1"}]}))
-    from ma.errors import TraceError
+    from ma_core.errors import TraceError
 
     with pytest.raises(TraceError, match=r"ma-run.json: ended\[0\]\.how is None"):
         load(run)

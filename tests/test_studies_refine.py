@@ -22,8 +22,8 @@ from conftest import VENV_BIN, clean_env
 from sympy.codegen.cfunctions import log2
 
 import ma_post
-from ma.errors import MAError
 from ma_cli.main import main
+from ma_core.errors import MAError
 from ma_post.studies.pmnf import fit
 from ma_post.studies.refine import refine
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import ma_post
-from ma.errors import MAError
 from ma_cli.commands.scaling import nprocs_values
 from ma_cli.main import main
+from ma_core.errors import MAError
 from ma_post.studies.scaling import parse_rule, scaling
 
 PROGRAM = """

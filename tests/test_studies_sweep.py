@@ -18,8 +18,8 @@ import pytest
 from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
-from ma.errors import MAError
 from ma_cli.main import main
+from ma_core.errors import MAError
 from ma_post.evaluation import exact_value
 from ma_post.studies.ranges import RangeError, is_geometric, parse_assignment, parse_values
 from ma_post.studies.sweep import sweep

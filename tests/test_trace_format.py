@@ -1,4 +1,4 @@
-"""The C runtime spells the trace format in its own sources: check its copy against ma/trace_format.py.
+"""The C runtime spells the trace format in its own sources: check its copy against ma_core/trace_format.py.
 
 Read from the sources, not from a run, so that a name changed on one side fails here at once, without a
 compiler or MPI.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ma import trace_format as tf
+from ma_core import trace_format as tf
 
 CSRC = Path(__file__).resolve().parent.parent / "ma_runtime" / "csrc"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
-from ma.errors import ToolBuildError
+from ma_core.errors import ToolBuildError
 from ma_runtime.counters.valgrind import (
     SHIM_NAME,
     TOOL_NAME,

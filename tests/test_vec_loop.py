@@ -15,7 +15,7 @@ import pytest
 from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
-from ma.errors import AnnotationError, MAError
+from ma_core.errors import AnnotationError, MAError
 from ma_post.vector import vec_loop_results
 
 SP = REPO / "examples" / "npb_sp" / "sp.py"

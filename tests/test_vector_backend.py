@@ -18,8 +18,8 @@ from backends import registry
 from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
 from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
 from backends.vector.simd import SimdBandwidth, SimdPoint
-from ma.errors import BackendError
 from ma_cli.main import main
+from ma_core.errors import BackendError
 from ma_post import ModelBuilder, load
 from ma_post.export.octave import export_octave, octave_function_name
 from ma_post.traceset import from_traces
@@ -240,8 +240,8 @@ def test_a_loops_working_set_picks_its_bandwidths(tzetar: ModelBuilder) -> None:
 
 def test_a_bad_vec_loop_record_is_named_by_its_annotations_file_and_line(tzetar: ModelBuilder,
                                                                           tmp_path: Path) -> None:
-    from ma.errors import TraceError
-    from ma.trace_format import rank_file_name
+    from ma_core.errors import TraceError
+    from ma_core.trace_format import rank_file_name
     from ma_post.vector import vec_loop_results
 
     (section,) = tzetar.ts.optional("vector_loops")

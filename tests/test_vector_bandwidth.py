@@ -8,7 +8,7 @@ import pytest
 from backends.machine.profile import MachineProfile, load, shipped_profiles
 from backends.vector import host_profile
 from backends.vector.bandwidth import curve_at, memory_level, scenario_bandwidths
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import ma_post
 from backends.machine.profile import load as load_profile
 from backends.vector import VectorLoop, loops_from_trace
 from backends.vector.gathers import TracedCache, separate
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 PROFILE = REPO / "backends" / "profiles" / "amd-epyc-zen4-kvm.json"
 

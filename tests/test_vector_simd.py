@@ -22,7 +22,7 @@ from backends.vector.bandwidth import (
     sparse_row_curve,
 )
 from backends.vector.simd import SimdBandwidth, SimdPoint
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 
 def test_the_avx2_and_scalar_kernels_measure_this_host() -> None:

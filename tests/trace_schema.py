@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ma import trace_format as tf
+from ma_core import trace_format as tf
 
 MPI_TYPES = set(tf.MPI_TYPES)
 NODE_TYPES = set(tf.NODE_TYPES)

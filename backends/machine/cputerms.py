@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ma.errors import MAError, ProfileError
+from ma_core.errors import MAError, ProfileError
 
 from . import subscripts
 

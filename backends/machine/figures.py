@@ -80,7 +80,7 @@ def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
 
 def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: str = "stride 4") -> Path:
     """Relative error of the fit at every point of one curve (the paper's Figure 8 uses stride 4)."""
-    from ma.errors import ProfileError
+    from ma_core.errors import ProfileError
 
     fit = profile.bandwidth_fit
     points = _curves(profile).get(curve)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 FloatArray = npt.NDArray[np.float64]
 _ONE_MINUS_E = 1.0 - math.e

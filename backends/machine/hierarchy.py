@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 from .profile import CacheLevel
 

@@ -24,7 +24,7 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 from .profile import CacheLevel
 

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from . import cputerms, gafit, hitrates, pymessages, vectorstreams
 from .hierarchy import from_sysfs

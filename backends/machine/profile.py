@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
 

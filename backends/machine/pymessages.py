@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ma.errors import MAError, ProfileError
+from ma_core.errors import MAError, ProfileError
 
 from .profile import versioned_block
 

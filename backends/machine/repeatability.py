@@ -7,7 +7,7 @@ differ by d % at a point, a model that matches one probe exactly is d % off the 
 
 from __future__ import annotations
 
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 from .gafit import ErrorSummary, relative_errors, summarise
 from .profile import MachineProfile, MultiMapsPoint

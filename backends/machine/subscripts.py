@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ma.errors import MAError, ProfileError
+from ma_core.errors import MAError, ProfileError
 
 FIELD = "cpu.python_probe.subscripts"
 KINDS = ("row_5d", "slice_4d", "newaxis_3d", "slice_3d", "store_3d")

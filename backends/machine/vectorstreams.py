@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ma.errors import ProfileError
+from ma_core.errors import ProfileError
 
 from .profile import versioned_block
 

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 import sympy
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 from ma_post.sympy_expr import as_expr
 
 from ..base import Backend, Prediction, SitePrediction

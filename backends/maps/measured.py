@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import sympy
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 from .backend import MapsPrediction
 

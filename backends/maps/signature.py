@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ma.errors import BackendError, MAError
-from ma.hitrates import cumulative_problem
+from ma_core.errors import BackendError, MAError
+from ma_core.hitrates import cumulative_problem
 
 from ..machine.profile import MachineProfile
 
@@ -52,7 +52,7 @@ def check_lines_per_flop(lines: object, levels: int, what: str) -> tuple[float, 
 
 def check_csr_rows(stated: object, what: str) -> tuple[str, str]:
     """``{"entries": E, "rows": R}``, two expressions the project's parser reads (never evaluated as code)."""
-    from ma.expr import parse_expression
+    from ma_core.expr import parse_expression
 
     if not isinstance(stated, dict) or sorted(stated) != ["entries", "rows"]:
         raise BackendError(f"{what}: expected {{\"entries\": EXPR, \"rows\": EXPR}} (a CSR row loop's entries and "

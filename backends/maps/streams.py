@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 from ..machine.vectorstreams import FIELD, level_bandwidths, read_points
 from .traffic import stream_bandwidths

@@ -37,8 +37,8 @@ def given_hit_rates(ts: TraceSet) -> dict[str, tuple[float, ...]]:
     """Site path -> the hit rates ``ma.loadstore(..., hits=[...])`` stated there (the trace's optional
     ``given_hit_rates`` array, ma_runtime/givenhits.py), the first rank's where several wrote one; TraceError
     naming the file and the entry for a malformed one."""
-    from ma.errors import TraceError
-    from ma.trace_format import GIVEN_HITS_KEY
+    from ma_core.errors import TraceError
+    from ma_core.trace_format import GIVEN_HITS_KEY
 
     given: dict[str, tuple[float, ...]] = {}
     for section in ts.optional(GIVEN_HITS_KEY):

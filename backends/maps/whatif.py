@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 from ..machine import profile as profiles
 from ..machine.profile import MachineProfile

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ma.errors import BackendError, MAError
-from ma.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
+from ma_core.errors import BackendError, MAError
+from ma_core.trace_format import VEC_LOOP_GATHER_KEYS, VECTOR_LOOPS_KEY
 
 from ..base import Backend, Prediction, SitePrediction
 from .gathers import TracedCache, check_levels, cumulative, separate, traced_cache

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 if TYPE_CHECKING:
     from backends.machine.profile import MachineProfile, MultiMapsPoint

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 if TYPE_CHECKING:
     from ma_post import TraceSet

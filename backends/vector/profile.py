@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 if TYPE_CHECKING:
     from backends.machine.profile import MachineProfile

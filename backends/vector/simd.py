@@ -31,7 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 
 CSRC = Path(__file__).resolve().parent / "csrc" / "simd_bandwidth.c"
 ROWS_CSRC = CSRC.with_name("sparse_rows.c")  # the vectorised sparse row loop: built with the vectoriser on

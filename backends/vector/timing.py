@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from ma.errors import BackendError
+from ma_core.errors import BackendError
 from ma_post.sympy_expr import as_expr
 
 from .profile import VectorProfile

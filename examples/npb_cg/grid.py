@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 
 class CGSetupError(MAError):

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 MeasuredRows = list[tuple[str, float, float]]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 MIN_CELL = 3
 

@@ -46,7 +46,7 @@ from examples.npb_common.study import (
     print_scaling,
     value,
 )
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from .classes import CLASSES, official_op_count
 from .opcount import CONVENTION, NORMALISED_EXTRA, SPECIAL_OPS

@@ -13,7 +13,7 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from backends import registry
-    from ma.errors import BackendError
+    from ma_core.errors import BackendError
 
     infos = registry.installed()
     if not infos:

@@ -42,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma.errors import MAError
     from ma_cli.support import load_traces
+    from ma_core.errors import MAError
     from ma_post.export import export_c, export_octave, export_python
     from ma_post.models import ModelBuilder, available_quantities
 

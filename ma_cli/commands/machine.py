@@ -72,7 +72,7 @@ def _cache_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 def _cache_overrides(specs: list[str], base: Any) -> Any:
     from backends.machine import hierarchy
-    from ma.errors import ProfileError
+    from ma_core.errors import ProfileError
 
     overrides = {}
     for spec in specs:
@@ -253,7 +253,7 @@ def handle_streams(args: argparse.Namespace) -> int:
 
     from backends.machine.kernels import Kernels
     from backends.machine.probe import ProbeSettings, measure_vector_streams, pinned
-    from ma.errors import ProfileError
+    from ma_core.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
         raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
@@ -275,7 +275,7 @@ def handle_exchange(args: argparse.Namespace) -> int:
 
     from backends.machine import pymessages
     from backends.machine.cputerms import python_terms
-    from ma.errors import ProfileError
+    from ma_core.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
         raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
@@ -302,7 +302,7 @@ def handle_subscripts(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from backends.machine import subscripts
-    from ma.errors import ProfileError
+    from ma_core.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
         raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")

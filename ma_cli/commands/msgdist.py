@@ -24,8 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma.errors import MAError
     from ma_cli.support import check_parameters, load_traces, parse_rank, parse_sets
+    from ma_core.errors import MAError
     from ma_post.models import ModelBuilder
     from ma_post.msgdist import format_distribution, format_measured, measured_distribution, message_distribution
 

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..support import (
     CommandParser,

@@ -29,8 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma.errors import MAError
     from ma_cli.support import load_traces
+    from ma_core.errors import MAError
     from ma_post.progress import progress
     from ma_post.studies.refine import refine
 

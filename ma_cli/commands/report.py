@@ -30,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma.errors import MAError
     from ma_cli.support import load_traces
+    from ma_core.errors import MAError
     from ma_post.report import write_report
     from ma_post.studies.ranges import parse_assignments, parse_values
 

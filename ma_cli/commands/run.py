@@ -28,7 +28,7 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ma.trace_format import RUNNING
+    from ma_core.trace_format import RUNNING
     from ma_runtime import launch
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program

@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def nprocs_values(spec: str) -> list[float]:
     """``A:B`` -> powers of two in [A, B]; anything else as ``--set`` reads it."""
-    from ma.errors import MAError
+    from ma_core.errors import MAError
     from ma_post.studies.ranges import number, parse_values
 
     parts = spec.split(":")
@@ -59,9 +59,9 @@ def nprocs_values(spec: str) -> list[float]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma.errors import MAError
     from ma_cli.studies_support import build_models, note, write_columns
     from ma_cli.support import check_parameters, number, parse_rank, table
+    from ma_core.errors import MAError
     from ma_post.studies.ranges import parse_assignments
     from ma_post.studies.scaling import parse_rule, scaling
 

@@ -32,9 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma.errors import MAError
     from ma_cli.studies_support import build_models, note
     from ma_cli.support import check_parameters, number, parse_rank, table
+    from ma_core.errors import MAError
     from ma_post.studies.ranges import parse_assignments, parse_values
     from ma_post.studies.sensitivity import elasticities, point_value, scale_factors
     from ma_post.sympy_expr import to_text

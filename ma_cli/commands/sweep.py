@@ -34,9 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ma.errors import MAError
     from ma_cli.studies_support import build_models, note, report_trace_values, write_columns
     from ma_cli.support import check_parameters, parse_rank
+    from ma_core.errors import MAError
     from ma_post.studies.ranges import parse_assignments
     from ma_post.studies.sweep import sweep
 

@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _machine(args: argparse.Namespace) -> object:
-    from ma.errors import MAError
+    from ma_core.errors import MAError
     from ma_post.interop.simgrid import Machine
 
     fields: dict[str, float] = {}
@@ -58,8 +58,8 @@ def _machine(args: argparse.Namespace) -> object:
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from ma.errors import MAError
     from ma_cli.support import load_traces, parse_sets
+    from ma_core.errors import MAError
     from ma_post.interop.simgrid import Machine, replay
     from ma_post.interop.synth import synthesize
 

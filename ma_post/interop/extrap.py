@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 if TYPE_CHECKING:
     from ma_post.traceset import Site, TraceSet

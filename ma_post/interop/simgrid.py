@@ -20,7 +20,7 @@ from pathlib import Path
 
 import jinja2
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from .synth import SynthResult
 

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ma.errors import MAError
-from ma.expr import parse_expression
+from ma_core.errors import MAError
+from ma_core.expr import parse_expression
 
 if TYPE_CHECKING:
     from ma_post.traceset import Site, TraceSet

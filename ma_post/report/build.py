@@ -22,7 +22,7 @@ import numpy as np
 import sympy
 from markupsafe import Markup
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..models import Model, ModelBuilder, available_quantities
 from ..traceset import Site, TraceSet

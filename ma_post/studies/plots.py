@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from .ranges import is_geometric
 

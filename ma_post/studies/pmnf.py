@@ -22,7 +22,7 @@ import numpy as np
 import sympy
 from sympy.codegen.cfunctions import log2
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..sympy_expr import symbol
 

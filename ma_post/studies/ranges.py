@@ -9,7 +9,7 @@ A SPEC is a comma-separated list of items; each item is one of
   (``1e5:1e6:log10``: ten values from 10^5 to 10^6, equal ratios);
 - ``BASE^(RANGE)`` the powers of BASE over a range: ``2^(0:12)`` is 1, 2, 4, ..., 4096.
 
-Numbers go through the lark grammar of ``ma.expr`` and its evaluator; nothing is ``eval``-ed.
+Numbers go through the lark grammar of ``ma_core.expr`` and its evaluator; nothing is ``eval``-ed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 MAX_VALUES = 10_000_000  # values of one parameter; a guard against a mistyped step
 
@@ -111,7 +111,7 @@ def _range_values(text: str) -> list[float]:
 
 def number(text: str) -> float:
     """A constant in the expression language (``1e5``, ``2^10``); RangeError naming the text otherwise."""
-    from ma.expr import parse_expression
+    from ma_core.expr import parse_expression
 
     text = text.strip()
     try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..models import known_quantities
 from ..progress import progress

@@ -2,7 +2,7 @@
 
 *Strong* scaling keeps the problem fixed; *weak* scaling grows it with the process count by named rules
 such as ``na=na0*nprocs``: the right-hand side is an expression of the annotation language in the process
-count and in ``<input>0``, an input's base value (given, or traced). Rules are evaluated by ``ma.expr``
+count and in ``<input>0``, an input's base value (given, or traced). Rules are evaluated by ``ma_core.expr``
 (never ``eval``).
 
 For every quantity: the per-rank value, the aggregate (per rank x process count), the efficiency
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..evaluation import RankChoice, evaluate
 from ..models import Model
@@ -55,7 +55,7 @@ class ScalingResult:
 
 def parse_rule(text: str) -> tuple[str, str]:
     """``"na=na0*nprocs"`` -> ``("na", "na0*nprocs")``, the right-hand side checked by the expression grammar."""
-    from ma.expr import parse_expression
+    from ma_core.expr import parse_expression
 
     name, sep, rhs = text.partition("=")
     name = name.strip()
@@ -83,7 +83,7 @@ def scaling(models: Sequence[Model], nprocs: Sequence[float] | np.ndarray, *, gi
             procs_name: str = "nprocs", rules: Mapping[str, str] | None = None, rank: RankChoice = None,
             time: TimeFunction | None = None, shares: bool = True) -> ScalingResult:
     """Evaluate ``models`` at every process count; ``rules`` (input -> expression) make it weak scaling."""
-    from ma.expr import parse_expression
+    from ma_core.expr import parse_expression
 
     p = np.asarray(nprocs, dtype=float).reshape(-1)
     if p.size == 0 or np.any(p <= 0):

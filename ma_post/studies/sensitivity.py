@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..evaluation import RankChoice, evaluate
 from ..models import Model

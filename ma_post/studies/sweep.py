@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ma.errors import MAError
+from ma_core.errors import MAError
 
 from ..evaluation import RankChoice, evaluate
 from ..models import Model

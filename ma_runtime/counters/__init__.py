@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 
-from ma.errors import CounterError
+from ma_core.errors import CounterError
 
 from .base import CounterProvider, ProviderStatus, Reader
 

@@ -44,7 +44,7 @@ from typing import Any
 from ..tree import Node
 from .base import CounterProvider, ProviderStatus, Reader
 
-_SDK_MODULES = ("ma", "ma_runtime")
+_SDK_MODULES = ("ma", "ma_core", "ma_runtime")
 _ROOT = Path(__file__).resolve().parents[2]
 _SDK_DIRS = tuple(f"{_ROOT / name}/" for name in _SDK_MODULES)
 _LIBRARY_DIRS = tuple(f"{Path(p).resolve()}/" for p in {sysconfig.get_paths()[key] for key in

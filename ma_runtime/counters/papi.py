@@ -11,7 +11,7 @@ import contextlib
 import os
 from typing import Any
 
-from ma.errors import CounterError
+from ma_core.errors import CounterError
 
 from .base import CounterProvider, ProviderStatus, Reader
 

@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ma.errors import ToolBuildError
+from ma_core.errors import ToolBuildError
 from ma_runtime.counters.base import CounterProvider, ProviderStatus, Reader
 
 # ctypes, platform and ma_runtime.toolchain (which pulls in subprocess) are imported where they are

@@ -4,13 +4,13 @@
  * SPDX-License-Identifier: BSD-3-Clause
  * Copyright (c) the Modeling Assertions SDK developers.
  *
- * A recursive-descent parser for the grammar of ma/expr/grammar.lark:
+ * A recursive-descent parser for the grammar of ma_core/expr/grammar.lark:
  *     sum     := product (('+' | '-') product)*
  *     product := unary (('*' | '/') unary)*
  *     unary   := '-' unary | '+' unary | power
  *     power   := atom [POW unary]            POW is '^' or '**' (right-associative through unary)
  *     atom    := NUMBER | NAME | NAME '(' sum (',' sum)* ')' | '(' sum ')'
- * and an evaluator following ma/expr/compiler.py operation by operation, so that both runtimes predict
+ * and an evaluator following ma_core/expr/compiler.py operation by operation, so that both runtimes predict
  * the same value (and the same int-or-float type) for the same expression and variables.
  */
 #include "ma_expr.h"
@@ -354,7 +354,7 @@ static enode *binary(parser *p, int kind, enode *left, enode *right)
         free_node(right);
         return NULL;
     }
-    /* errors of / and ^ point at the right operand, as in ma/expr/parser.py */
+    /* errors of / and ^ point at the right operand, as in ma_core/expr/parser.py */
     enode *n = new_node(p, kind, right->column, 2);
     if (!n) {
         free_node(left);
@@ -704,7 +704,7 @@ static int domain_error(const evaluation *ev, int column, const char *format, ..
     return -1;
 }
 
-/* Every value stays finite and within DBL_MAX (ma/expr/limits.py): integers cannot pass it, doubles can. */
+/* Every value stays finite and within DBL_MAX (ma_core/expr/limits.py): integers cannot pass it, doubles can. */
 static int out_of_range(const evaluation *ev, int column, const char *name, double value)
 {
     char subject[160];

@@ -4,13 +4,13 @@
  * SPDX-License-Identifier: BSD-3-Clause
  * Copyright (c) the Modeling Assertions SDK developers.
  *
- * Same grammar and arithmetic as the Python runtime (ma/expr/grammar.lark, ma/expr/compiler.py):
+ * Same grammar and arithmetic as the Python runtime (ma_core/expr/grammar.lark, ma_core/expr/compiler.py):
  * + - * / ^ (or **, right-associative; -2^2 = -4), unary minus and plus, parentheses, integer and float
  * literals, identifiers, and ceil floor log log2 log10 exp sqrt abs min max mod. Integers stay exact
  * where the result is an integer (8*n/2 is an int when it divides). Integers are 64-bit here: a result
  * that overflows becomes a double (Python's integers stay exact up to the magnitude limit below).
  *
- * The limits of ma/expr/limits.py, with the same messages: text of at most MA_EXPR_MAX_LENGTH bytes; at
+ * The limits of ma_core/expr/limits.py, with the same messages: text of at most MA_EXPR_MAX_LENGTH bytes; at
  * most MA_EXPR_MAX_DEPTH nested constructs (each parenthesis, function call, unary sign and exponent opens
  * one; a run of + - or * / at one level counts once and is evaluated in a loop), so the parser's and the
  * evaluator's recursion stays bounded; every literal, variable value and result finite and at most DBL_MAX

@@ -16,7 +16,7 @@
 #define MA_PRODUCER "libma 0.1.0"
 #define MA_TRACE_VERSION 1
 
-/* MA_VG_CACHE_MAX_LEVELS and MA_VG_CACHE_VALUES of ma_vgcount.h (CACHE_MAX_LEVELS of ma/trace_format.py) */
+/* MA_VG_CACHE_MAX_LEVELS and MA_VG_CACHE_VALUES of ma_vgcount.h (CACHE_MAX_LEVELS of ma_core/trace_format.py) */
 #define MA_CACHE_MAX_LEVELS 4
 #define MA_CACHE_VALUES (2 + MA_CACHE_MAX_LEVELS)
 

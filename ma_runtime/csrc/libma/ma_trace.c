@@ -180,7 +180,7 @@ static void node(out *o, const ma_node *n)
         raw(o, "null");
     }
     fmt(o, ",\"wall_ns\":%llu,\"cpu_ns\":%llu", (unsigned long long)n->wall_ns, (unsigned long long)n->cpu_ns);
-    if (n->cache_calls) { /* NODE_CACHE_KEY of ma/trace_format.py */
+    if (n->cache_calls) { /* NODE_CACHE_KEY of ma_core/trace_format.py */
         fmt(o, ",\"cache\":{\"calls\":%llu,\"accesses\":%llu,\"hits\":[", (unsigned long long)n->cache_calls,
             (unsigned long long)n->cache_accesses);
         for (int k = 0; k < n->cache_levels; k++)
@@ -362,7 +362,7 @@ static int any_peer(const ma_node *n)
 static void vector_loops(out *o, const ma_vecrec *r);
 
 /* `,"peers":[...]` and `,"vector_loops":[...]`, the optional top-level keys (OPTIONAL_DOCUMENT_KEYS of
- * ma/trace_format.py), each only when used; the rank file and the merged trace's part both carry them. */
+ * ma_core/trace_format.py), each only when used; the rank file and the merged trace's part both carry them. */
 static void optional_keys(out *o, const ma_runtime_state *rt)
 {
     if (any_peer(ma_rt_root(rt))) { /* only when some assertion named its partner */

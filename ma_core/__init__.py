@@ -1,0 +1,4 @@
+"""What every stage of the SDK shares and nothing starts: the exception tree (``errors``), the expression
+language (``expr``), the trace format's names (``trace_format``) and the rule for cumulative hit rates
+(``hitrates``). Importing it installs no hook, loads no library and never imports ``ma``, ``ma_runtime`` or
+MPI: the annotation API (``ma``), the runtime, the analysis and the backends all stand on it."""
