@@ -189,7 +189,7 @@ def main() -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (scripts/setup.sh installs it)")
 
-    from ma_runtime import pmpi
+    from ma_tools import cparts
 
     # A fixed hash seed: string hashes decide dict probing, which would otherwise vary the count by run. One
     # BLAS thread: OpenBLAS's idle threads spin under Valgrind for as long as the host's load decides, and
@@ -204,7 +204,7 @@ def main() -> int:
             # a trace written) would follow the host's load instead of the step count.
             "annotated": {**base, "MA_TRACE_DIR": str(Path(work) / "traces"), "MA_COUNTERS": "none",
                           "MA_FLUSH_SECONDS": "0",
-                          "LD_PRELOAD": str(pmpi.build_pmpi()), "MA_PMPI_PRELOADED": "1"},
+                          "LD_PRELOAD": str(cparts.build_pmpi()), "MA_PMPI_PRELOADED": "1"},
             "MA_DISABLE=1": {**base, "MA_DISABLE": "1"},
         }
         if args.in_situ:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 import ma
 from ma_core.expr import _CACHE
 from ma_core.expr.limits import MAX_LENGTH
-from ma_runtime import pmpi
+from ma_tools import cparts
 
 ENV = {"k": 10000, "y": 3, "nprocs": 4, "na": 1400, "a": 3, "b": 5, "c": 7, "d": 2, "n": 1000}
 BINDINGS = ",".join(f"{name}={value}" for name, value in ENV.items())
@@ -77,7 +77,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    lib = ctypes.CDLL(str(pmpi.build_c_runtime()))
+    lib = ctypes.CDLL(str(cparts.build_c_runtime()))
     lib.ma_evaluate.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     out = ctypes.create_string_buffer(8192)
 

@@ -29,7 +29,8 @@ from pathlib import Path
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
 from ma_runtime import pmpi
-from ma_runtime.toolchain import env_bin_dir, find_mpicc, run_compiler
+from ma_tools import cparts
+from ma_tools.toolchain import env_bin_dir, find_mpicc, run_compiler
 
 PINGPONG_C = r"""
 #include <mpi.h>
@@ -178,7 +179,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=8, help="message size in bytes")
     args = parser.parse_args()
 
-    library = pmpi.build_pmpi()
+    library = cparts.build_pmpi()
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "pingpong.c"
         source.write_text(PINGPONG_C)

@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 
 import ma  # noqa: F401  (the application layer first, as a user program imports it)
-from ma_runtime.counters.valgrind import TOOL_NAME, valgrind_launch_prefix
+from ma_runtime.counters.valgrind import TOOL_NAME
+from ma_tools.valgrind import valgrind_launch_prefix
 
 KERNEL = r"""
 import json, sys, time

@@ -69,8 +69,8 @@ from ma_post import ModelBuilder
 from ma_post import load as load_trace
 from ma_post.loopmark import loopmarks
 from ma_post.vector import vec_loop_results
-from ma_runtime import pmpi
-from ma_runtime.toolchain import find_mpicc
+from ma_tools import cparts
+from ma_tools.toolchain import find_mpicc
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "examples" / "vector_kernels" / "kernels.c"
@@ -164,8 +164,8 @@ def traced_run(directory: Path, kernel: str, n: int, cache_profile: Path) -> Tra
     ``ma run --counters valgrind --cache PROFILE`` (the signature run: the tool simulates the profile's caches);
     None if the kernel asserts no loop with gathers."""
     exe, trace = directory / "kernels-traced", directory / f"trace-{kernel}"
-    subprocess.run([str(find_mpicc()), *BUILDS["vectorised"], "-DMA_TRACED", *pmpi.c_flags(), str(SOURCE), "-o",
-                    str(exe), *pmpi.c_libs()], check=True)
+    subprocess.run([str(find_mpicc()), *BUILDS["vectorised"], "-DMA_TRACED", *cparts.c_flags(), str(SOURCE), "-o",
+                    str(exe), *cparts.c_libs()], check=True)
     ma = Path(shutil.which("ma") or "ma")
     subprocess.run([str(ma), "run", "-n", "1", "--counters", "valgrind", "--cache", str(cache_profile),
                     "--trace-dir", str(trace), "--", str(exe), kernel, str(n), "1"], check=True, capture_output=True)

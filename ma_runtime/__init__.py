@@ -52,7 +52,3 @@ if not COMPILED:
     sys.meta_path.insert(0, _SourceFinder())
     if NOT_COMPILED_REASON.endswith("pip install -e .)"):
         warnings.warn(f"ma_runtime runs uncompiled: {NOT_COMPILED_REASON}", RuntimeWarning, stacklevel=2)
-
-# ``import ma`` starts the runtime (ma/__init__.py), and every module here imports ``ma``'s own modules: whichever
-# of the two a program or tool imports first, ma finishes first, so neither meets the other half-defined.
-import ma  # noqa: E402, F401

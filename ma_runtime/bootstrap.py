@@ -78,11 +78,6 @@ def prepare_mpi_profiling() -> None:
         return  # already interposed by `ma run`, or too late: the runtime will say which
     if importlib.util.find_spec("mpi4py") is None:
         return
-    try:
-        from . import pmpi
-    except ImportError:
-        return
-    if not pmpi.library_path().exists():
-        mpi_profiling_problem = "the PMPI library is not built (run `ma tools build`)"
-        return
+    from . import pmpi
+
     mpi_profiling_problem = pmpi.prepare_for_mpi4py()

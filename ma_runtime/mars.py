@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ma_core.expr import parse_expression
+from ma_core.launchers import launcher_rank_size
 from ma_core.trace_format import COMPLETE, GIVEN_HITS_KEY, PEERS_KEY, RUNNING, TERMINATED
 
 from . import COMPILED, merge, peers, trace
@@ -328,12 +329,7 @@ def _annotation_error(message: str) -> Exception:
 
 def _launcher_rank_size() -> tuple[int, int]:
     """Rank and size from the launcher's environment, before (or without) MPI initialisation."""
-    for rank_name, size_name in (("PMI_RANK", "PMI_SIZE"), ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"),
-                                 ("PMIX_RANK", "PMIX_SIZE"), ("SLURM_PROCID", "SLURM_NTASKS")):
-        rank, size = os.environ.get(rank_name), os.environ.get(size_name)
-        if rank is not None and rank.isdigit():
-            return int(rank), int(size) if size and size.isdigit() else int(rank) + 1
-    return 0, 1
+    return launcher_rank_size(os.environ) or (0, 1)
 
 
 def _open_pmpi() -> tuple[Any, str | None]:

@@ -1,23 +1,24 @@
-"""The PMPI bridge: builds libmapmpi (the MPI wrapper library) and libma (the C runtime), and reads the
-wrapper's counters from Python through ctypes.
+"""The PMPI bridge: loads libmapmpi (the MPI wrapper library) and reads its counters from Python through ctypes.
 
 ``libmapmpi.so`` defines MPI_Send, MPI_Recv, MPI_Allreduce, ... (classic and MPI-4 ``_c`` forms) and counts
 calls, bytes, time, message sizes and peers before forwarding to PMPI_*. Python programs get it either
 preloaded (``LD_PRELOAD``, what ``ma run`` does) or through ``mpi4py.profile`` before ``mpi4py.MPI`` is
-imported (:func:`prepare_for_mpi4py`). Importing this module is cheap: it neither imports ``mpi4py.MPI``
-nor loads any library.
+imported (:func:`prepare_for_mpi4py`). ``ma tools build`` builds it (ma_tools/cparts.py) into
+``ma_runtime.built``'s directory; the runtime only loads what is there. Importing this module is cheap: it neither
+imports ``mpi4py.MPI`` nor loads any library.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ma_core import trace_format
+
+from . import built
 
 # Annotation type -> the MPI routines its assertions count; the order is the group order of ma_pmpi.h.
 MPI_TYPES: dict[str, tuple[str, ...]] = dict(zip(trace_format.MPI_TYPES, (
@@ -41,137 +42,8 @@ OTHER_ROUTINES: tuple[str, ...] = (
     "MPI_Testsome", "MPI_Probe", "MPI_Iprobe", "MPI_Mprobe", "MPI_Improbe",
 )
 
-CSRC_DIR = Path(__file__).resolve().parent / "csrc"
-LIBMA_DIR = CSRC_DIR / "libma"
-PMPI_NAME = "mapmpi"  # libmapmpi.so
-C_RUNTIME_NAME = "ma"  # libma.so
-_PMPI_SOURCES = ("ma_pmpi.c", "ma_pmpi.h")
-_LIBMA_SOURCES = ("ma_runtime.c", "ma_expr.c", "ma_trace.c", "ma_counters.c", "ma.h", "ma_expr.h",
-                  "ma_internal.h")
-_CFLAGS = ("-O2", "-g", "-fPIC", "-shared", "-Wall", "-Wextra")
 _PROFILE_BUFFER = 1 << 16
 PEER_RING = 64  # MA_PMPI_PEER_RING of ma_pmpi.h: partners remembered per group
-
-
-# ma.errors and .toolchain are imported inside the functions: `import ma` loads this module while the ma
-# package is still initialising (ma_runtime.bootstrap), so nothing here may import ma at module level.
-def _toolchain() -> Any:
-    from . import toolchain
-
-    return toolchain
-
-
-def library_path() -> Path:
-    """Where libmapmpi.so is (or will be) built."""
-    return _toolchain().build_dir() / f"lib{PMPI_NAME}.so"
-
-
-def c_runtime_path() -> Path:
-    """Where libma.so is (or will be) built."""
-    return _toolchain().build_dir() / f"lib{C_RUNTIME_NAME}.so"
-
-
-# --- building ------------------------------------------------------------------------------------
-def _fingerprint(command: list[str], sources: list[Path]) -> str:
-    import hashlib
-
-    digest = hashlib.sha256("\0".join(command).encode())
-    for source in sources:
-        digest.update(source.name.encode() + b"\0" + source.read_bytes())
-    return digest.hexdigest()
-
-
-def build_library(target: Path, command: list[str], sources: list[Path], what: str, force: bool) -> Path:
-    """Compile into ``target`` unless its stamp says the same sources and command built it already (every C part
-    of the SDK is built this way, the machine probe's kernels too).
-
-    Ranks of one job may all ask at once: a lock file serialises them, and the library appears by rename,
-    so a process never loads a half-written file.
-    """
-    import fcntl
-
-    from ma_core.errors import ToolBuildError
-
-    toolchain = _toolchain()
-    missing = [str(s) for s in sources if not s.is_file()]
-    if missing:
-        raise ToolBuildError(f"building {what}: source files missing: {', '.join(missing)}")
-    stamp = target.with_name(target.name + ".stamp")
-    with open(target.with_name(".build.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        expected = _fingerprint(command, sources)
-        if not force and target.is_file() and stamp.is_file() and stamp.read_text().strip() == expected:
-            return target
-        temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        try:
-            toolchain.run_compiler([*command, "-o", str(temporary)], what)
-            os.replace(temporary, target)
-        finally:
-            temporary.unlink(missing_ok=True)
-        stamp.write_text(expected + "\n")
-    return target
-
-
-
-
-def build_pmpi(force: bool = False) -> Path:
-    """Build libmapmpi.so into ``toolchain.build_dir()`` with the environment's mpicc; return its path."""
-    toolchain = _toolchain()
-    mpicc = toolchain.find_mpicc()
-    sources = [CSRC_DIR / name for name in _PMPI_SOURCES]
-    command = [str(mpicc), *_CFLAGS, str(sources[0]), "-ldl"]
-    return build_library(library_path(), command, sources, "the PMPI wrapper library libmapmpi", force)
-
-
-def _valgrind_hook_flags(mpicc: Path) -> tuple[list[str], list[Path]]:
-    """-DMA_HAVE_VGCOUNT when ma_vgcount.h and <valgrind/valgrind.h> are there (the Valgrind counter hook)."""
-    from ma_core.errors import ToolBuildError
-
-    toolchain = _toolchain()
-    header = CSRC_DIR / "ma_vgcount.h"
-    if not header.is_file():
-        return [], []
-    probe = toolchain.build_dir() / ".probe_valgrind.c"
-    probe.write_text("#include <valgrind/valgrind.h>\nint ma_probe;\n")
-    try:
-        toolchain.run_compiler([mpicc, "-fsyntax-only", probe], "a probe for valgrind/valgrind.h")
-    except ToolBuildError:
-        return [], [header]
-    finally:
-        probe.unlink(missing_ok=True)
-    return ["-DMA_HAVE_VGCOUNT"], [header]
-
-
-def build_c_runtime(force: bool = False) -> Path:
-    """Build libma.so (the C runtime, linked against libmapmpi) into the build directory; return its path."""
-    toolchain = _toolchain()
-    pmpi = build_pmpi(force)
-    mpicc = toolchain.find_mpicc()
-    defines, extra_sources = _valgrind_hook_flags(mpicc)
-    sources = [LIBMA_DIR / name for name in _LIBMA_SOURCES] + [CSRC_DIR / "ma_pmpi.h", *extra_sources]
-    c_files = [str(s) for s in sources if s.suffix == ".c"]
-    command = [str(mpicc), *_CFLAGS, *defines, f"-I{CSRC_DIR}", f"-I{LIBMA_DIR}", *c_files,
-               f"-L{pmpi.parent}", f"-Wl,-rpath,{pmpi.parent}", "-Wl,--no-as-needed", f"-l{PMPI_NAME}", "-lm"]
-    # the stamp also covers libmapmpi's own stamp: a rebuilt wrapper relinks the runtime
-    pmpi_stamp = pmpi.with_name(pmpi.name + ".stamp")
-    return build_library(c_runtime_path(), command, [*sources, pmpi_stamp], "the C runtime libma", force)
-
-
-def c_flags() -> list[str]:
-    """Compiler flags for C programs using ma.h (``ma config --cflags``)."""
-    return [f"-I{LIBMA_DIR}"]
-
-
-def c_libs() -> list[str]:
-    """Linker flags for C programs (``ma config --libs``); builds the libraries when they are missing.
-
-    libma comes before libmapmpi, and both before the -lmpi that mpicc appends, so the wrappers win the
-    symbol lookup; --no-as-needed keeps libmapmpi loaded even where the linker drops unreferenced libraries.
-    """
-    runtime = build_c_runtime()
-    directory = runtime.parent
-    return [f"-L{directory}", f"-Wl,-rpath,{directory}", "-Wl,--no-as-needed", f"-l{C_RUNTIME_NAME}",
-            f"-l{PMPI_NAME}"]
 
 
 # --- reading the counters ------------------------------------------------------------------------
@@ -207,7 +79,7 @@ class PmpiLibrary:
         peers_type = ctypes.c_int32 * (PEER_RING * lib.ma_pmpi_ngroups())
         self._peers = memoryview(peers_type.in_dll(lib, "ma_pmpi_group_peers")).cast("B").cast("i")
         raw_path = lib.ma_pmpi_library_path()
-        self.path = Path(raw_path.decode()) if raw_path else library_path()
+        self.path = Path(raw_path.decode()) if raw_path else built.pmpi_library()
 
     def reader(self, mpi_type: str) -> Callable[[], tuple[int, int]]:
         """Running (calls, bytes) summed over the routines of ``mpi_type`` (see MPI_TYPES)."""
@@ -286,21 +158,18 @@ def prepare_for_mpi4py() -> str | None:
     """Load libmapmpi through ``mpi4py.profile`` so that mpi4py's MPI calls go through the wrappers.
 
     Returns None when the wrapper is live (now or already); otherwise a short reason why MPI calls will
-    not be measured. Builds the library when it is missing. Never imports mpi4py.MPI.
+    not be measured. Never builds the library, nor imports mpi4py.MPI.
     """
     if loaded_library() is not None:
         return None
     if importlib.util.find_spec("mpi4py") is None:
         return "mpi4py is not installed"
-    from ma_core.errors import ToolBuildError
-
     if "mpi4py.MPI" in sys.modules:
         return ("mpi4py.MPI was imported before the PMPI library could be loaded: import ma first, or run "
                 "under `ma run` (which preloads it)")
-    try:
-        path = build_pmpi()
-    except ToolBuildError as exc:
-        return f"the PMPI library could not be built: {exc}"
+    path = built.pmpi_library()
+    if not path.is_file():
+        return f"the PMPI library {path} is not built (run `ma tools build`)"
     import warnings
 
     import mpi4py
@@ -308,7 +177,7 @@ def prepare_for_mpi4py() -> str | None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            mpi4py.profile(PMPI_NAME, path=[str(path.parent)])
+            mpi4py.profile(built.PMPI_NAME, path=[str(path.parent)])
         except (ValueError, OSError) as exc:
             return f"mpi4py.profile could not load {path}: {exc}"
     if loaded_library() is None:
@@ -317,5 +186,4 @@ def prepare_for_mpi4py() -> str | None:
     return None
 
 
-__all__ = ["MPI_TYPES", "OTHER_ROUTINES", "PmpiLibrary", "build_c_runtime", "build_pmpi", "c_flags", "c_libs",
-           "c_runtime_path", "library_path", "loaded_library", "prepare_for_mpi4py"]
+__all__ = ["MPI_TYPES", "OTHER_ROUTINES", "PmpiLibrary", "loaded_library", "prepare_for_mpi4py"]

@@ -25,8 +25,9 @@ from trace_schema import check_trace_schema
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
 from ma_core.errors import ExpressionError
 from ma_core.expr import parse_expression
-from ma_runtime import pmpi
-from ma_runtime.toolchain import env_bin_dir, find_mpicc
+from ma_runtime import built
+from ma_tools import cparts
+from ma_tools.toolchain import env_bin_dir, find_mpicc
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = ROOT / "examples" / "c_ring" / "ring.c"
@@ -35,8 +36,8 @@ TIMEOUT = 300
 
 # ---- helpers -------------------------------------------------------------------------------------
 def compile_c(source: Path, output: Path, *extra: str, link: bool = True) -> Path:
-    command = [str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *extra, *pmpi.c_flags(), str(source),
-               "-o", str(output), *(pmpi.c_libs() if link else [])]
+    command = [str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *extra, *cparts.c_flags(), str(source),
+               "-o", str(output), *(cparts.c_libs() if link else [])]
     done = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, f"{' '.join(command)}\n{done.stderr}"
     return output
@@ -108,7 +109,7 @@ def test_ring_example_trace(ring: dict[str, Path]) -> None:
         assert header["end_time"] >= header["start_time"]
         assert header["tolerance"] == {"default": 0.0, "by_type": {"heap_memory": 0.01}}
         assert header["mpi"]["profiling"] is True
-        assert Path(header["mpi"]["library"]).resolve() == pmpi.library_path().resolve()
+        assert Path(header["mpi"]["library"]).resolve() == built.pmpi_library().resolve()
         papi = next(p for p in header["counters"]["providers"] if p["name"] == "papi")
         assert papi["available"] is False and "PAPI" in papi["reason"]
         assert header["counters"]["measures"]["flop"] is None  # no counter for flops outside Valgrind here
@@ -397,7 +398,7 @@ def test_periodic_flush_leaves_a_trace_when_killed(tmp_path: Path) -> None:
 def test_ring_flops_are_measured_under_the_valgrind_tool(ring: dict[str, Path]) -> None:
     if shutil.which("valgrind") is None:
         pytest.fail("valgrind is not installed on this host: scripts/setup.sh installs it")
-    from ma_runtime.counters.valgrind import valgrind_launch_prefix
+    from ma_tools.valgrind import valgrind_launch_prefix
 
     prefix, env_add = valgrind_launch_prefix()
     traces = ring["work"] / "traces_valgrind"
@@ -419,7 +420,7 @@ def test_ring_flops_are_measured_under_the_valgrind_tool(ring: dict[str, Path]) 
 # ---- the expression evaluator ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def libma() -> Any:
-    lib = ctypes.CDLL(str(pmpi.build_c_runtime()))
+    lib = ctypes.CDLL(str(cparts.build_c_runtime()))
     lib.ma_evaluate.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.ma_evaluate.restype = ctypes.c_int
     return lib
@@ -505,7 +506,7 @@ def test_ma_config_prints_the_flags() -> None:
     argv = [str(ma_command)] if ma_command.exists() else [sys.executable, "-m", "ma_cli.main"]
     done = subprocess.run([*argv, "config", "--cflags", "--libs"], capture_output=True, text=True, timeout=TIMEOUT)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == pmpi.c_flags() + pmpi.c_libs()
-    assert (Path(pmpi.c_flags()[0][2:]) / "ma.h").is_file()
+    assert done.stdout.split() == cparts.c_flags() + cparts.c_libs()
+    assert (Path(cparts.c_flags()[0][2:]) / "ma.h").is_file()
     bare = subprocess.run([*argv, "config"], capture_output=True, text=True, timeout=TIMEOUT)
     assert bare.returncode == 2 and "--cflags" in bare.stderr

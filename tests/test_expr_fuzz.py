@@ -150,9 +150,9 @@ def python_outcome(text: str) -> tuple[bool, Any]:
 
 @pytest.fixture(scope="module")
 def libma() -> Any:
-    from ma_runtime import pmpi
+    from ma_tools import cparts
 
-    lib = ctypes.CDLL(str(pmpi.build_c_runtime()))
+    lib = ctypes.CDLL(str(cparts.build_c_runtime()))
     lib.ma_evaluate.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t]
     lib.ma_evaluate.restype = ctypes.c_int
     return lib

@@ -269,14 +269,14 @@ int main(int argc, char **argv)
 
 
 def test_c_partner_assertions_pass_and_fail(tmp_path: Path) -> None:
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     source = tmp_path / "ring.c"
     source.write_text(C_RING)
     binary = tmp_path / "ring"
-    built = subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *pmpi.c_flags(), str(source),
-                            "-o", str(binary), *pmpi.c_libs()], capture_output=True, text=True, timeout=300)
+    built = subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *cparts.c_flags(), str(source),
+                            "-o", str(binary), *cparts.c_libs()], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     for peer, ok in (("mod(rank+1, nprocs)", True), ("mod(rank+2, nprocs)", False)):
         trace_dir = tmp_path / f"traces-{ok}"
@@ -314,15 +314,15 @@ def test_c_partner_and_vec_loop_results_agree_between_layouts(tmp_path: Path) ->
     """The C runtime's merge carries each rank's peers and vector_loops into trace.json: the merged trace
     validates exactly as the rank files of the same run do."""
     from ma_post.vector import vec_loop_results
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     assert C_RING_WITH_VEC_LOOP != C_RING
     source = tmp_path / "ring.c"
     source.write_text(C_RING_WITH_VEC_LOOP)
     binary = tmp_path / "ring"
-    built = subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *pmpi.c_flags(), str(source),
-                            "-o", str(binary), *pmpi.c_libs()], capture_output=True, text=True, timeout=300)
+    built = subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Wextra", "-Werror", *cparts.c_flags(), str(source),
+                            "-o", str(binary), *cparts.c_libs()], capture_output=True, text=True, timeout=300)
     assert built.returncode == 0, built.stderr
     for layout in ("merged", "per-rank"):
         done = subprocess.run([str(VENV_BIN / "mpiexec"), "-n", "4", str(binary), "mod(rank+2, nprocs)"],

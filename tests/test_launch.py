@@ -87,7 +87,7 @@ def test_an_uncaught_exception_on_one_rank_aborts_the_job(tmp_path: Path) -> Non
 
 
 def test_an_unreadable_trace_is_named_among_the_unclean_exits(tmp_path: Path) -> None:
-    from ma_runtime.launch import unclean_exits
+    from ma_tools.launch import unclean_exits
 
     (tmp_path / "rank-1.ma.json").write_text('{"header": {"status": "exc', encoding="utf-8")
     found = unclean_exits(tmp_path, 2)
@@ -96,7 +96,7 @@ def test_an_unreadable_trace_is_named_among_the_unclean_exits(tmp_path: Path) ->
 
 @pytest.mark.mpi
 def test_the_environments_mpiexec_wins_over_path(tmp_path: Path) -> None:
-    from ma_runtime.launch import plan
+    from ma_tools.launch import plan
 
     launch = plan(["python", "x.py"], 2)
     assert launch.argv[0] == str(VENV_BIN / "mpiexec")
@@ -133,3 +133,40 @@ def test_a_pmpi_library_that_cannot_be_built_is_reported_and_the_job_still_runs(
     assert "Traceback" not in done.stderr
     header = load(tmp_path / "ma-traces", 0)["header"]
     assert header["mpi"]["profiling"] is False and header["mpi"]["reason"]
+
+
+def test_the_launchers_rank_variables_are_read_in_one_order_by_python_and_c() -> None:
+    import re
+
+    from ma_core.launchers import RANK_SIZE_VARIABLES, launcher_rank_size
+    from ma_tools.cparts import CSRC_DIR
+
+    assert launcher_rank_size({}) is None
+    assert launcher_rank_size({"PMIX_RANK": "3", "PMIX_SIZE": "8"}) == (3, 8)
+    assert launcher_rank_size({"SLURM_PROCID": "5"}) == (5, 6)  # no size: the least the rank implies
+    assert launcher_rank_size({"PMI_RANK": "x", "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"}) == (1, 2)
+    pair = re.compile(r'\{\s*"(\w+)",\s*"(\w+)"\s*\}')
+    in_c = [found for path in sorted(CSRC_DIR.rglob("*.c")) for found in pair.findall(path.read_text())
+            if found[0] in dict(RANK_SIZE_VARIABLES)]
+    assert tuple(in_c) == RANK_SIZE_VARIABLES
+
+
+def test_ma_run_finds_a_rank_by_the_launchers_variable_in_its_environment() -> None:
+    import os
+    import time
+
+    from ma_tools.runwatch import _environ_rank
+
+    env = {**os.environ, "MA_RUN_ID": "run-under-test", "PMIX_RANK": "3", "PMIX_SIZE": "4"}
+    env.pop("PMI_RANK", None)
+    env.pop("OMPI_COMM_WORLD_RANK", None)
+    child = subprocess.Popen(["sleep", "30"], env=env)
+    try:
+        deadline = time.monotonic() + 10  # Popen may return before the child's exec shows its environment
+        while b"run-under-test" not in Path(f"/proc/{child.pid}/environ").read_bytes() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _environ_rank(child.pid, b"run-under-test") == 3
+        assert _environ_rank(child.pid, b"another-run") is None
+    finally:
+        child.kill()
+        child.wait()

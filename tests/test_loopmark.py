@@ -12,8 +12,8 @@ import pytest
 
 import ma  # noqa: F401  (the application layer first)
 from ma_post.loopmark import DEFAULT_FLAGS, Loopmark, loopmarks
-from ma_runtime import pmpi
-from ma_runtime.toolchain import env_bin_dir, find_mpicc
+from ma_tools import cparts
+from ma_tools.toolchain import env_bin_dir, find_mpicc
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "examples" / "vector_kernels" / "kernels.c"
@@ -98,13 +98,13 @@ def test_loopmarks_map_onto_the_annotated_loops_of_a_c_trace(tmp_path: Path) -> 
     source = tmp_path / "annotated.c"
     source.write_text(ANNOTATED)
     exe = tmp_path / "annotated"
-    subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", *pmpi.c_flags(), str(source), "-o", str(exe),
-                    *pmpi.c_libs()], check=True, timeout=300)
+    subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", *cparts.c_flags(), str(source), "-o", str(exe),
+                    *cparts.c_libs()], check=True, timeout=300)
     trace = tmp_path / "trace"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MA_") or k == "MA_BUILD_DIR"}
     env.update(PATH=f"{env_bin_dir()}{os.pathsep}{env.get('PATH', '')}", MA_TRACE_DIR=str(trace))
     subprocess.run([str(env_bin_dir() / "mpiexec"), "-n", "1", str(exe)], env=env, check=True, timeout=300)
-    includes = " ".join([*pmpi.c_flags(), f"-I{env_bin_dir().parent / 'include'}"])  # ma.h, mpi.h
+    includes = " ".join([*cparts.c_flags(), f"-I{env_bin_dir().parent / 'include'}"])  # ma.h, mpi.h
     done = subprocess.run([str(env_bin_dir() / "ma"), "loopmark", str(source), "--trace", str(trace), "--json",
                            "--flags", f"-O3 -march=x86-64-v3 {includes}"],
                           capture_output=True, text=True, timeout=300, check=False)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ma_runtime import toolchain
+from ma_tools import toolchain
 
 
 def run(ranks: int, *args: str) -> subprocess.CompletedProcess[str]:

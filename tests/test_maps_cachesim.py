@@ -14,8 +14,9 @@ import pytest
 from backends.machine.hitrates import stride_hit_rates
 from backends.machine.profile import CacheLevel
 from ma_core.errors import LaunchError
-from ma_runtime import launch
-from ma_runtime.counters.valgrind import CacheCounts, valgrind_launch_prefix
+from ma_runtime.counters.valgrind import CacheCounts
+from ma_tools import launch
+from ma_tools.valgrind import valgrind_launch_prefix
 
 pytestmark = pytest.mark.valgrind
 

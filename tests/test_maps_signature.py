@@ -21,9 +21,9 @@ from backends.maps.tracedata import measured_subscripts, site_lines_per_flop
 from ma_core.errors import TraceError
 from ma_core.trace_format import rank_file_name
 from ma_post import load
-from ma_runtime import launch, pmpi
 from ma_runtime.merge import Bundle, build_archive, part_of, write_archive
-from ma_runtime.toolchain import find_mpicc
+from ma_tools import cparts, launch
+from ma_tools.toolchain import find_mpicc
 
 HERE = Path(__file__).resolve().parent
 KERNELS = HERE / "maps_signature_kernels.c"
@@ -61,8 +61,8 @@ def run(command: list[str], trace_dir: Path, counters: str, nprocs: int = 1, cac
 
 def compile_kernels(output: Path, *extra: str) -> Path:
     flags = ["-O1", "-fno-tree-vectorize", *extra]
-    done = subprocess.run([str(find_mpicc()), *flags, *pmpi.c_flags(), str(KERNELS), "-o", str(output),
-                           *(pmpi.c_libs() if "-shared" not in extra else [])],
+    done = subprocess.run([str(find_mpicc()), *flags, *cparts.c_flags(), str(KERNELS), "-o", str(output),
+                           *(cparts.c_libs() if "-shared" not in extra else [])],
                           capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr
     return output

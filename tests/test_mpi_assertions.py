@@ -141,13 +141,13 @@ def test_without_mpi_the_assertions_are_unmeasured(run_program) -> None:
 
 
 def test_python_and_c_traces_have_the_same_schema(tmp_path: Path) -> None:
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     python_trace = run_job(tmp_path, 2)[0]
     ring = Path(__file__).resolve().parent.parent / "examples" / "c_ring" / "ring.c"
     binary = tmp_path / "ring"
-    subprocess.run([str(find_mpicc()), "-O2", str(ring), "-o", str(binary), *pmpi.c_flags(), *pmpi.c_libs()],
+    subprocess.run([str(find_mpicc()), "-O2", str(ring), "-o", str(binary), *cparts.c_flags(), *cparts.c_libs()],
                    check=True, capture_output=True)
     c_dir = tmp_path / "c-traces"
     subprocess.run([str(VENV_BIN / "mpiexec"), "-n", "2", str(binary), "100", "2"], check=True, timeout=120,

@@ -20,7 +20,8 @@ import pytest
 
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
 from ma_runtime import pmpi
-from ma_runtime.toolchain import env_bin_dir
+from ma_tools import cparts
+from ma_tools.toolchain import env_bin_dir
 
 TIMEOUT = 180
 MODES = ("preload", "profile")
@@ -62,7 +63,7 @@ with open(f"result-{rank}.json", "w") as handle:  # a file per rank: mpiexec int
 
 @pytest.fixture(scope="module")
 def library() -> Path:
-    return pmpi.build_pmpi()
+    return cparts.build_pmpi()
 
 
 def run_mpi(tmp_path: Path, body: str, nprocs: int, mode: str, library: Path) -> dict[int, dict]:
@@ -352,7 +353,7 @@ def test_profile_json_is_empty_before_any_call(library: Path) -> None:
 
 def test_rebuild_is_skipped_when_sources_are_unchanged(library: Path) -> None:
     before = library.stat().st_mtime_ns
-    assert pmpi.build_pmpi() == library
+    assert cparts.build_pmpi() == library
     assert library.stat().st_mtime_ns == before
 
 

@@ -177,7 +177,7 @@ class Chunks:
 def test_hydras_lines_are_read_on_the_way_and_its_exit_code_list_kept_out_of_the_output() -> None:
     import io
 
-    from ma_runtime.hydra import LauncherReport, forward
+    from ma_tools.hydra import LauncherReport, forward
 
     out, report = io.BytesIO(), LauncherReport()
     forward(Chunks(b"progress 10%", b" 20%\n[mpi", b"exec@vm] Exit codes: [vm] 0,9,768\n",  # type: ignore[arg-type]

@@ -18,20 +18,15 @@ import pytest
 
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
 from ma_core.errors import ToolBuildError
-from ma_runtime.counters.valgrind import (
-    SHIM_NAME,
-    TOOL_NAME,
-    TOOL_VERSION,
-    ValgrindProvider,
-    build_valgrind_tool,
-    find_valgrind,
-    valgrind_launch_prefix,
-)
-from ma_runtime.toolchain import PACKAGE_DIR, env_bin_dir
+from ma_runtime.built import read_stamp
+from ma_runtime.counters.valgrind import SHIM_NAME, TOOL_NAME, ValgrindProvider
+from ma_tools.cparts import CSRC_DIR
+from ma_tools.toolchain import env_bin_dir
+from ma_tools.valgrind import TOOL_VERSION, build_valgrind_tool, find_valgrind, valgrind_launch_prefix
 
 pytestmark = pytest.mark.valgrind
 
-CSRC = PACKAGE_DIR / "csrc"
+CSRC = CSRC_DIR
 TIMEOUT = 300
 
 
@@ -68,7 +63,7 @@ def test_build_lays_out_a_valgrind_lib_dir(tool_dir: Path) -> None:
     assert (lib / f"vgpreload_core-{install.platform}.so").resolve() == \
         install.core_lib_dir / f"vgpreload_core-{install.platform}.so"
     assert (tool_dir / SHIM_NAME).is_file()
-    stamp = json.loads((tool_dir / "build.json").read_text())
+    stamp = read_stamp(tool_dir)
     version = subprocess.run([str(install.launcher), "--version"], capture_output=True, text=True,
                              check=True).stdout
     assert f"valgrind-{stamp['valgrind']}" == version.strip()

@@ -189,13 +189,13 @@ int main(int argc, char **argv)
 @pytest.mark.mpi
 @pytest.mark.valgrind
 def test_c_vec_loop_records_and_measures(tmp_path: Path) -> None:
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     source, exe = tmp_path / "app.c", tmp_path / "app"
     source.write_text(C_APP)
-    subprocess.run([str(find_mpicc()), "-O3", "-mavx2", "-Wall", "-Werror", *pmpi.c_flags(), str(source), "-o",
-                    str(exe), *pmpi.c_libs()], check=True, timeout=300)
+    subprocess.run([str(find_mpicc()), "-O3", "-mavx2", "-Wall", "-Werror", *cparts.c_flags(), str(source), "-o",
+                    str(exe), *cparts.c_libs()], check=True, timeout=300)
     trace = tmp_path / "trace"
     done = ma("run", "-n", "1", "--counters", "valgrind", "--trace-dir", str(trace), "--", str(exe))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -289,13 +289,13 @@ def test_c_vec_loop_gathers(tmp_path: Path) -> None:
     """ma_vec_loop_gathers inside the region: the same ``gathers`` object as the Python runtime's; outside any
     open vec_loop it is an anomaly naming its file."""
     from backends.vector import VectorLoop, loops_from_trace
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     source, exe = tmp_path / "app.c", tmp_path / "app"
     source.write_text(C_GATHERS_APP)
-    subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Werror", *pmpi.c_flags(), str(source), "-o", str(exe),
-                    *pmpi.c_libs()], check=True, timeout=300)
+    subprocess.run([str(find_mpicc()), "-O2", "-Wall", "-Werror", *cparts.c_flags(), str(source), "-o", str(exe),
+                    *cparts.c_libs()], check=True, timeout=300)
     trace = tmp_path / "trace"
     done = ma("run", "-n", "1", "--trace-dir", str(trace), "--", str(exe))
     assert done.returncode == 0, done.stderr[-2000:]
@@ -320,12 +320,12 @@ def test_the_c_kernel_sets_matvec_states_its_gathers(tmp_path: Path) -> None:
     builds it): matvec's trace states one read of p per entry (32 a row) of p's 8 x rows bytes, and its loads,
     flops and AVL as the program counts them."""
     from backends.vector import loops_from_trace
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     exe, trace = tmp_path / "kernels", tmp_path / "trace"
-    subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", "-DMA_TRACED", *pmpi.c_flags(),
-                    str(REPO / "examples" / "vector_kernels" / "kernels.c"), "-o", str(exe), *pmpi.c_libs()],
+    subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", "-DMA_TRACED", *cparts.c_flags(),
+                    str(REPO / "examples" / "vector_kernels" / "kernels.c"), "-o", str(exe), *cparts.c_libs()],
                    check=True, timeout=300)
     done = ma("run", "-n", "1", "--trace-dir", str(trace), "--", str(exe), "matvec", "1000", "2")
     assert done.returncode == 0, done.stderr[-2000:]

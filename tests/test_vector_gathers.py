@@ -52,12 +52,12 @@ def test_counts_that_cannot_hold_the_gathers_are_errors() -> None:
 
 
 def mpicc_build(exe: Path) -> None:
-    from ma_runtime import pmpi
-    from ma_runtime.toolchain import find_mpicc
+    from ma_tools import cparts
+    from ma_tools.toolchain import find_mpicc
 
     subprocess.run([str(find_mpicc()), "-O3", "-march=x86-64-v3", "-falign-loops=64", "-DMA_TRACED",
-                    *pmpi.c_flags(), str(REPO / "examples" / "vector_kernels" / "kernels.c"), "-o", str(exe),
-                    *pmpi.c_libs()], check=True, timeout=300)
+                    *cparts.c_flags(), str(REPO / "examples" / "vector_kernels" / "kernels.c"), "-o", str(exe),
+                    *cparts.c_libs()], check=True, timeout=300)
 
 
 @pytest.mark.mpi

@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
-from ma_runtime.counters.valgrind import build_valgrind_tool, valgrind_launch_prefix
-from ma_runtime.toolchain import PACKAGE_DIR, env_bin_dir
+from ma_tools.cparts import CSRC_DIR
+from ma_tools.toolchain import env_bin_dir
+from ma_tools.valgrind import build_valgrind_tool, valgrind_launch_prefix
 
 pytestmark = pytest.mark.valgrind
 
-CSRC = PACKAGE_DIR / "csrc"
+CSRC = CSRC_DIR
 TIMEOUT = 300
 N = 1000
 

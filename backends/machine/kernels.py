@@ -1,4 +1,4 @@
-"""The probe's C kernels: built by the project's toolchain into the build directory, called through ctypes.
+"""The probe's C kernels: built by the SDK's build (ma_tools.build) into the build directory, called through ctypes.
 
 ``-O2`` without ``-march=native`` (the memory loops are what a portable build runs); the flop-peak kernels
 carry their own target attributes and run only where the CPU has the instructions.
@@ -20,32 +20,32 @@ VECTOR_STREAM_KERNELS = {"sse2": (1, 2), "avx2": (2, 4), "avx512": (4, 8)}  # ve
 
 def build_kernels(force: bool = False) -> Path:
     """Build libmaprobe.so (MultiMAPS, random, triad, flop peak); return its path."""
-    from ma_runtime import pmpi, toolchain
+    from ma_tools.build import build_c
+    from ma_tools.toolchain import find_mpicc
 
     source = CSRC_DIR / "multimaps.c"
-    target = toolchain.build_dir() / "libmaprobe.so"
-    command = [str(toolchain.find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
-    return pmpi.build_library(target, command, [source], "the MultiMAPS probe kernels", force)
+    command = [str(find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
+    return build_c("libmaprobe.so", command, [source], "the MultiMAPS probe kernels", force)
 
 
 def build_pingpong(force: bool = False) -> Path:
     """Build the MPI ping-pong program; return its path."""
-    from ma_runtime import pmpi, toolchain
+    from ma_tools.build import build_c
+    from ma_tools.toolchain import find_mpicc
 
     source = CSRC_DIR / "pingpong.c"
-    target = toolchain.build_dir() / "ma_pingpong"
-    command = [str(toolchain.find_mpicc()), *_CFLAGS, str(source)]
-    return pmpi.build_library(target, command, [source], "the MPI ping-pong probe", force)
+    command = [str(find_mpicc()), *_CFLAGS, str(source)]
+    return build_c("ma_pingpong", command, [source], "the MPI ping-pong probe", force)
 
 
 def build_hitsim(force: bool = False) -> Path:
     """Build libmahitsim.so (the hit-rate simulation with prefetchers, :mod:`.hitrates`); return its path."""
-    from ma_runtime import pmpi, toolchain
+    from ma_tools.build import build_c
+    from ma_tools.toolchain import find_mpicc
 
     source = CSRC_DIR / "hitsim.c"
-    target = toolchain.build_dir() / "libmahitsim.so"
-    command = [str(toolchain.find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
-    return pmpi.build_library(target, command, [source], "the hit-rate simulation", force)
+    command = [str(find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
+    return build_c("libmahitsim.so", command, [source], "the hit-rate simulation", force)
 
 
 class Kernels:

@@ -245,7 +245,7 @@ def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: 
     rounds of exchanges (``csrc/pingpong.c``; other modes take amounts of work for ``sizes``)."""
     sizes = settings.pingpong_sizes if sizes is None else sizes
     statistic = statistic or settings.statistic
-    from ma_runtime import toolchain
+    from ma_tools import toolchain
 
     mpiexec = toolchain.find_program("mpiexec")
     if mpiexec is None:
@@ -278,7 +278,7 @@ def measure_network(settings: ProbeSettings, last_cache_bytes: int = 32 << 20,
     """MPI ping-pong between two ranks started by the environment's mpiexec (intra-node), then
     :func:`measure_oversubscribed` and :func:`measure_python_exchange` (its work streams through four times
     ``last_cache_bytes``)."""
-    from ma_runtime import toolchain
+    from ma_tools import toolchain
 
     table = _pingpong_table(2, settings.pingpong_time, settings)
     latency, bandwidth = _hockney(table)

@@ -85,7 +85,7 @@ def measure(last_cache_bytes: int, min_time: float = 0.05, batches: int = 9, sta
     fastest); the work streams through a buffer of :func:`stream_mib` of ``last_cache_bytes``. ``latency_s``
     and ``call_overhead_s``: the profile's C latency and call cost, kept as the block's reference
     (:data:`REFERENCE`)."""
-    from ma_runtime import toolchain
+    from ma_tools import toolchain
 
     mpiexec = toolchain.find_program("mpiexec")
     if mpiexec is None:

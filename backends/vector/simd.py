@@ -139,26 +139,26 @@ def for_profile(profile: str | Path | None) -> SimdBandwidth | None:
 
 
 def build(force: bool = False) -> Path:
-    """Build libmasimd.so with the project's toolchain; return its path."""
-    from ma_runtime import pmpi, toolchain
+    """Build libmasimd.so with the SDK's build (ma_tools.build); return its path."""
+    from ma_tools.build import build_c
+    from ma_tools.toolchain import find_mpicc
 
-    target = toolchain.build_dir() / "libmasimd.so"
     # no auto-vectoriser: the scalar triad stays scalar; loops on 64 bytes: the scalar triad's loop in one op-cache
     # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
-    command = [str(toolchain.find_mpicc()), "-O2", "-mavx2", "-mfma", "-fno-tree-vectorize", "-falign-loops=64", "-g",
-               "-Wall", "-Wextra", "-fPIC", "-shared", str(CSRC)]
-    return pmpi.build_library(target, command, [CSRC], "the SIMD bandwidth probe", force)
+    command = [str(find_mpicc()), "-O2", "-mavx2", "-mfma", "-fno-tree-vectorize", "-falign-loops=64", "-g", "-Wall",
+               "-Wextra", "-fPIC", "-shared", str(CSRC)]
+    return build_c("libmasimd.so", command, [CSRC], "the SIMD bandwidth probe", force)
 
 
 def build_rows(force: bool = False) -> Path:
     """Build libmasimdrows.so (the vectorised sparse row loop): as a program's -O3 build on x86-64-v3, the
     vectoriser on; return its path."""
-    from ma_runtime import pmpi, toolchain
+    from ma_tools.build import build_c
+    from ma_tools.toolchain import find_mpicc
 
-    target = toolchain.build_dir() / "libmasimdrows.so"
-    command = [str(toolchain.find_mpicc()), "-O3", "-mavx2", "-mfma", "-falign-loops=64", "-g", "-Wall", "-Wextra",
-               "-fPIC", "-shared", str(ROWS_CSRC)]
-    return pmpi.build_library(target, command, [ROWS_CSRC], "the sparse row probe", force)
+    command = [str(find_mpicc()), "-O3", "-mavx2", "-mfma", "-falign-loops=64", "-g", "-Wall", "-Wextra", "-fPIC",
+               "-shared", str(ROWS_CSRC)]
+    return build_c("libmasimdrows.so", command, [ROWS_CSRC], "the sparse row probe", force)
 
 
 class SimdKernels:

@@ -114,7 +114,7 @@ def build(source: Path, work: Path) -> Path:
 
 def run(binary: Path, n: int, work: Path) -> dict[str, tuple[float, float]]:
     """kernel -> (flops, loads+stores) per call at an n^3 grid."""
-    from ma_runtime.counters.valgrind import build_valgrind_tool
+    from ma_tools.valgrind import build_valgrind_tool
 
     rundir = work / f"n{n}"
     rundir.mkdir()

@@ -23,17 +23,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ma_runtime import pmpi
+    from ma_tools import cparts
 
     if not (args.cflags or args.libs or args.pmpi_library):
         print("ma config: error: give --cflags, --libs and/or --pmpi-library", file=sys.stderr)
         return 2
     words: list[str] = []
     if args.cflags:
-        words += pmpi.c_flags()
+        words += cparts.c_flags()
     if args.libs:
-        words += pmpi.c_libs()
+        words += cparts.c_libs()
     if args.pmpi_library:
-        words.append(str(pmpi.build_pmpi()))
+        words.append(str(cparts.build_pmpi()))
     print(" ".join(words))
     return 0

@@ -29,7 +29,7 @@ def register(subparsers: Any) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     from ma_core.trace_format import RUNNING
-    from ma_runtime import launch
+    from ma_tools import launch
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
     plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher,

@@ -31,12 +31,12 @@ from ma_core.trace_format import (
     header_status,
     merged_file,
 )
+from ma_runtime.counters import parse_spec
+from ma_runtime.merge import merged_ranks
+from ma_runtime.trace import trace_path
 
 from . import hydra, runwatch
-from .counters import parse_spec
-from .merge import merged_ranks
 from .toolchain import env_bin_dir, find_program
-from .trace import trace_path
 
 
 @dataclass
@@ -69,7 +69,7 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
         names = parse_spec(counters)
         env["MA_COUNTERS"] = counters
         if "valgrind" in names:
-            from .counters.valgrind import valgrind_launch_prefix
+            from .valgrind import valgrind_launch_prefix
 
             prefix, valgrind_env = valgrind_launch_prefix(cache)
             env.update(valgrind_env)
@@ -108,10 +108,10 @@ def _is_hydra(mpiexec: Path) -> bool:
 
 def _preload_pmpi(env: dict[str, str]) -> list[str]:
     """Interpose the PMPI library in every rank, Python or C (built first if it is not yet)."""
-    from . import pmpi
+    from .cparts import build_pmpi
 
     try:
-        library = pmpi.build_pmpi()
+        library = build_pmpi()
     except ToolBuildError as exc:
         return [f"MPI calls will not be measured: {exc}"]
     preload = os.environ.get("LD_PRELOAD", "")

@@ -1,10 +1,7 @@
-"""Where the project's C parts are built, and with which compilers.
+"""Which compilers and MPI programs build and start the project's C parts: the environment's first.
 
-The PMPI library, the C runtime and the Valgrind tool are built per Python environment (they bind to the
-environment's MPI), into ``MA_BUILD_DIR`` or ``<sys.prefix>/lib/ma-sdk``.
-
-``import ma`` reaches this module (to find the PMPI library), so it imports ``ma.errors`` only where it
-raises: importing it at the top would re-enter the ``ma`` package while it initialises.
+The environment's MPI (the ``mpich`` wheel puts ``mpicc`` and ``mpiexec`` beside the running Python) wins over
+the system's, so that what is built binds to the MPI the program's mpi4py uses.
 """
 
 from __future__ import annotations
@@ -16,15 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent
-
-
-def build_dir() -> Path:
-    """Directory that holds the built libraries and tools (created on demand)."""
-    override = os.environ.get("MA_BUILD_DIR")
-    path = Path(override) if override else Path(sys.prefix) / "lib" / "ma-sdk"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+from ma_core.errors import ToolBuildError
 
 
 def env_bin_dir() -> Path:
@@ -42,8 +31,6 @@ def find_program(name: str) -> Path | None:
 
 
 def find_mpicc() -> Path:
-    from ma_core.errors import ToolBuildError
-
     mpicc = os.environ.get("MA_MPICC") or find_program("mpicc")
     if not mpicc:
         raise ToolBuildError("no mpicc found beside this Python or on PATH: install the 'mpich' wheel "
@@ -51,10 +38,16 @@ def find_mpicc() -> Path:
     return Path(mpicc)
 
 
+def find_cc() -> Path:
+    """The plain C compiler (``MA_CC``, else gcc or cc): for what must not link MPI, like the Valgrind tool."""
+    for candidate in (os.environ.get("MA_CC"), "gcc", "cc"):
+        if candidate and (found := find_program(candidate)):
+            return found
+    raise ToolBuildError("no C compiler (gcc or cc) found on PATH: install gcc or set MA_CC")
+
+
 def run_compiler(args: Sequence[str | os.PathLike[str]], what: str) -> None:
     """Run a compiler command; on failure raise ToolBuildError with the command and its output."""
-    from ma_core.errors import ToolBuildError
-
     argv = [str(a) for a in args]
     try:
         done = subprocess.run(argv, capture_output=True, text=True, check=False)

@@ -36,11 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from ma_core import trace_format as tf
+from ma_core.launchers import launcher_rank_size
 
 from .hydra import LauncherReport
 
-# Environment variables through which launchers tell a process its rank (MPICH/Hydra, PMIx, Open MPI, Slurm).
-RANK_VARIABLES = (b"PMI_RANK", b"PMIX_RANK", b"OMPI_COMM_WORLD_RANK", b"SLURM_PROCID")
 _SCAN_FAST_SECONDS = 10.0  # look for rank processes every tick this long, then once a second
 
 
@@ -81,11 +80,12 @@ def _environ_rank(pid: int, marker: bytes) -> int | None:
         return None
     if marker not in environ:
         return None
+    variables = {}
     for entry in environ.split(b"\0"):
-        name, _, value = entry.partition(b"=")
-        if name in RANK_VARIABLES and value.isdigit():
-            return int(value)
-    return None
+        name, _, value = entry.decode(errors="replace").partition("=")
+        variables[name] = value
+    found = launcher_rank_size(variables)
+    return found[0] if found else None
 
 
 def _parent(pid: int) -> int | None:
