@@ -14,7 +14,7 @@ over the no-op bindings.
   code and data an annotation touches comes back from L3: the L2 misses outside the kernel per annotation
   (instruction and data; the kernel's own are left out, they move with where its arrays land) are what an
   annotation costs in situ, and what its instruction count does not show. On CG class W they account for
-  the measured overhead at about 15 ns a line (docs/performance.md).
+  the measured overhead at about an L3 hit's time a line (docs/performance.md).
 
 Usage: python bench/annotation_instructions.py [--steps 2000] [--in-situ [--steps 20]]
 """

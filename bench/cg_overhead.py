@@ -9,8 +9,8 @@ adjacent sections (annotated / disabled), the median over all rounds with a 90 %
 (rounds resampled, then sections within them; goal <= 1.03), and the port's Mop/s next to the annotated
 run's.
 
-Why sections and not whole jobs: this host is a 2-core VM whose speed steps by 10-20 % from one second to
-the next (4 ranks are oversubscribed on it). Sections a second apart see the same host; whole jobs ten
+Why sections and not whole jobs: on a shared VM the speed steps by 10-20 % from one second to
+the next (and 4 ranks oversubscribe 2 cores). Sections a second apart see the same host; whole jobs ten
 seconds apart do not. What stays per job (where its code and data land) is what the rounds sample.
 
 --variant puts another job A beside the same port (job B), to take the overhead apart:
@@ -19,7 +19,7 @@ seconds apart do not. What stays per job (where its code and data land) is what 
              (bench/cg_repeat.py --noops): what a job carries besides the annotations' own work;
   pmpi       ``ma run`` with MA_DISABLE=1: the PMPI library alone;
   null       a second MA_DISABLE=1 job: identical programs, so its ratio and interval show what the method
-             itself can resolve on this host (--null is short for it).
+             itself can resolve on the host (--null is short for it).
 Most of the round-to-round spread is address-space layout (Mytkowicz et al., "Producing wrong data without
 doing anything obviously wrong!", ASPLOS 2009): compare the rounds of --null with those of --null --no-aslr.
 The rounds sample layouts; randomisation stays on by default, since a fixed layout is one sample, not the

@@ -1,7 +1,7 @@
 """How long the expression language takes on hostile and on ordinary text (docs/reliability.md).
 
 Prints, from one run:
-1. the time to the ExpressionError for each hostile input of issue 14, in Python (parse + evaluate) and in
+1. the time to the ExpressionError for each hostile input of docs/reliability.md, in Python (parse + evaluate) and in
    the C runtime's evaluator (ma_evaluate), each the best of a few tries: the goal is milliseconds;
 2. the parse time of the longest text allowed (a 10,000-character chain) per character, in both;
 3. the evaluation time of typical assertion expressions (compiled once, as the runtime does), next to a

@@ -17,7 +17,7 @@ The application signature is measured before the timed runs, never from them:
 - hit rates per loadstore site, and per flop site the cache lines each level served per flop (the memory
   term of a kernel without a loadstore expression, SP's): ``ma run --counters valgrind --cache PROFILE`` at
   1 rank and one iteration (``--niter 1``) of each class it predicts, since where the data sits depends on the
-  problem size (CG A under Valgrind: about 35 s here).
+  problem size (CG A takes longest under Valgrind).
 Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
 

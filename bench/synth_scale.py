@@ -12,7 +12,7 @@
    are identical, so the full loop takes 75 times as long), the predicted time, and the same with 10x the
    bandwidth (what-if). Goal: 1024 ranks generated in <= 10 s and replayed in <= 5 min.
 
-This host is a shared 2-core VM: 4 ranks are oversubscribed and every figure moves with the other jobs.
+On a shared 2-core host 4 ranks are oversubscribed and every figure moves with the other jobs.
 
 Usage: python bench/synth_scale.py [--ranks 64,256,1024] [--skip-small]
 """

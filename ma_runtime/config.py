@@ -39,7 +39,7 @@ class Settings:
     tolerance_by_type: dict[str, float] = field(default_factory=dict)
     flush_seconds: float = 5.0
     run_id: str | None = None
-    # CPU time costs a system call (~0.5 us, more than the rest of an annotation): by default only
+    # CPU time costs a system call (more than the rest of an annotation): by default only
     # subroutines record it; MA_CPU_TIME=all records it everywhere, none nowhere.
     cpu_time: str = "subroutines"
 

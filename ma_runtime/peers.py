@@ -174,8 +174,8 @@ def _as_int(value: Any) -> Any:
 
 def check_limit() -> int:
     """MA_PEER_CHECKS: how many calls of each site are checked (default 64; 0: every call). A partner pattern
-    is fixed by the code, and a check (about 10 us) would otherwise cost every call of a communication-bound
-    loop its share; annotations.partnered counts the calls."""
+    is fixed by the code, and a check (an evaluation and a lookup) would otherwise cost every call of a
+    communication-bound loop its share; annotations.partnered counts the calls."""
     text = os.environ.get("MA_PEER_CHECKS", "").strip()
     if not text:
         return DEFAULT_CHECKS

@@ -10,7 +10,7 @@ traces cannot say who died. Two witnesses can:
   The order in which the ranks end says nothing while Hydra cleans up: it kills the others within a
   millisecond of the first death, and measured, the order of the zombies (even of the sockets each rank
   held, closed by the kernel as the process ends) is not causal: a rank that called ``_exit(3)`` became a
-  zombie 3 ms after the ranks Hydra killed because of it, and a SIGKILLed rank was seen in the same
+  zombie milliseconds after the ranks Hydra killed because of it, and a SIGKILLed rank was seen in the same
   wake-up as the ranks killed for it in about half the runs. So, when ma run can see every rank (Linux,
   all ranks on this host), it starts Hydra with ``-disable-auto-cleanup`` and does the clean-up itself: at
   the first rank that ends other than cleanly (a wait status other than 0, or a trace that does not say

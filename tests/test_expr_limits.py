@@ -1,6 +1,6 @@
 """The limits of the expression language (ma_core/expr/limits.py), case by case, in both runtimes.
 
-Each hostile input of issue 14 ends, in microseconds to milliseconds, in the same ExpressionError with the
+Each hostile input of docs/reliability.md ends, in microseconds to milliseconds, in the same ExpressionError with the
 same column in Python and in the C runtime's evaluator; valid text near each limit still evaluates.
 """
 

@@ -1,5 +1,5 @@
-"""The merged trace of a job (issue 22): written through MPI at exit, read into the rank dimension, and the same
-validation and models as the rank files of the same run; plus the strict reading of rank files (issue 14)."""
+"""The merged trace of a job: written through MPI at exit, read into the rank dimension, and the same
+validation and models as the rank files of the same run; plus the strict reading of rank files."""
 
 from __future__ import annotations
 
@@ -266,7 +266,7 @@ def _bundle(documents: list[dict[str, Any]]) -> Bundle:
     return bundle
 
 
-# --- strict reading of rank files (issue 14) ------------------------------------------------------------
+# --- strict reading of rank files --------------------------------------------------------------------
 def _one_rank(tmp_path: Path, text: str | bytes) -> Path:
     path = tmp_path / "rank-0.ma.json"
     path.write_bytes(text.encode() if isinstance(text, str) else text)

@@ -1,4 +1,4 @@
-"""Reports that show every problem, and CLI errors users can act on (issue 14)."""
+"""Reports that show every problem, and CLI errors users can act on."""
 
 from __future__ import annotations
 

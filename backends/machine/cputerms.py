@@ -4,7 +4,7 @@ rate at which NumPy's vectorised kernels do floating-point work in cache.
 PMaC prices flops at the FMA peak because its programs are compiled loops whose time is memory time. A
 Python + NumPy program pays two things more: a fixed cost per call into compiled code (argument parsing,
 dispatch, the interpreter around it), whatever the data size; and NumPy's inner loops, which reach a few
-per cent of the FMA peak. Both are measured here once per machine, independently of any application:
+per cent of the FMA peak. Both are measured once per machine, independently of any application:
 
 - ``calls``: seconds per call of small kernels of the kinds the ports make, each on 8 doubles (so the data
   costs nothing): a ufunc with ``out=`` (``np.add(a, b, out=c)``), a slice assignment (``v[:8] = 0.0``), an
@@ -15,7 +15,7 @@ per cent of the FMA peak. Both are measured here once per machine, independently
   ``dispatches`` says how many of its statement's dispatches ``ma run --counters ccalls`` counts (a call or a
   binary operator of the program's code counts one, a subscript store none), so per counted dispatch the
   ufunc costs what ``call_overhead_s`` says, a SciPy product or an ``einsum`` several times that.
-- ``flops``: the incremental rate of a kernel on arrays that stay in cache (L1 and L2 here): (t(n_large) -
+- ``flops``: the incremental rate of a kernel on arrays that stay in cache (L1 and L2): (t(n_large) -
   t(n_small)) over the extra flops, so the per-call cost drops out, each t the fastest of the timings (a rate
   is a best case, as the FMA peak is). ``python_flops`` is the ufunc ``add``'s rate (1 flop, 2 loads, 1 store
   per element: the ports' vector updates); the ``einsum`` dot's is kept beside it (its C loop is erratic).
@@ -62,9 +62,9 @@ PYTHON_TERMS_VERSION = 1
 CALL_KERNEL = "ufunc_add_8"
 FLOPS_KERNEL = "ufunc_add"
 DISPATCHES = {"ufunc_add_8": 1, "slice_assign_8": 0, "einsum_dot_8": 1, "sparse_matvec_1row_8": 1}
-SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in the 1 MiB L2 of this host, far from memory
+SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in any L2 of 256 KiB or more, far from memory
 # The CSR curve: entries per row; two matrices of each (their nonzeros), random sorted columns of an x of
-# CSR_COLUMNS doubles: values, indices, row starts, x and y of the larger take 29 KiB, in the 32 KiB L1 of this host
+# CSR_COLUMNS doubles: values, indices, row starts, x and y of the larger take 29 KiB, within a 32 KiB L1
 # (a matrix in L2, 8 times larger, measured within 4 % of it: the chains, not the loads, set the rate).
 CSR_ROW_LENGTHS = (2, 8, 32, 64, 128, 256, 1024)
 CSR_NONZEROS, CSR_COLUMNS = (1024, 2048), 512

@@ -64,7 +64,7 @@ class ProbeSettings:
     pingpong_time: float = 0.02
     # the oversubscribed exchange: a batch lasts many scheduler time slices, so it averages over who runs when
     oversubscribed_time: float = 0.1
-    # passes over 32 KiB (about 0.6 us each here) before each message of the oversubscribed exchange: its work curve
+    # passes over 32 KiB (under a microsecond each) before each message of the oversubscribed exchange: its work curve
     oversubscribed_work: tuple[int, ...] = (0, 4, 16, 64, 256, 1024, 4096)
     mpi: bool = True
     fit: bool = True

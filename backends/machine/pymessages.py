@@ -41,7 +41,7 @@ FIELD = "network.python_exchange"
 PATTERN = "irecv-send-wait pairs"
 RANKS = 2
 EXCHANGE_CALLS = 3  # comm.Irecv, comm.Send, req.Wait: each a CALL the ccalls counter counts
-PASSES = (0, 1, 4, 16, 64, 256, 1024)  # two ufunc calls on 32 KiB from memory each (about 3.7 us a pass here)
+PASSES = (0, 1, 4, 16, 64, 256, 1024)  # two ufunc calls on 32 KiB from memory each (a few microseconds a pass)
 QUICK: dict[str, Any] = {"min_time": 2e-3, "batches": 3, "passes": (0, 4, 64)}  # the test suite's setting
 MIN_STREAM_MIB = 64
 # the C latency and the cost of a counted call the curve's excess is taken net of, as the profile had them when

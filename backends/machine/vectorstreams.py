@@ -3,9 +3,9 @@ host's vector loads and stores, as NumPy's ufunc loops move data.
 
 MultiMAPS reads with scalar 8-byte loads (eight independent sums, one add per load), so its stride-1 plateaus
 from L1 to L3 are the load issue rate (about 59 GB/s on the shipped profile), not what a cache level delivers
-to vector loads (about 110 GB/s from L2 here). A NumPy kernel's lines are moved by SIMD loads and stores, so
-the maps backend prices the lines a Python program's kernels pull from beyond L1 at this curve's figure for
-the level that served them (:func:`level_bandwidths`), where the profile has it.
+to vector loads (about twice that from L2: docs/machine-profile.md). A NumPy kernel's lines are moved by SIMD
+loads and stores, so the maps backend prices the lines a Python program's kernels pull from beyond L1 at this
+curve's figure for the level that served them (:func:`level_bandwidths`), where the profile has it.
 
 The kernel (``csrc/multimaps.c``, ``ma_vector_add_<isa>``): ``a = b + c`` over three line-aligned arrays that
 together make the working set, with the widest vector ISA of the probe's build that the CPU runs (AVX-512,
