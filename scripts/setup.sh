@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian machine: system packages (GNU Octave for the exported models,
-# Valgrind for the software flop counter), a virtual environment with the project and its MPI (the
-# `mpich` wheel), and the project's C parts (PMPI library, C runtime, Valgrind tool).
+# Valgrind for the software flop counter, the distribution's MPIs and Slurm for `ma run` under srun), a
+# virtual environment with the project and its MPI (the `mpich` wheel), and the project's C parts (PMPI
+# library, C runtime, Valgrind tool).
 # Idempotent: run it again and it only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,14 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v clang >/dev/null 2>&1 || missing+=(clang)  # its vectorisation remarks, for `ma loopmark --compiler clang`
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless, for the HTML report's browser test
 command -v smpirun >/dev/null 2>&1 || missing+=(libsimgrid-dev)  # SimGrid/SMPI: replays `ma synth` traces
+# The distribution's MPICH and Open MPI, and a Slurm the tests start as a private single-node cluster
+# (scripts/slurm-local.sh): `ma run` under srun with each MPI.
+command -v mpicc.mpich >/dev/null 2>&1 || missing+=(libmpich-dev mpich)
+command -v mpicc.openmpi >/dev/null 2>&1 || missing+=(libopenmpi-dev openmpi-bin)
+command -v munged >/dev/null 2>&1 || missing+=(munge)
+command -v slurmctld >/dev/null 2>&1 || missing+=(slurmctld)
+command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
+command -v srun >/dev/null 2>&1 || missing+=(slurm-client)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,8 +21,10 @@ VENV_BIN = Path(sys.executable).parent
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The test process's environment without any MA_* setting, the venv's bin/ first on PATH."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MA_") and k != "LD_PRELOAD"}
+    """The test process's environment without any MA_* setting, the venv's bin/ first on PATH, and outside any
+    Slurm job (inside one, ma run would launch with srun; the Slurm tests give the `slurm` fixture's SLURM_CONF)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("MA_", "SLURM_")) and k != "LD_PRELOAD"}
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     # Most tests read the rank files of their runs; those of the merged layout (test_merged_trace.py) say so.
     env["MA_TRACE_LAYOUT"] = "per-rank"
@@ -70,3 +73,20 @@ def run_program(tmp_path: Path):
         return ProgramRun(done.returncode, done.stdout, done.stderr, trace_dir)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A single-node Slurm cluster of this machine's munged, slurmctld and slurmd (scripts/slurm-local.sh),
+    started for the session's Slurm tests and stopped after them; yields its client settings (SLURM_CONF)."""
+    script, directory = REPO / "scripts" / "slurm-local.sh", tmp_path_factory.mktemp("slurm")
+    started = subprocess.run(["bash", str(script), "start", str(directory)], capture_output=True, text=True,
+                             timeout=120)
+    if started.returncode != 0:  # scripts/setup.sh installs Slurm: a cluster that cannot start is a broken set-up
+        pytest.fail(f"the local Slurm did not start (deselect with -m 'not slurm'):\n{started.stderr}", pytrace=False)
+    try:
+        yield {"SLURM_CONF": str(directory / "slurm.conf")}
+    finally:
+        stopped = subprocess.run(["bash", str(script), "stop", str(directory)], capture_output=True, text=True,
+                                 timeout=120)
+        assert stopped.returncode == 0, stopped.stderr
