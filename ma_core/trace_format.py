@@ -77,7 +77,8 @@ RUN_KEYS = ("format", "version", "run_id", "command", "argv", "launcher", "ranks
 # One entry of "ended" (and "first_failure", which adds "tied_with"): how one rank's process ended, as ma run saw it.
 END_KEYS = ("rank", "pid", "after_s", "how", "signal", "signal_name", "exit_code")
 END_SIGNAL, END_EXIT, END_UNKNOWN = "signal", "exit", "unknown"
-LAUNCHER_KINDS = ("hydra", "direct", "other")  # MPICH's mpiexec, no launcher (one process), anything else
+# MPICH's mpiexec, Slurm's srun, no launcher (one process), anything else
+LAUNCHER_KINDS = ("hydra", "srun", "direct", "other")
 
 # The merged trace of a job (docs/trace-format.md, "Merged trace"): one uncompressed .npz written by rank 0.
 MERGED_FORMAT = "ma-trace-merged"

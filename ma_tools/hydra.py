@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Protocol
 
 _BANNER_PID = re.compile(rb"^=\s+PID (\d+) RUNNING AT (\S+)")
 _BANNER_CODE = re.compile(rb"^=\s+EXIT CODE: (-?\d+)")
@@ -66,7 +66,13 @@ class LauncherReport:
                 "exit_string": self.exit_string, "exit_codes": self.exit_codes or None, "lines": self.lines}
 
 
-def forward(stream: BinaryIO, out: BinaryIO, report: LauncherReport) -> None:
+class LineReader(Protocol):
+    def feed(self, line: bytes) -> bool:
+        """Read one line of the launcher's output; True to keep it out of ours."""
+        ...
+
+
+def forward(stream: BinaryIO, out: BinaryIO, report: LineReader) -> None:
     """Copy the launcher's stdout to ours as it comes, reading Hydra's own lines on the way (the exit-code
     list, which ``-print-all-exitcodes`` adds on every run, goes to the run record only). A partial line is
     passed on at once, unless it may be the start of that list."""

@@ -2,7 +2,8 @@
 
 The launcher is the ``mpiexec`` beside the running Python (the one pip installed with the ``mpich`` wheel),
 not whatever comes first on PATH; ``--launcher`` / ``MA_LAUNCHER`` names another (``srun``, a site
-``mpirun``). With one process and no launcher asked for, the command runs directly.
+``mpirun``). Inside a Slurm allocation it is ``srun`` (slurm.py). With one process and no launcher asked for,
+the command runs directly.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ma_runtime.counters import parse_spec
 from ma_runtime.merge import merged_ranks
 from ma_runtime.trace import trace_path
 
-from . import hydra, runwatch
+from . import hydra, runwatch, slurm
 from .toolchain import env_bin_dir, find_program
 
 
@@ -49,13 +50,20 @@ class LaunchPlan:
     nprocs: int = 1
     launcher: str = "direct"  # one of trace_format.LAUNCHER_KINDS
     clean_up: bool = False  # ma run stops the job at a rank's failure, not the launcher (runwatch.py)
+    unset: tuple[str, ...] = ()  # removed from the parent's environment
 
 
-def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[str] = "ma-traces",
+def plan(command: Sequence[str], nprocs: int | None = None, trace_dir: str | os.PathLike[str] = "ma-traces",
          counters: str | None = None, launcher: str | None = None, cache: str | None = None) -> LaunchPlan:
     """Work out the argv and environment of a run without starting it.
 
-    ``cache`` ("SIZE:WAYS:LINE,...", innermost first) makes the Valgrind tool simulate that hierarchy."""
+    ``cache`` ("SIZE:WAYS:LINE,...", innermost first) makes the Valgrind tool simulate that hierarchy.
+    ``nprocs`` None: the Slurm allocation's tasks inside one, else 1."""
+    launcher = launcher or os.environ.get("MA_LAUNCHER")
+    if not launcher and slurm.in_allocation(os.environ):
+        launcher = slurm.SRUN
+        nprocs = slurm.allocation_tasks(os.environ) if nprocs is None else nprocs
+    nprocs = 1 if nprocs is None else nprocs
     if not command:
         raise LaunchError("no command to run: write it after `--`, e.g. ma run -n 2 -- python app.py")
     if nprocs < 1:
@@ -76,10 +84,13 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
         elif cache is not None:
             raise LaunchError("a simulated cache (--cache) needs the valgrind counter: --counters valgrind")
     notes = _preload_pmpi(env)
-    launcher = launcher or os.environ.get("MA_LAUNCHER")
     kind = "other"
     if launcher:
-        launch = [*shlex.split(launcher), "-n", str(nprocs)]
+        words = shlex.split(launcher)
+        launch = [*words, "-n", str(nprocs)]
+        if slurm.is_srun(words):
+            launch += slurm.srun_options(words, command, env, os.environ, notes)
+            kind = "srun"
     elif nprocs == 1:
         launch, kind = [], "direct"
     else:
@@ -95,7 +106,11 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
     clean_up = kind == "hydra" and runwatch.RankWatch.available() and "HYDRA_HOST_FILE" not in os.environ
     if clean_up:
         launch.append("-disable-auto-cleanup")
-    return LaunchPlan([*launch, *prefix, *command], env, trace_dir, notes, list(command), nprocs, kind, clean_up)
+    # A launcher started from an sbatch script would pass on the script's own rank (runwatch.py would take
+    # the launcher's processes for rank 0); the launcher gives each rank its own.
+    unset = slurm.INHERITED_RANK_VARIABLES if launch else ()
+    return LaunchPlan([*launch, *prefix, *command], env, trace_dir, notes, list(command), nprocs, kind, clean_up,
+                      unset)
 
 
 def _is_hydra(mpiexec: Path) -> bool:
@@ -137,16 +152,17 @@ def run(launch: LaunchPlan) -> int:
     """Start the job, wait for it, write the run record beside the traces, return the job's exit status
     (never raises for the job's own failure)."""
     clear_traces(launch.trace_dir)
-    environment = {**os.environ, **launch.env}
-    from_hydra = launch.launcher == "hydra"
+    environment = {**{k: v for k, v in os.environ.items() if k not in launch.unset}, **launch.env}
+    from_hydra, from_srun = launch.launcher == "hydra", launch.launcher == "srun"
     watch = None
     if launch.launcher != "direct" and runwatch.RankWatch.available():
         watch = runwatch.RankWatch(launch.env["MA_RUN_ID"], launch.nprocs,
                                    clean_up_in=launch.trace_dir if launch.clean_up else None)
         watch.start_watching()
     start = time.time()
-    try:
-        job = subprocess.Popen(launch.argv, env=environment, stdout=subprocess.PIPE if from_hydra else None)
+    try:  # Hydra reports on stdout, srun on stderr: read on the way to ours
+        job = subprocess.Popen(launch.argv, env=environment, stdout=subprocess.PIPE if from_hydra else None,
+                               stderr=subprocess.PIPE if from_srun else None)
     except (FileNotFoundError, PermissionError) as error:
         if watch is not None:
             watch.stop()
@@ -154,11 +170,13 @@ def run(launch: LaunchPlan) -> int:
         raise LaunchError(f"cannot start {launch.argv[0]!r}: {why}") from None
     if watch is not None:
         watch.launcher_pid = job.pid
-    report = hydra.LauncherReport() if from_hydra else None
+    report: hydra.LauncherReport | slurm.SrunReport | None = None
     forwarder = None
-    if job.stdout is not None and report is not None:
-        forwarder = threading.Thread(target=hydra.forward, args=(job.stdout, sys.stdout.buffer, report),
-                                     name="ma-run-stdout", daemon=True)
+    stream, out = (job.stdout, sys.stdout.buffer) if from_hydra else (job.stderr, sys.stderr.buffer)
+    if from_hydra or from_srun:
+        report = hydra.LauncherReport() if from_hydra else slurm.SrunReport()
+        forwarder = threading.Thread(target=hydra.forward, args=(stream, out, report), name="ma-run-launcher-output",
+                                     daemon=True)
         forwarder.start()
     try:
         status = job.wait()
@@ -183,9 +201,14 @@ def run(launch: LaunchPlan) -> int:
 
 
 def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[runwatch.RankEnd],
-                     report: hydra.LauncherReport | None, stopped: list[int]) -> Path:
+                     report: hydra.LauncherReport | slurm.SrunReport | None, stopped: list[int]) -> Path:
     """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically."""
-    failure = runwatch.first_failure(ended, report, launch.nprocs, launch.trace_dir) if status else None
+    if not status:
+        failure = None
+    elif isinstance(report, slurm.SrunReport):
+        failure = slurm.first_failure(ended, report, launch.nprocs, launch.trace_dir)
+    else:
+        failure = runwatch.first_failure(ended, report, launch.nprocs, launch.trace_dir)
     pids = {end.rank: end.pid for end in ended if end.pid is not None}
     record = {"format": RUN_FORMAT, "version": RUN_VERSION, "run_id": launch.env.get("MA_RUN_ID"),
               "command": launch.command, "argv": launch.argv, "launcher": launch.launcher, "ranks": launch.nprocs,
@@ -216,10 +239,22 @@ def missing_traces(trace_dir: Path, nprocs: int) -> str | None:
     missing = [r for r in range(nprocs) if r not in merged and not trace_path(trace_dir, r).exists()]
     if not missing:
         return None
+    if 0 not in merged and nprocs > 1 and _world_size(trace_path(trace_dir, 0)) == 1:
+        return (f"the {nprocs} ranks ran as {nprocs} one-process MPI jobs, each writing rank 0's trace (it says "
+                "MPI_COMM_WORLD had 1 process): the program's MPI did not find the launcher's process manager "
+                f"(under srun: --mpi={slurm.PMI_OF_FAMILY['mpich']} for MPICH, --mpi={slurm.PMI_OF_FAMILY['openmpi']} "
+                "for Open MPI)")
     shown = ", ".join(str(r) for r in missing[:16]) + (", ..." if len(missing) > 16 else "")
     return (f"no trace from rank{'s' if len(missing) > 1 else ''} {shown} ({len(missing)} of {nprocs}): a rank "
             "that ran no annotation, was killed before its first flush, or could not write to "
             f"{trace_dir} leaves none")
+
+
+def _world_size(trace: Path) -> int | None:
+    try:
+        return header_status(json.loads(trace.read_text(encoding="utf-8"))["header"]).size
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def first_failure(trace_dir: Path) -> list[str]:

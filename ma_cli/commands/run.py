@@ -12,13 +12,15 @@ def register(subparsers: Any) -> None:
         "run", help="run an annotated program under mpiexec with the runtime configured",
         description="Run COMMAND on N processes (the mpiexec beside this Python, or --launcher), "
                     "with traces written to --trace-dir.")
-    parser.add_argument("-n", "--nprocs", type=int, default=1, help="number of MPI processes (default 1)")
+    parser.add_argument("-n", "--nprocs", type=int, default=None,
+                        help="number of MPI processes (default 1; inside a Slurm allocation its SLURM_NTASKS)")
     parser.add_argument("--trace-dir", default="ma-traces", help="where rank-<r>.ma.json go (default ma-traces)")
     parser.add_argument("--counters", default=None,
                         help="counter providers: auto (default), papi, valgrind, tracemalloc, ccalls (calls into "
                              "compiled code per site), none; comma-separated")
     parser.add_argument("--launcher", default=None,
-                        help="launcher command instead of the environment's mpiexec, e.g. 'srun' (or MA_LAUNCHER)")
+                        help="launcher command instead of the environment's mpiexec, e.g. 'srun' (or MA_LAUNCHER; "
+                             "inside a Slurm allocation the default is srun)")
     parser.add_argument("--cache", default=None, metavar="PROFILE",
                         help="with --counters valgrind: simulate this machine profile's caches (LRU) in the tool")
     # Not dest "command": that is the top-level parser's name of the subcommand, which error messages show.
@@ -40,17 +42,17 @@ def handle(args: argparse.Namespace) -> int:
     status = launch.run(plan)
     for note in plan.notes[before:]:
         print(f"ma run: {note}", file=sys.stderr)
-    written = launch.written_traces(plan.trace_dir, args.nprocs)
-    print(f"ma run: exit status {status}; {len(written)} of {args.nprocs} rank traces in {plan.trace_dir}",
+    written = launch.written_traces(plan.trace_dir, plan.nprocs)
+    print(f"ma run: exit status {status}; {len(written)} of {plan.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)
     if status != 0:
         named = launch.first_failure(plan.trace_dir)
         for line in named:
             print(f"ma run: {line}", file=sys.stderr)
-        for rank, how in sorted(launch.unclean_exits(plan.trace_dir, args.nprocs).items()):
+        for rank, how in sorted(launch.unclean_exits(plan.trace_dir, plan.nprocs).items()):
             if not (named and how == RUNNING):  # a last flush, which the lines above explain
                 print(f"ma run: rank {rank} ended with {how}", file=sys.stderr)
-    missing = launch.missing_traces(plan.trace_dir, args.nprocs)
+    missing = launch.missing_traces(plan.trace_dir, plan.nprocs)
     if missing:
         print(f"ma run: error: {missing}", file=sys.stderr)
         return status or 1
