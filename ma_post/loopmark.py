@@ -16,17 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ma_core.errors import MAError
+from ma_core.errors import LoopmarkError
 
 DEFAULT_FLAGS = ("-O3", "-march=x86-64-v3", "-fopenmp")
 _LOOP = re.compile(r"\b(for|while)\s*\(|\bdo\s*\{")
 _OMP = re.compile(r"^\s*#\s*pragma\s+omp\s+(.*)$")
 _GCC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>optimized|missed|note): (?P<msg>.*)$")
 _CLANG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): remark: (?P<msg>.*?) \[-Rpass(?P<pass>[-a-z]*)=")
-
-
-class LoopmarkError(MAError):
-    """The compiler could not be run on the source, or the source could not be read."""
 
 
 @dataclass

@@ -290,3 +290,38 @@ def test_the_fresh_interpreter_check_sees_the_runtime_start() -> None:
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert "ma_runtime.bootstrap" in seen["modules"] and seen["excepthook_replaced"] is True
     assert any(name.startswith("ma_runtime.bootstrap") for name in seen["at_exit"])
+
+
+# --- one exception tree ------------------------------------------------------------------------------------------
+
+def test_every_error_class_is_defined_in_ma_core_errors() -> None:
+    elsewhere = []
+    for name, path in MODULES.items():
+        if name == "ma_core.errors":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            bases = [ast.unparse(base) for base in getattr(node, "bases", ())]
+            if isinstance(node, ast.ClassDef) and (node.name.endswith("Error") or any("Error" in b for b in bases)):
+                elsewhere.append(f"{path.relative_to(REPO)}:{node.lineno}: class {node.name}")
+    assert not elsewhere, "define error classes in ma_core/errors.py (and draw them in its tree):\n" + \
+        "\n".join(elsewhere)
+
+
+def test_the_tree_drawn_in_ma_core_errors_is_the_tree_of_its_classes() -> None:
+    from ma_core import errors
+
+    classes = {name: cls for name, cls in vars(errors).items()
+               if isinstance(cls, type) and issubclass(cls, Exception) and cls.__module__ == errors.__name__}
+    drawn: dict[str, str | None] = {}
+    parents: list[str] = []
+    for line in (errors.__doc__ or "").splitlines():
+        words = line.replace("├──", " ").replace("└──", " ").replace("│", " ").split()
+        if not words or words[0] not in classes:
+            continue
+        depth = (len(line) - len(line.lstrip(" │├└─"))) // 4 - 1  # "    MAError" is depth 0
+        del parents[depth:]
+        drawn[words[0]] = parents[-1] if parents else None
+        parents.append(words[0])
+    assert set(drawn) == set(classes), "every class drawn once, and only classes of the module"
+    actual = {name: (cls.__mro__[1].__name__ if cls is not errors.MAError else None) for name, cls in classes.items()}
+    assert drawn == actual

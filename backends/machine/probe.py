@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ma_core.errors import MAError
+from ma_core.errors import ProbeError
 
 from . import cputerms, gafit, hitrates, pymessages, vectorstreams
 from .hierarchy import from_sysfs
@@ -40,10 +40,6 @@ STRIDES = (1, 2, 4, 8, 16, 32, 64)
 OVERSUBSCRIBED_VERSION = 2  # of the network.oversubscribed block (2: with the work curve)
 WORD = 8
 LINE = 64
-
-
-class ProbeError(MAError):
-    """A measurement of the probe that failed (the MPI ping-pong, an allocation)."""
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ma_core.errors import MAError, ProfileError
+from ma_core.errors import ProfileError, PythonExchangeError
 
 from .profile import versioned_block
 
@@ -47,10 +47,6 @@ MIN_STREAM_MIB = 64
 # the C latency and the cost of a counted call the curve's excess is taken net of, as the profile had them when
 # it was measured: a what-if on network.latency_s or cpu.call_overhead_s then moves only those parts
 REFERENCE = ("latency_s", "call_overhead_s")
-
-
-class PythonExchangeError(MAError):
-    """The Python exchange probe failed (no mpiexec, a rank's error, unreadable output)."""
 
 
 def _run(argv: Sequence[str], expected: int) -> list[tuple[int, float, float]]:

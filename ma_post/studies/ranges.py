@@ -19,13 +19,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ma_core.errors import MAError
+from ma_core.errors import MAError, RangeError
 
 MAX_VALUES = 10_000_000  # values of one parameter; a guard against a mistyped step
-
-
-class RangeError(MAError):
-    """A --set or --at value that is not a number, list or range."""
 
 
 def parse_assignment(item: str, *, option: str = "--set") -> tuple[str, np.ndarray]:
