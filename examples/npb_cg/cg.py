@@ -58,10 +58,6 @@ class Result:
     init_time: float
     zetas: list[float] = field(default_factory=list)
 
-    @property
-    def mops_per_process(self) -> float:
-        return self.mops / self.nprocs
-
 
 def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
     """The class parameters and the number of timed iterations, or CGSetupError."""

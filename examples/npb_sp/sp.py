@@ -57,10 +57,6 @@ class Result:
     time: float
     mops: float
 
-    @property
-    def mops_per_process(self) -> float:
-        return self.mops / self.nprocs
-
 
 def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
     """The class parameters and the number of timed steps, or SPSetupError."""

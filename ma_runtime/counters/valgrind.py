@@ -102,14 +102,6 @@ class VgVecCounts:
     def avl(self) -> float:
         return self.vec_lanes / self.vec_fp_insns if self.vec_fp_insns else 0.0
 
-    @property
-    def vec_loadstores(self) -> int:
-        return self.vec_loads + self.vec_stores
-
-    @property
-    def scalar_loadstores(self) -> int:
-        return self.scalar_loads + self.scalar_stores
-
 
 # ---------------------------------------------------------------------------------------------------
 # The provider
