@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+DESCRIPTION = """Write one HTML file that needs no network to view: the run's header, the validation table and error
+attribution, the collapsible control-flow tree, every model as MathML with its Octave function, the message-size
+distribution, scaling, sensitivity and predicted against measured, figures embedded as SVG."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_values_argument
-    from ma_cli.support import add_trace_arguments
+    from ma_cli.support import trace_command
 
-    parser = subparsers.add_parser(
-        "report", help="write one self-contained HTML report (validation, tree, models, studies)",
-        description="Write one HTML file that needs no network to view: the run's header, the validation table "
-                    "and error attribution, the collapsible control-flow tree, every model as MathML with its "
-                    "Octave function, the message-size distribution, scaling, sensitivity and predicted against "
-                    "measured, figures embedded as SVG.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "report",
+                           "write one self-contained HTML report (validation, tree, models, studies)",
+                           DESCRIPTION)
     parser.add_argument("--output", "-o", default="ma-report.html", metavar="FILE",
                         help="the HTML file to write (default ma-report.html)")
     parser.add_argument("--title", default=None)
