@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ma_core.errors import ToolBuildError
+from ma_core.programs import run_program
 from ma_runtime.built import read_stamp, valgrind_dir
 from ma_runtime.counters.valgrind import SHIM_NAME, TOOL_NAME
 
@@ -70,17 +71,9 @@ def _override(name: str) -> list[Path]:
 
 
 def _valgrind_version(launcher: Path) -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run([str(launcher), "--version"], capture_output=True, text=True, timeout=60,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolBuildError(f"cannot run {launcher} --version: {exc}") from None
-    text = done.stdout.strip()
-    if done.returncode != 0 or not text.startswith("valgrind-"):
-        raise ToolBuildError(f"{launcher} --version printed {text!r} (exit {done.returncode}); "
-                             "expected 'valgrind-X.Y.Z'")
+    text = run_program([launcher, "--version"], ToolBuildError, "Valgrind's version", timeout=60).stdout.strip()
+    if not text.startswith("valgrind-"):
+        raise ToolBuildError(f"{launcher} --version printed {text!r}; expected 'valgrind-X.Y.Z'")
     return text.removeprefix("valgrind-")
 
 

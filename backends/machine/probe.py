@@ -17,7 +17,6 @@ import os
 import platform
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ma_core.errors import ProbeError
+from ma_core.programs import run_program
 
 from . import cputerms, gafit, hitrates, pymessages, vectorstreams
 from .hierarchy import from_sysfs
@@ -248,12 +248,7 @@ def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: 
         raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
     argv = [str(mpiexec), "-n", str(ranks), str(build_pingpong()), *mode, str(min_time), str(settings.samples),
             *map(str, sizes)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbeError(f"MPI ping-pong: {' '.join(argv)}: {exc}") from None
-    if done.returncode != 0:
-        raise ProbeError(f"MPI ping-pong failed (exit {done.returncode}): {' '.join(argv)}\n{done.stderr.strip()}")
+    done = run_program(argv, ProbeError, "MPI ping-pong", timeout=600)
     table = []
     for line in done.stdout.splitlines():
         nbytes, median, best = line.split()

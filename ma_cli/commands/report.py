@@ -31,14 +31,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma_cli.support import load_traces
-    from ma_core.errors import MAError
     from ma_post.report import write_report
-    from ma_post.studies.ranges import parse_assignments, parse_values
+    from ma_post.studies.ranges import parse_point, parse_values
 
-    at = parse_assignments(args.ats, option="--at")
-    several = [k for k, v in at.items() if len(v) != 1]
-    if several:
-        raise MAError(f"--at {several[0]}=...: one value per parameter")
+    at = parse_point(args.ats)
     ts = load_traces(args)
     summary = None
     if args.backend is not None or args.machine is not None:
@@ -51,6 +47,6 @@ def run(args: argparse.Namespace) -> int:
         summary = None if prediction is None else prediction_summary(builder, prediction, {})
     path = write_report(ts, args.output, source=args.trace_dir, title=args.title,
                         nprocs=[float(v) for v in parse_values(args.nprocs)],
-                        at={k: float(v[0]) for k, v in at.items()}, prediction=summary)
+                        at=at, prediction=summary)
     print(f"report written to {path.resolve()}")
     return 0

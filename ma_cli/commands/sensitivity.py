@@ -33,16 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ma_cli.studies_support import build_models, note
     from ma_cli.support import check_parameters, number, parse_rank, table
-    from ma_core.errors import MAError
-    from ma_post.studies.ranges import parse_assignments, parse_values
+    from ma_post.studies.ranges import parse_point, parse_values
     from ma_post.studies.sensitivity import elasticities, point_value, scale_factors
     from ma_post.sympy_expr import to_text
 
-    points = parse_assignments(args.ats, option="--at")
-    several = [k for k, v in points.items() if len(v) != 1]
-    if several:
-        raise MAError(f"--at {several[0]}=...: one value per parameter (ma sweep takes ranges)")
-    at = {k: float(v[0]) for k, v in points.items()}
+    at = parse_point(args.ats)
     scales = [float(s) for s in parse_values(args.scales)]
     rank = parse_rank(args.rank)
     builder, models = build_models(args, args.quantity)

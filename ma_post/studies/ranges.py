@@ -48,6 +48,16 @@ def parse_assignments(items: Iterable[str], *, option: str = "--set") -> dict[st
     return out
 
 
+def parse_point(items: Iterable[str], *, option: str = "--at") -> dict[str, float]:
+    """NAME=VALUE items that name one point: one value per parameter (a sweep takes ranges, a point does not)."""
+    point = {}
+    for name, values in parse_assignments(items, option=option).items():
+        if len(values) != 1:
+            raise RangeError(f"{option} {name}=...: one value per parameter (ma sweep takes ranges)")
+        point[name] = float(values[0])
+    return point
+
+
 def parse_values(spec: str) -> np.ndarray:
     """The float64 values of one SPEC (see the module docstring), in the order written."""
     values: list[float] = []
