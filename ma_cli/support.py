@@ -35,6 +35,17 @@ class CommandParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
+def trace_command(subparsers: Any, name: str, help_text: str, description: str,
+                  *option_groups: Callable[[argparse.ArgumentParser], None]) -> CommandParser:
+    """The parser of a subcommand that reads a run's traces (``ma``'s subparsers make CommandParsers): the trace
+    directory's arguments first, then each group of options in turn."""
+    parser: CommandParser = subparsers.add_parser(name, help=help_text, description=description)
+    add_trace_arguments(parser)
+    for add_options in option_groups:
+        add_options(parser)
+    return parser
+
+
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace_dir", metavar="DIR", help="trace directory of a run (MA_TRACE_DIR)")
     parser.add_argument("--allow-missing", action="store_true",

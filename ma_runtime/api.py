@@ -72,9 +72,7 @@ def subroutine_start(id: str) -> subroutine:
 
 
 def subroutine_end(id: str) -> None:
-    frame = _open_frame("subroutine", id)
-    if frame is not None:
-        frame.__exit__(None, None, None)
+    _close("subroutine", id)
 
 
 def flop_start(id: str, expr: str, value: Number | None = None) -> flop:
@@ -82,9 +80,7 @@ def flop_start(id: str, expr: str, value: Number | None = None) -> flop:
 
 
 def flop_stop(id: str) -> None:
-    frame = _open_frame("flop", id)
-    if frame is not None:
-        frame.__exit__(None, None, None)
+    _close("flop", id)
 
 
 def loadstore_start(id: str, expr: str, value: Number | None = None) -> loadstore:
@@ -92,7 +88,11 @@ def loadstore_start(id: str, expr: str, value: Number | None = None) -> loadstor
 
 
 def loadstore_stop(id: str) -> None:
-    frame = _open_frame("loadstore", id)
+    _close("loadstore", id)
+
+
+def _close(type_: str, id: str) -> None:
+    frame = _open_frame(type_, id)
     if frame is not None:
         frame.__exit__(None, None, None)
 

@@ -33,6 +33,7 @@ cdef class Node:
     cpdef record_count(self, object predicted, long long counted)
     cpdef record_mpi(self, object size, object count, bint measured, long long calls, long long nbytes)
     cpdef note_value(self, object given, object evaluated)
+    cpdef bint judge(self, bint agrees)
     cpdef bint repeat_verdict(self)
 
 cpdef bint close_enough(object predicted, object measured, double tolerance)

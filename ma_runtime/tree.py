@@ -197,14 +197,9 @@ class Node:
         same = self.measured.add(measured) and same
         if same and self.repeat_verdict():
             return
-        if predicted is None or close_enough(predicted, measured, self.tolerance):
-            self.passed += 1
-            self.verdict = _PASS
-        else:
-            self.failed += 1
-            self.verdict = _FAIL
-            if self.first_fail is None:
-                self.first_fail = {"call": self.calls, "predicted": predicted, "measured": measured}
+        agrees = predicted is None or close_enough(predicted, measured, self.tolerance)
+        if self.judge(agrees) and predicted is not None:  # (a call without a prediction never fails)
+            self.first_fail = {"call": self.calls, "predicted": predicted, "measured": measured}
 
     def record_count(self, predicted: Number | None, counted: int) -> None:
         """``record`` of a measured integer (a trip count): a repeat of the previous call costs a compare."""
@@ -251,15 +246,19 @@ class Node:
         same = self.count_measured.add(calls) and same
         if same and self.repeat_verdict():
             return
-        if close_enough(size, measured_size, self.tolerance) and close_enough(count, calls, self.tolerance):
+        if self.judge(close_enough(size, measured_size, self.tolerance) and close_enough(count, calls, self.tolerance)):
+            self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size,
+                               "count_predicted": count, "count_measured": calls}
+
+    def judge(self, agrees: bool) -> bool:
+        """Count this call's verdict; True at the site's first FAIL, whose values the caller keeps."""
+        if agrees:
             self.passed += 1
             self.verdict = _PASS
-        else:
-            self.failed += 1
-            self.verdict = _FAIL
-            if self.first_fail is None:
-                self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size,
-                                   "count_predicted": count, "count_measured": calls}
+            return False
+        self.failed += 1
+        self.verdict = _FAIL
+        return self.first_fail is None
 
     def repeat_verdict(self) -> bool:
         """This call's values repeat the previous call's: count its verdict again (False: there is none)."""

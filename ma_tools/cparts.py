@@ -13,12 +13,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from ma_core.errors import ToolBuildError
-from ma_runtime.built import C_RUNTIME_NAME, PMPI_NAME, build_dir, c_runtime_library, pmpi_library, stamp_path
+from ma_runtime.built import (
+    C_RUNTIME_NAME,
+    PMPI_NAME,
+    SOURCE_DIR,
+    build_dir,
+    c_runtime_library,
+    pmpi_library,
+    stamp_path,
+)
 
 from .build import build_c
 from .toolchain import find_mpicc, run_compiler
 
-CSRC_DIR = Path(__file__).resolve().parent.parent / "ma_runtime" / "csrc"
+CSRC_DIR = SOURCE_DIR / "csrc"
 LIBMA_DIR = CSRC_DIR / "libma"
 CFLAGS = ("-O2", "-g", "-fPIC", "-shared", "-Wall", "-Wextra")
 VGCOUNT_HEADER = CSRC_DIR / "ma_vgcount.h"  # the Valgrind counter hook: compiled in where valgrind.h is there

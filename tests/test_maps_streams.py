@@ -13,8 +13,8 @@ from post_fixtures import Loop, Op, Sub, Var, make_trace, write_run
 
 from backends.machine import profile as profiles
 from backends.machine import vectorstreams
-from backends.machine.kernels import Kernels
-from backends.machine.probe import ProbeSettings, _aligned, measure_vector_streams
+from backends.machine.kernels import Kernels, aligned_array
+from backends.machine.probe import ProbeSettings, measure_vector_streams
 from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
 from backends.maps import MapsBackend
 from backends.maps.signature import Signatures
@@ -138,7 +138,7 @@ def test_a_python_kernel_s_lines_at_the_vector_curve_by_hand() -> None:
 def test_the_probe_s_vector_add_computes_and_measures_a_curve() -> None:
     kernels = Kernels()
     isa, lanes = kernels.vector_stream_isa()
-    a, b, c = _aligned(64), _aligned(64), _aligned(64)
+    a, b, c = aligned_array(64), aligned_array(64), aligned_array(64)
     b[:] = np.arange(64.0)
     c[:] = 0.5
     assert kernels.vector_add(isa, a, b, c, 3) > 0

@@ -54,7 +54,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ma_core.errors import MAError, ProfileError
+from ma_core.errors import CPUTermsError, ProfileError
 
 from . import subscripts
 
@@ -68,10 +68,6 @@ SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in any L2 of 256 KiB
 # (a matrix in L2, 8 times larger, measured within 4 % of it: the chains, not the loads, set the rate).
 CSR_ROW_LENGTHS = (2, 8, 32, 64, 128, 256, 1024)
 CSR_NONZEROS, CSR_COLUMNS = (1024, 2048), 512
-
-
-class CPUTermsError(MAError):
-    """A CPU-term measurement that gave no usable figure (a kernel timed at zero or less)."""
 
 
 @dataclass(frozen=True)

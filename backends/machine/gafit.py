@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ma_core.errors import MAError
+from ma_core.errors import FitError
 
 FloatArray = npt.NDArray[np.float64]
 _ONE_MINUS_E = 1.0 - math.e
@@ -41,10 +41,6 @@ C_BOUNDS = (1.0, 1.0e4)  # latency of levels 2..n relative to level 1
 X_BOUNDS = (1.0e-4, 1.0e2)
 F_BOUNDS = (-30.0, 30.0)
 _CHUNK = 256  # individuals per vectorised block: keeps the (individuals x points) temporaries in cache
-
-
-class FitError(MAError):
-    """Data the bandwidth fit cannot use (shapes, hit rates that are not cumulative, bandwidths <= 0)."""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,16 @@ def build_hitsim(force: bool = False) -> Path:
     return build_c("libmahitsim.so", command, [source], "the hit-rate simulation", force)
 
 
+def aligned_array(words: int) -> npt.NDArray[np.float64]:
+    """A float64 array of ``words`` elements starting on a 64-byte cache line, every page touched (the kernels'
+    loads then stream whole lines, and no page fault lands inside a timing)."""
+    raw = np.empty(words + 8, dtype=np.float64)
+    offset = (-raw.ctypes.data % 64) // 8
+    array = raw[offset:offset + words]
+    array.fill(1.0)
+    return array
+
+
 class Kernels:
     """ctypes view of libmaprobe.so; every method returns the elapsed seconds of its loop."""
 

@@ -17,7 +17,6 @@ import os
 import platform
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,23 +26,19 @@ from functools import partial
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from ma_core.errors import MAError
+from ma_core.errors import ProbeError
+from ma_core.programs import run_program
 
 from . import cputerms, gafit, hitrates, pymessages, vectorstreams
 from .hierarchy import from_sysfs
-from .kernels import Kernels, build_pingpong
+from .kernels import Kernels, aligned_array, build_pingpong
 from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
 OVERSUBSCRIBED_VERSION = 2  # of the network.oversubscribed block (2: with the work curve)
 WORD = 8
 LINE = 64
-
-
-class ProbeError(MAError):
-    """A measurement of the probe that failed (the MPI ping-pong, an allocation)."""
 
 
 @dataclass(frozen=True)
@@ -103,15 +98,6 @@ def pinned() -> Iterator[int | None]:
         os.sched_setaffinity(0, allowed)
 
 
-def _aligned(words: int) -> npt.NDArray[np.float64]:
-    """A float64 array of ``words`` elements starting on a cache line, every page touched."""
-    raw = np.empty(words + LINE // WORD, dtype=np.float64)
-    offset = (-raw.ctypes.data % LINE) // WORD
-    array = raw[offset:offset + words]
-    array.fill(1.0)
-    return array
-
-
 def _calibrate(run: Callable[[int], float], min_time: float) -> int:
     """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
     reps = 1
@@ -149,7 +135,7 @@ def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: 
     processes spoils one sample of many points rather than every sample of a few. Each sample follows an untimed
     pass that brings the array back into the caches the previous point used."""
     sizes = working_sets(caches, settings)
-    data = _aligned(max(sizes) // WORD)
+    data = aligned_array(max(sizes) // WORD)
     jobs: list[_Job] = []
     for size in sizes:
         words = size // WORD
@@ -209,7 +195,7 @@ def vector_isa(by_isa: dict[str, float]) -> str:
 def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings) -> dict[str, Any]:
     """STREAM triad over three arrays of llc_multiple x the last cache each; 24 bytes per element, best run."""
     words = max(1 << 12, int(settings.llc_multiple * caches[-1].size_bytes) // WORD)
-    a, b, c = _aligned(words), _aligned(words), _aligned(words)
+    a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
     reps, seconds = _timed(lambda r: kernels.triad(a, b, c, r), settings.min_time, settings.samples)
     return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
 
@@ -222,7 +208,7 @@ def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], setti
     jobs = []
     for size in vectorstreams.working_sets(caches, settings.sizes // 2, settings.llc_multiple):
         words = size // (3 * 8) // lanes * lanes
-        a, b, c = _aligned(words), _aligned(words), _aligned(words)
+        a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
         jobs.append((size, words, lambda reps, a=a, b=b, c=c: kernels.vector_add(isa, a, b, c, reps)))
     reps = [_calibrate(run, settings.min_time) for _, _, run in jobs]
     seconds: list[list[float]] = [[] for _ in jobs]
@@ -252,12 +238,7 @@ def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: 
         raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
     argv = [str(mpiexec), "-n", str(ranks), str(build_pingpong()), *mode, str(min_time), str(settings.samples),
             *map(str, sizes)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbeError(f"MPI ping-pong: {' '.join(argv)}: {exc}") from None
-    if done.returncode != 0:
-        raise ProbeError(f"MPI ping-pong failed (exit {done.returncode}): {' '.join(argv)}\n{done.stderr.strip()}")
+    done = run_program(argv, ProbeError, "MPI ping-pong", timeout=600)
     table = []
     for line in done.stdout.splitlines():
         nbytes, median, best = line.split()

@@ -26,13 +26,13 @@ profiles have none: the backend then says so in its notes), versioned (``PYTHON_
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ma_core.errors import MAError, ProfileError
+from ma_core.errors import ProfileError, PythonExchangeError
+from ma_core.programs import run_program
 
 from .profile import versioned_block
 
@@ -49,19 +49,9 @@ MIN_STREAM_MIB = 64
 REFERENCE = ("latency_s", "call_overhead_s")
 
 
-class PythonExchangeError(MAError):
-    """The Python exchange probe failed (no mpiexec, a rank's error, unreadable output)."""
-
-
 def _run(argv: Sequence[str], expected: int) -> list[tuple[int, float, float]]:
     """Rows (passes, median seconds, best seconds) printed by :mod:`.pyexchange`."""
-    try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise PythonExchangeError(f"Python exchange probe: {' '.join(argv)}: {exc}") from None
-    if done.returncode != 0:
-        raise PythonExchangeError(f"Python exchange probe failed (exit {done.returncode}): {' '.join(argv)}\n"
-                                  f"{done.stderr.strip()[-600:]}")
+    done = run_program(argv, PythonExchangeError, "Python exchange probe", timeout=600)
     rows = []
     for line in done.stdout.splitlines():
         passes, median, best = line.split()

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ma_core.errors import MAError, ProfileError
+from ma_core.errors import ProfileError, SubscriptProbeError
 
 FIELD = "cpu.python_probe.subscripts"
 KINDS = ("row_5d", "slice_4d", "newaxis_3d", "slice_3d", "store_3d")
@@ -33,10 +33,6 @@ PLANE = 4  # points per side of a cell's plane: (n, 3, 5, 4, 4) doubles, all in 
 PER_LOOP = 10  # subscripts per iteration of a timed loop
 
 Timed = Callable[[int], None]
-
-
-class SubscriptProbeError(MAError):
-    """A subscript timing that gave no usable figure (a loop timed no slower than its bare twin)."""
 
 
 def _statements() -> dict[str, tuple[Timed, Timed]]:

@@ -124,6 +124,16 @@ class MapsPrediction(Prediction):
             raise BackendError(f"no predicted site lies in subroutine {name!r}")
         return sympy.Add(*inside)
 
+# Options that override a figure of the machine profile: (option, metavar, what it is, where the default comes from)
+PROFILE_FIGURE_OPTIONS = (
+    ("--call-overhead", "SECONDS", "seconds per call from Python into compiled code", "cpu.call_overhead_s, else 0"),
+    ("--subscript-cost", "SECONDS", "seconds per subscript of a Python program",
+     "cpu.python_probe.subscripts, else 0"),
+    ("--python-flops", "FLOP/S", "compute rate of a Python program's sites", "cpu.python_flops, else the peak"),
+    ("--annotation-cost", "SECONDS", "seconds per call of any annotation site of a Python program",
+     "cpu.annotation_s by kind, else 0"),
+)
+
 
 class MapsBackend(Backend):
     NAME = "maps"
@@ -189,18 +199,9 @@ class MapsBackend(Backend):
                             help="maps: hit rates and calls per execution per site (ma-signature JSON)")
         parser.add_argument("--assumed-hits", metavar="H1,..,HN",
                             help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
-        parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per call from Python into compiled code (default: the profile's "
-                                 "cpu.call_overhead_s, else 0)")
-        parser.add_argument("--subscript-cost", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per subscript of a Python program (default: the profile's "
-                                 "cpu.python_probe.subscripts, else 0)")
-        parser.add_argument("--python-flops", type=float, default=None, metavar="FLOP/S",
-                            help="maps: compute rate of a Python program's sites (default: the profile's "
-                                 "cpu.python_flops, else the peak)")
-        parser.add_argument("--annotation-cost", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per call of any annotation site of a Python program (default: the "
-                                 "profile's cpu.annotation_s by kind, else 0)")
+        for option, metavar, what, default in PROFILE_FIGURE_OPTIONS:
+            parser.add_argument(option, type=float, default=None, metavar=metavar,
+                                help=f"maps: {what} (default: the profile's {default})")
         parser.add_argument("--streams", choices=STREAMS, default="vector",
                             help="maps: a Python kernel's lines beyond L1 at the profile's vector stream curve "
                                  "(memory.vector_streams; vector) or at Equation 1's scalar-load stream (eq1)")

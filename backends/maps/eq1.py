@@ -16,11 +16,6 @@ from backends.machine.gafit import Eq1Params
 from ma_post.sympy_expr import as_expr
 
 
-def hit_rate_symbols(levels: int, prefix: str = "h") -> list[sympy.Symbol]:
-    """h1..hn: symbols for cumulative hit rates (the last, main memory, is 1 in any real signature)."""
-    return [sympy.Symbol(f"{prefix}{i}") for i in range(1, levels + 1)]
-
-
 def bandwidth_expr(params: Eq1Params, hit_rates: Sequence[sympy.Expr | float]) -> sympy.Expr:
     """F(h) in the unit of ``params.b`` (GB/s in a profile): Equations 1 and 3-6, term by term like ``eq1``."""
     n, k = params.levels, len(params.f)

@@ -24,8 +24,6 @@ class Comparison:
     subroutine: str  # path
     predicted_s: float  # mean over the traced ranks, per rank
     measured_s: float
-    slowest_predicted_s: float
-    slowest_measured_s: float
 
     @property
     def error(self) -> float:
@@ -59,6 +57,5 @@ def compare(builder: ModelBuilder, prediction: MapsPrediction, values: Mapping[s
         measured = np.nanmax(np.asarray(site.wall_ns, dtype=float), axis=1)[present] * _NS
         if not measured.size:
             continue
-        out.append(Comparison(site.path, float(np.mean(predicted[present])), float(np.mean(measured)),
-                              float(np.max(predicted[present])), float(np.max(measured))))
+        out.append(Comparison(site.path, float(np.mean(predicted[present])), float(np.mean(measured))))
     return out

@@ -40,14 +40,6 @@ from ma_post.sympy_expr import as_expr
 if TYPE_CHECKING:
     from ..machine.profile import NetworkProfile
 
-ALGORITHMS: dict[str, str] = {
-    "mpi_send": "Hockney n L + bytes/B", "mpi_isend": "Hockney n L + bytes/B",
-    "mpi_sendrecv": "Hockney n L + bytes/B", "mpi_recv": "charged at the sender", "mpi_irecv": "charged at the sender",
-    "mpi_bcast": "binomial tree", "mpi_reduce": "binomial tree", "mpi_allreduce": "recursive doubling",
-    "mpi_gather": "binomial tree", "mpi_scatter": "binomial tree", "mpi_allgather": "recursive doubling",
-    "mpi_alltoall": "pairwise exchange", "mpi_barrier": "dissemination",
-}
-
 
 def factors(site_type: str, procs: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
     """(a, b): how many latencies per message and how many times its bytes a collective on ``procs`` ranks costs."""

@@ -8,13 +8,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+DESCRIPTION = """Print the flags that compile and link a C program against the C runtime (libma) and the PMPI wrapper
+library (libmapmpi), for the environment's mpicc. --libs builds the libraries first when they are missing or out of
+date."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "config", help="compiler/linker flags for C programs using ma.h (pkg-config style)",
-        description="Print the flags that compile and link a C program against the C runtime (libma) and the "
-                    "PMPI wrapper library (libmapmpi), for the environment's mpicc. --libs builds the libraries "
-                    "first when they are missing or out of date.")
+        description=DESCRIPTION)
     parser.add_argument("--cflags", action="store_true", help="include flags (where ma.h is)")
     parser.add_argument("--libs", action="store_true", help="linker flags: -L, rpath, -lma -lmapmpi")
     parser.add_argument("--pmpi-library", action="store_true",

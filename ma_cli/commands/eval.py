@@ -6,17 +6,15 @@ import argparse
 import json
 import sys
 
+DESCRIPTION = """Evaluate symbolic models at any input parameters (float64, the semantics of the exported code).
+Several values per --set make a grid (every combination). Inputs not set keep their traced values; an input that
+differs between ranks gives a value per traced rank, reported as mean and min..max unless --rank picks one."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_model_arguments, add_set_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_set_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "eval", help="evaluate models at parameters the run never used",
-        description="Evaluate symbolic models at any input parameters (float64, the semantics of the exported "
-                    "code). Several values per --set make a grid (every combination). Inputs not set keep their "
-                    "traced values; an input that differs between ranks gives a value per traced rank, reported "
-                    "as mean and min..max unless --rank picks one.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "eval", "evaluate models at parameters the run never used", DESCRIPTION)
     parser.add_argument("--quantity", "-q", action="append", required=True, metavar="Q", help="repeatable")
     add_set_arguments(parser)
     add_model_arguments(parser)

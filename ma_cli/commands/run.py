@@ -6,12 +6,14 @@ import argparse
 import sys
 from typing import Any
 
+DESCRIPTION = """Run COMMAND on N processes (the mpiexec beside this Python, or --launcher), with traces written to
+--trace-dir."""
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "run", help="run an annotated program under mpiexec with the runtime configured",
-        description="Run COMMAND on N processes (the mpiexec beside this Python, or --launcher), "
-                    "with traces written to --trace-dir.")
+        description=DESCRIPTION)
     parser.add_argument("-n", "--nprocs", type=int, default=None,
                         help="number of MPI processes (default 1; inside a Slurm allocation its SLURM_NTASKS)")
     parser.add_argument("--trace-dir", default="ma-traces", help="where rank-<r>.ma.json go (default ma-traces)")

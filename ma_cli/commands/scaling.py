@@ -6,17 +6,18 @@ import argparse
 import re
 import sys
 
+DESCRIPTION = """Evaluate quantities against the process count: per rank, over all ranks, the efficiency relative to
+the first count (strong: x(p0)*p0/(x(p)*p); weak: x(p0)/x(p)) and each subroutine's share of the per-rank value.
+--weak rules grow inputs with the process count."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_cli.support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "scaling", help="strong and weak scaling: per rank, all ranks, efficiency, subroutine shares",
-        description="Evaluate quantities against the process count: per rank, over all ranks, the efficiency "
-                    "relative to the first count (strong: x(p0)*p0/(x(p)*p); weak: x(p0)/x(p)) and each "
-                    "subroutine's share of the per-rank value. --weak rules grow inputs with the process count.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "scaling",
+                           "strong and weak scaling: per rank, all ranks, efficiency, subroutine shares",
+                           DESCRIPTION)
     add_quantity_argument(parser, required=False)
     parser.add_argument("--nprocs", required=True, metavar="VALUES",
                         help="process counts: A:B means the powers of two from A to B (1:4096); any other "

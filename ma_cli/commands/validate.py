@@ -6,18 +6,18 @@ import argparse
 import json
 import sys
 
+DESCRIPTION = """Validate every modeling assertion of a run against its measurement. Prints one line per site
+(id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are per-call means over all ranks), a
+table or JSON. Exit status: 0 when nothing fails, 1 when an assertion fails, the run is incomplete (a rank failed or
+left no trace) or the trace has anomalies (unless --anomalies warn), 2 on errors."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_trace_arguments
+    from ma_cli.support import trace_command
 
-    parser = subparsers.add_parser(
-        "validate", help="validate assertions: id:type:predicted:measured:error_rate:PASS=n:FAIL=m",
-        description="Validate every modeling assertion of a run against its measurement. Prints one line per "
-                    "site (id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are "
-                    "per-call means over all ranks), a table or JSON. Exit status: 0 when nothing fails, 1 when "
-                    "an assertion fails, the run is incomplete (a rank failed or left no trace) or the trace "
-                    "has anomalies (unless --anomalies warn), 2 on errors.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "validate",
+                           "validate assertions: id:type:predicted:measured:error_rate:PASS=n:FAIL=m",
+                           DESCRIPTION)
     parser.add_argument("--format", choices=("lines", "table", "json"), default="lines")
     parser.add_argument("--tolerance", type=float, default=None, metavar="T",
                         help="re-judge with relative tolerance T: a site fails when some rank's per-call error "
