@@ -55,6 +55,10 @@ def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inline", action="store_true",
                         help="substitute derived variables by their definitions (default: keep them named)")
+    add_conditional_argument(parser)
+
+
+def add_conditional_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conditional", choices=("literal", "observed"), default="literal",
                         help="sites that ran fewer times than their enclosing loops predict: count them as "
                              "written (literal, default) or scale by the ratio the trace shows (observed)")

@@ -245,3 +245,53 @@ def test_cli_eval_rank_dependent(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "local = 10..11 (per traced rank)" in captured.err
     assert main(["eval", str(run), "-q", "flops", "--set", "k=2", "--rank", "0"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split() == ["2", "20"]
+
+
+# --- counts that depend on the iteration: ``iter`` summed exactly over the trip count --------------------------
+
+
+def kernel_program(max_iter: int, n: int = 50) -> list:
+    """A kernel called once in the first iteration and twice in every later one (the inner loop's trip count is
+    an expression of the outer loop's iteration), and a flop count that grows with the iteration."""
+    return [Var("n", n), Var("max_iter", max_iter),
+            Loop("it", "max_iter", [Loop("calls", "1 + min(iter, 1)", [Op("flop", "kernel", "2*n")]),
+                                    Op("flop", "ramp", "n*min(iter, 3)")])]
+
+
+def test_iteration_dependent_counts_are_summed_exactly_at_any_trip_count() -> None:
+    builder = ModelBuilder(run_of(kernel_program(max_iter=5)))
+    m = builder.model("flops")
+    assert not [n for n in m.notes if n.kind in ("conditional", "varying", "check", "calls", "iteration")], m.notes
+    kernel = next(t for t in m.terms if t.site.id == "kernel")
+    assert sympy.simplify(kernel.expr.subs(S("max_iter"), S("N")) - 2 * S("n") * (2 * S("N") - 1)).subs(
+        S("N"), 7) == 0
+    assert "2*max_iter - 1" in str(kernel.expr)
+    for max_iter in (0, 1, 2, 3, 4, 5, 9, 40):
+        truth = checked(ModelBuilder(run_of(kernel_program(max_iter))).model("flops")).trace_predicted
+        assert m.evaluate({"max_iter": max_iter}) == float(truth[0]), max_iter
+        # Exact in SymPy too: the sum has no float in it.
+        assert exact_value(m, {"max_iter": max_iter, "n": 50}) == int(truth[0])
+    calls = builder.executions(builder.ts.find("it/calls", "loop"))
+    assert [calls.subs(S("max_iter"), k) for k in (0, 1, 2, 6)] == [0, 1, 3, 11]
+
+
+def test_iter_declared_by_the_program_is_a_variable() -> None:
+    program = [Var("n", 4), Loop("l", "3", [Op("flop", "f", "n*iter")], index="iter")]
+    m = model(run_of(program), "flops")
+    assert m.expr == 3 * S("n") * S("iter")  # the program's own variable: no sum over the iterations
+
+
+def test_iteration_sum_that_has_no_closed_form_is_a_note() -> None:
+    program = [Var("n", 4), Loop("l", "n", [Op("flop", "f", "mod(iter, 2)")])]
+    m = model(run_of(program), "flops")
+    assert any(n.kind == "iteration" and "mod of iter" in n.message for n in m.notes), m.notes
+
+
+@pytest.mark.octave
+def test_iteration_sum_exports_to_octave(tmp_path: Path) -> None:
+    from post_fixtures import octave_value
+
+    m = ModelBuilder(run_of(kernel_program(max_iter=5))).model("flops")
+    for max_iter in (0, 1, 7):
+        assert octave_value(m, {"max_iter": max_iter, "n": 50}, tmp_path / str(max_iter)) == m.evaluate(
+            {"max_iter": max_iter})

@@ -255,3 +255,19 @@ def test_failing_and_unmeasured_assertions_are_coloured(run_program) -> None:  #
     assert rows == {"wrong": "fail", "right": "pass", "right/work": "unmeasured"}
     assert '<span class="fail">FAIL 1</span>' in text and '<span class="pass">PASS 1</span>' in text
     assert '<details class="site pass" open>' in text and '<div class="leaf fail">' in text
+
+
+def test_report_takes_the_conditional_rule_of_ma_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from post_fixtures import If, Loop, Op, Var, write_run
+
+    # A flop site that runs in the first 4 of 10 iterations: literal counts it 10 times, observed 4 times.
+    run = write_run(tmp_path / "run", [Var("n", 7), Loop("l", "10", [If(lambda env: env["iter"] < 4,
+                                                                             [Op("flop", "f", "n")])])])
+    texts = {}
+    for rule in ("literal", "observed"):
+        out = tmp_path / f"{rule}.html"
+        assert main(["report", str(run), "-o", str(out), "--conditional", rule]) == 0
+        capsys.readouterr()
+        texts[rule] = out.read_text()
+    assert "r = 10*n;" in texts["literal"] and "r = 4*n;" in texts["observed"]
+    assert "the model uses the observed mean factor 2/5" in texts["observed"]

@@ -11,7 +11,7 @@ distribution, scaling, sensitivity and predicted against measured, figures embed
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_values_argument
-    from ma_cli.support import trace_command
+    from ma_cli.support import add_conditional_argument, trace_command
 
     parser = trace_command(subparsers, "report",
                            "write one self-contained HTML report (validation, tree, models, studies)",
@@ -21,6 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--title", default=None)
     parser.add_argument("--nprocs", default="2^(0:12)", metavar="VALUES",
                         help="process counts of the scaling section (default 2^(0:12))")
+    add_conditional_argument(parser)
     add_values_argument(parser, "--at", help_text="the point of the sensitivity section, one value per parameter "
                                                   "(traced values for the rest)")
     from ma_cli.backend_support import add_backend_option
@@ -42,11 +43,11 @@ def run(args: argparse.Namespace) -> int:
         from ma_cli.backend_support import summary as prediction_summary
         from ma_post import ModelBuilder
 
-        builder = ModelBuilder(ts)
+        builder = ModelBuilder(ts, conditional=args.conditional)
         prediction = predict(args, builder)
         summary = None if prediction is None else prediction_summary(builder, prediction, {})
     path = write_report(ts, args.output, source=args.trace_dir, title=args.title,
                         nprocs=[float(v) for v in parse_values(args.nprocs)],
-                        at=at, prediction=summary)
+                        at=at, prediction=summary, conditional=args.conditional)
     print(f"report written to {path.resolve()}")
     return 0

@@ -262,8 +262,9 @@ def _mapping(value: Any) -> str:
 
 def build_report(ts: TraceSet, *, source: str = "", title: str | None = None,
                  nprocs: Sequence[float] = DEFAULT_NPROCS, at: Mapping[str, float] | None = None,
-                 prediction: PredictionSummary | None = None) -> str:
-    """The HTML text of the report of ``ts``; ``prediction`` adds a backend's predicted time."""
+                 prediction: PredictionSummary | None = None, conditional: str = "literal") -> str:
+    """The HTML text of the report of ``ts``; ``prediction`` adds a backend's predicted time; ``conditional``
+    is the models' rule for sites that ran fewer times than their loops predict (models.ModelBuilder)."""
     import matplotlib
 
     from ..studies.plots import svg
@@ -273,7 +274,7 @@ def build_report(ts: TraceSet, *, source: str = "", title: str | None = None,
             return Markup(svg(fig))
 
     report = validate(ts)
-    builder = ModelBuilder(ts)
+    builder = ModelBuilder(ts, conditional=conditional)
     models = [builder.model(q) for q in available_quantities(ts)]
     sections = [_validation(report), _tree(ts, report), _models(models)]
     for make in (lambda: _messages(ts, builder, figure), lambda: _scaling(models, nprocs, figure),
