@@ -51,8 +51,10 @@ def parse_tolerance(spec: str, *, source: str = "MA_TOLERANCE", error: type[MAEr
         except ValueError:
             raise error(f"{source}={spec!r}: {number.strip()!r} is not a number "
                         "(expected e.g. 0.05 or flop=0.2,loadstore=0.1)") from None
-        if not math.isfinite(value) or value < 0:
-            raise error(f"{source}={spec!r}: a tolerance is a finite number >= 0, not {number.strip()}")
+        if value < 0:
+            raise error(f"{source}={spec!r}: a tolerance cannot be negative ({number.strip()})")
+        if not math.isfinite(value):
+            raise error(f"{source}={spec!r}: a tolerance is a finite number, not {number.strip()}")
         if "=" in part and not name.isidentifier():
             raise error(f"{source}={spec!r}: {name!r} is not an annotation type (expected e.g. flop=0.2)")
         if name:

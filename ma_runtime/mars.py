@@ -133,7 +133,8 @@ class Runtime:
                 raise _annotation_error(f"ma.variable({name!r}, ...): value must be a number, not {value!r}")
             evaluated: Number = value  # type: ignore[assignment]
         else:
-            evaluated = parse_expression(expr_text).evaluate(state.env)
+            expression = parse_expression(expr_text)
+            evaluated = expression.evaluate(state.env_for(expression.symbols))
             if value is not None and not _is_number(value):
                 raise _annotation_error(f"ma.assign({name!r}, ...): value must be a number, not {value!r}")
         scope_frame = state.scope_frame()

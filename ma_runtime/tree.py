@@ -99,7 +99,7 @@ class Node:
                  "expression", "failed", "file", "first_fail", "first_mismatch", "group", "id", "last_a", "last_b",
                  "last_count", "last_kind", "last_predicted", "line", "measured", "mismatch", "owner", "parent",
                  "passed", "path", "peers_done", "pending", "predicted", "reader", "region", "tolerance", "track_cpu",
-                 "type", "unmeasured", "verdict", "wall_ns")
+                 "type", "unmeasured", "uses_iter", "verdict", "wall_ns")
 
     def __init__(self, parent: Node | None, type_: str, id_: str, expr_text: str | None,
                  tolerance: float, file: str | None = None, line: int | None = None,
@@ -115,6 +115,8 @@ class Node:
         self.count_text = None if count is None else str(count)
         self.count_expression: Expression | None = (
             parse_expression(self.count_text) if self.count_text is not None else None)
+        # The expressions use the iteration of the loop (``iter``): evaluated again at every call (threadstate.py).
+        self.uses_iter = any(e is not None and "iter" in e.symbols for e in (self.expression, self.count_expression))
         self.reader = reader  # the running-total reader of the counter that measures this site
         self.counters: Any = None  # MPI sites: the PMPI library's totals (a uint64 memoryview) ...
         self.group = 0  # ... and the index of this site's (calls, bytes) pair in it

@@ -257,7 +257,7 @@ def test_bad_tolerance_is_a_one_line_error(tmp_path: Path, capsys: pytest.Captur
     err = capsys.readouterr().err
     assert "--tolerance='flop=x': 'x' is not a number" in err and len(err.strip().splitlines()) == 1
     assert main(["validate", str(run), "--tolerance", "flop=-1"]) == 2
-    assert "a tolerance is a finite number >= 0" in capsys.readouterr().err
+    assert "--tolerance='flop=-1': a tolerance cannot be negative (-1)" in capsys.readouterr().err
     with pytest.raises(MAError, match="finite number"):
         validate(load(run), tolerance=math.inf)
 
