@@ -108,6 +108,7 @@ class Model:
     check: ModelCheck | None = None
     parts: tuple[Model, Model] | None = None  # numerator and denominator of a ratio
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled numeric functions
+    size: int = 0  # processes of the traced job (its ranks are 0..size-1; ``ranks`` are those traced)
 
     def inlined(self) -> sympy.Expr:
         """The expression in input parameters only."""
@@ -405,7 +406,8 @@ class ModelBuilder:
             expr = num.expr / den.expr if den.expr != 0 else sympy.nan
             model = Model(q, expr, sorted(set(num.inputs) | set(den.inputs)), defs, [],
                           _unique_notes(num.notes + den.notes),
-                          {**num.trace_values, **den.trace_values}, self.ts.ranks, inline, parts=(num, den))
+                          {**num.trace_values, **den.trace_values}, self.ts.ranks, inline, parts=(num, den),
+                          size=self.ts.size)
             return model
         if q not in BASE_QUANTITIES:
             raise ModelError(f"unknown quantity {quantity!r}; known: {', '.join(known_quantities())} "
@@ -434,7 +436,8 @@ class ModelBuilder:
         notes = [n for n in self.notes if n.key is None or any(t.site.key[:len(n.key)] == n.key for t in terms)] + notes
         definitions = {} if inline else self._definitions_for(expr, conflicting)
         inputs, trace_values = self._inputs(expr, definitions, notes)
-        unchecked = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline)
+        unchecked = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline,
+                          size=self.ts.size)
         check = self._check(unchecked, types, what)
         bad = np.isin(check.ranks, check.disagreeing_ranks())
         if bad.any():
@@ -452,7 +455,7 @@ class ModelBuilder:
         if inline:
             expr = self._resolve(expr, "", set(self._definitions))
         inputs, values = self._inputs(expr, definitions, notes)
-        return Model(name, expr, inputs, definitions, [], notes, values, self.ts.ranks, inline)
+        return Model(name, expr, inputs, definitions, [], notes, values, self.ts.ranks, inline, size=self.ts.size)
 
     def executions(self, site: Site, *, inline: bool = True) -> sympy.Expr:
         """Executions per rank of the site's body, as an expression: its calls, times the trip count for a loop."""

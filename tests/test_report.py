@@ -271,3 +271,19 @@ def test_report_takes_the_conditional_rule_of_ma_model(tmp_path: Path, capsys: p
         texts[rule] = out.read_text()
     assert "r = 10*n;" in texts["literal"] and "r = 4*n;" in texts["observed"]
     assert "the model uses the observed mean factor 2/5" in texts["observed"]
+
+
+def test_scaling_page_says_which_inputs_are_per_rank_and_which_global(tmp_path: Path) -> None:
+    from post_fixtures import Assign, Loop, Mpi, Op, Var, write_run
+
+    program = [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]), Var("nx", 10),
+               Var("na", 4000), Assign("nbr", "min(rank, 1) + min(nprocs - 1 - rank, 1)"),
+               Loop("steps", "3", [Mpi("mpi_isend", "halo", "8*nx", count="nbr"), Op("flop", "spmv", "na/nprocs"),
+                                   Op("flop", "stencil", "5*nx")])]
+    text = build_report(ma_post.load(write_run(tmp_path / "run", program, size=4)), nprocs=[1, 2, 4, 64])
+    inputs = text.split('<ul id="scaling-inputs">')[1].split("</ul>")[0]
+    assert "strong scaling in these): <code>na</code>" in inputs
+    assert "weak scaling in these): <code>nx</code>" in inputs
+    assert "each process count is evaluated over all of its ranks" in inputs
+    table = text.split('id="scaling-table"')[1].split("</table>")[0]
+    assert "<td>-" not in table.replace("<td>-</td>", "")  # no negative value on the page ("-": none)

@@ -8,7 +8,9 @@ import sys
 
 DESCRIPTION = """Evaluate symbolic models at any input parameters (float64, the semantics of the exported code).
 Several values per --set make a grid (every combination). Inputs not set keep their traced values; an input that
-differs between ranks gives a value per traced rank, reported as mean and min..max unless --rank picks one."""
+differs between ranks gives a value per traced rank, reported as mean and min..max unless --rank picks one. A model
+in the variable rank is evaluated on every rank of the job (--set nprocs=1024: ranks 0..1023), reduced the same
+way."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
         for m, r in zip(models, results, strict=False):
             value = np.asarray(r.value, dtype=float).reshape(-1)
             row[m.quantity] = float(value[k] if value.size > 1 else value[0])
-            if r.per_rank is not None and r.ranks is not None:
-                per_rank = np.asarray(r.per_rank).reshape(len(r.ranks), -1)
-                column = per_rank[:, k if per_rank.shape[1] > 1 else 0]
-                row[f"{m.quantity}:min"] = float(np.nanmin(column))
-                row[f"{m.quantity}:max"] = float(np.nanmax(column))
-                row[f"{m.quantity}:max_rank"] = int(r.ranks[int(np.nanargmax(column))])
+            spread = r.spread()
+            if spread is not None:
+                low, high, high_at = (a[k if a.size > 1 else 0] for a in spread)
+                row[f"{m.quantity}:min"] = float(low)
+                row[f"{m.quantity}:max"] = float(high)
+                row[f"{m.quantity}:max_rank"] = int(high_at)
         rows.append(row)
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=1)

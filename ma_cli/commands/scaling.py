@@ -95,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
     rows = [list(main_columns)] + [[number(float(f"{c[i]:.6g}")) for c in main_columns.values()]
                                    for i in range(len(result.nprocs))]
     sys.stdout.write(table(rows))
+    for role, meaning in (("global", "divided among the processes"),
+                          ("per rank", "each process's own amount: the job grows with the process count")):
+        if result.inputs_with_role(role):
+            print(f"held fixed, {role} ({meaning}): {', '.join(result.inputs_with_role(role))}")
     for quantity, shares in result.shares.items():
         if len(shares) < 2:
             continue

@@ -163,18 +163,22 @@ def _message_figure(classes: Sequence[Any]) -> Any:
 
 
 def _scaling(models: Sequence[Model], nprocs: Sequence[float], figure: Callable[[Any], str]) -> Section:
+    from ..evaluation import RANK
     from ..studies.plots import scaling_figure
     from ..studies.scaling import scaling
 
-    chosen = [m for m in models if m.quantity in SCALING_QUANTITIES and "nprocs" in m.inputs]
+    chosen = [m for m in models if m.quantity in SCALING_QUANTITIES and ("nprocs" in m.inputs or RANK in m.inputs)]
     if not chosen:
         return Section("Scaling", "scaling", missing="no model depends on nprocs")
     result = scaling(chosen, nprocs)
     columns = result.columns()
     header = [k for k in columns if ":share:" not in k]
     rows = [[_num(columns[k][i]) for k in header] for i in range(len(result.nprocs))]
-    return Section("Scaling", "scaling", content={"header": header, "rows": rows,
-                                                  "figure": figure(scaling_figure(result))})
+    return Section("Scaling", "scaling", content={
+        "header": header, "rows": rows, "figure": figure(scaling_figure(result)),
+        "per_rank": ", ".join(result.inputs_with_role("per rank")),
+        "global": ", ".join(result.inputs_with_role("global")),
+        "by_rank": any(RANK in m.inputs for m in chosen)})
 
 
 def _sensitivity(models: Sequence[Model], at: Mapping[str, float], figure: Callable[[Any], str]) -> Section:
