@@ -62,13 +62,41 @@ class PredictionSummary:
 
 def mathml(expr: sympy.Expr, name: str | None = None) -> Markup:
     """``name = expr`` as a block of presentation MathML (names keep their underscores)."""
-    from sympy.printing.mathml import mathml as to_mathml
-
     # A visible dot between factors: most names have several letters (cgitmax*na*niter).
-    body = to_mathml(expr, printer="presentation", disable_split_super_sub=True, mul_symbol="dot")
+    body = _presentation_printer()({"disable_split_super_sub": True, "mul_symbol": "dot"}).doprint(expr)
     if name is not None:
         body = f"<mrow><mi>{html.escape(name)}</mi><mo>=</mo>{body}</mrow>"
     return Markup(f'<div class="formula"><math display="block">{body}</math></div>')
+
+
+def _presentation_printer() -> type:
+    """SymPy's presentation MathML printer, with cases for a Piecewise (a sum over a loop's iterations)."""
+    from sympy.printing.mathml import MathMLPresentationPrinter
+
+    class Printer(MathMLPresentationPrinter):  # type: ignore[misc]  # (SymPy is untyped)
+        def _print_Piecewise(self, expr: sympy.Piecewise) -> Any:
+            cases = self.dom.createElement("mrow")
+            brace = self.dom.createElement("mo")
+            brace.appendChild(self.dom.createTextNode("{"))
+            cases.appendChild(brace)
+            table = self.dom.createElement("mtable")
+            table.setAttribute("columnalign", "left left")
+            for value, condition in expr.args:
+                row = self.dom.createElement("mtr")
+                for part in (value, condition):
+                    cell = self.dom.createElement("mtd")
+                    if part is condition:
+                        word = self.dom.createElement("mtext")
+                        word.appendChild(self.dom.createTextNode("otherwise" if condition is sympy.true else "if\u00a0"))
+                        cell.appendChild(word)
+                    if part is value or condition is not sympy.true:
+                        cell.appendChild(self._print(part))
+                    row.appendChild(cell)
+                table.appendChild(row)
+            cases.appendChild(table)
+            return cases
+
+    return Printer
 
 
 def _num(x: Any) -> str:
