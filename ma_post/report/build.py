@@ -87,7 +87,8 @@ def _presentation_printer() -> type:
                     cell = self.dom.createElement("mtd")
                     if part is condition:
                         word = self.dom.createElement("mtext")
-                        word.appendChild(self.dom.createTextNode("otherwise" if condition is sympy.true else "if\u00a0"))
+                        text = "otherwise" if condition is sympy.true else "if\u00a0"
+                        word.appendChild(self.dom.createTextNode(text))
                         cell.appendChild(word)
                     if part is value or condition is not sympy.true:
                         cell.appendChild(self._print(part))
