@@ -28,6 +28,10 @@ cdef extern from *:
     }
     """
     const unsigned long long *ma_view_data(object view)
+# The SDK fence of the Valgrind tool (ma_runtime/csrc/ma_vgcount.h): two client requests with no memory access.
+cdef extern from "ma_vgcount.h":
+    void MA_VG_SDK_ENTER() nogil
+    void MA_VG_SDK_LEAVE() nogil
 cdef extern from "Python.h":
     unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
     Py_ssize_t ma_length_hint "PyObject_LengthHint" (object o, Py_ssize_t default) except -1
@@ -42,6 +46,10 @@ cdef int _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED, _NO_VERD
 cdef inline bint on_main_thread() noexcept
 cdef inline ThreadState current_state()
 cdef inline long long now() noexcept
+cdef inline void sdk_enter() noexcept
+cdef inline void sdk_leave() noexcept
+cdef inline object region_enter(Region region)
+cdef inline object region_exit(Region region, object exc_type)
 cdef inline Py_ssize_t trips_left(object items) except -1
 cdef inline Node child_of(ThreadState state, object id)
 cdef inline void init(Region region, int kind, object id, object expr, object value, object count)
@@ -62,6 +70,7 @@ cdef Region make(type cls, int kind, object id, object expr, object value, objec
 cdef dict _peer_calls
 cdef Py_ssize_t _peer_limit
 cdef object partnered(Region region, object peer)
+cdef object partner_check(Region region, object peer)
 
 # Every kind has these fields (and no others). No free list: Cython takes none from a .pxd, and one declared
 # in annotations.py (@cython.freelist) makes a call fetch more lines of code in situ than PyType_GenericAlloc

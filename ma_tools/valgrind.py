@@ -22,7 +22,7 @@ from ma_runtime.counters.valgrind import SHIM_NAME, TOOL_NAME
 from .build import build
 from .toolchain import find_cc, find_program, run_compiler
 
-TOOL_VERSION = "0.1.0"  # MF_VERSION_* in vgtool/mf_main.c
+TOOL_VERSION = "0.2.0"  # MF_VERSION_* in vgtool/mf_main.c
 _TOOL_SOURCES = (SOURCE_DIR / "counters" / "vgtool" / "mf_main.c",)
 _CSRC = SOURCE_DIR / "csrc"
 _SHARED_HEADER = _CSRC / "ma_vgcount.h"

@@ -12,9 +12,10 @@ The tool and the shim are built by ``ma tools build`` (ma_tools/valgrind.py) int
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from ma_runtime.built import read_stamp, valgrind_dir
 from ma_runtime.counters.base import CounterProvider, ProviderStatus, Reader
@@ -139,6 +140,9 @@ class _Shim:
             getattr(lib, name).restype = ctypes.c_long
         lib.ma_vgc_cache_read.restype = ctypes.c_int
         lib.ma_vgc_cache_read.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+        for name in ("ma_vgc_sdk_enter", "ma_vgc_sdk_leave"):
+            getattr(lib, name).restype = None
+            getattr(lib, name).argtypes = []
         self._cache_values = (ctypes.c_ulonglong * _CACHE_VALUES)()
         self.lib = lib
         self.path = path
@@ -234,6 +238,12 @@ class ValgrindProvider(CounterProvider):
     def source(self, kind: str) -> str:
         return {"flop": f"{TOOL_NAME}:dp_flops+sp_flops",
                 "loadstore": f"{TOOL_NAME}:loads+stores"}.get(kind, self.name)
+
+    def fence(self) -> tuple[Callable[[], Any], Callable[[], Any]] | None:
+        """The shim's SDK fence requests (enter, leave), for the plain-Python runtime (ma_runtime/fence.py); None
+        when not under the tool."""
+        shim = self._load()
+        return (shim.lib.ma_vgc_sdk_enter, shim.lib.ma_vgc_sdk_leave) if shim is not None else None
 
     def read(self) -> VgCounts | None:
         """All six totals at once (None when not under the tool)."""
