@@ -434,3 +434,24 @@ def test_python_regions_leave_the_runtime_out(tmp_path: Path, runtime: dict[str,
     assert results["outer"].measured == (4 * 4096,) * 3 and results["inner"].measured == (2 * 4096,) * 3
     glue = results["empty"].measured[2]
     assert glue < (400 if not runtime else 3000), glue  # (the whole runtime call is thousands)
+
+
+@pytest.mark.mpi
+def test_python_heap_assertions_are_measured_under_the_valgrind_counter(tmp_path: Path) -> None:
+    import ma_post
+
+    script = tmp_path / "heap.py"
+    script.write_text("import numpy as np\nimport ma\nkept = []\n"
+                      "with ma.flop('before', '0'):\n    pass\n"
+                      "for _ in range(3):\n    with ma.heap_memory('buffer', '8*1000'):\n"
+                      "        kept.append(np.ones(1000))\n")
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "1", "--counters", "valgrind", "--trace-dir",
+                           str(tmp_path / "t"), "--", sys.executable, str(script)],
+                          env=clean_env(MA_TOLERANCE="heap_memory=0.05"), capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    ts = ma_post.load(tmp_path / "t")
+    buffer = next(r for r in ma_post.validate(ts).results if r.id == "buffer")
+    assert buffer.status == "PASS" and 8000 <= buffer.measured[1] <= buffer.measured[2] <= 8400, buffer
+    providers = {p["name"]: p for p in ts.headers[0]["counters"]["providers"]}
+    assert "started at the first heap_memory region" in providers["tracemalloc"]["version"]

@@ -4,6 +4,8 @@
 runs under it, else PAPI where its events exist, else none), ``papi``, ``valgrind``, ``tracemalloc``,
 ``ccalls`` (calls from Python into compiled code per site, counters/ccalls.py), ``none``. For each kind the
 first provider that can measure it wins. Timers are not providers: wall and CPU time are always recorded.
+``valgrind`` brings tracemalloc along for the heap (started at the first heap_memory region: memory.py) unless the
+spec names it itself.
 """
 
 from __future__ import annotations
@@ -47,13 +49,18 @@ def _create(name: str) -> CounterProvider:
 def open_providers(spec: str) -> list[CounterProvider]:
     """Providers named by ``spec``; ``auto`` keeps PAPI only when it has working events."""
     providers: list[CounterProvider] = []
-    for name in parse_spec(spec):
+    names = parse_spec(spec)
+    for name in names:
         if name == "none":
             continue
         if name == "auto":
             providers.extend(_auto())
         else:
             providers.append(_create(name))
+    if "valgrind" in names and "tracemalloc" not in names:  # the tool counts no heap: tracemalloc does, lazily
+        from .memory import TracemallocProvider
+
+        providers.append(TracemallocProvider(lazy=True))
     return providers
 
 
