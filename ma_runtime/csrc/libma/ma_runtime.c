@@ -751,6 +751,8 @@ static void check_peer(ma_node *n, int group, uint64_t first, uint64_t end)
             if (!n->has_peer_fail) {
                 n->has_peer_fail = 1;
                 n->peer_fail_call = n->calls;
+    if (calls == 0 && ma_num_cmp(count, ma_int(0)) == 0)
+        size = ma_int(0); /* no message asserted, none made: nothing to compare the size with */
                 n->peer_fail_expected = (long long)want;
                 n->peer_fail_actual = actual;
             }
