@@ -48,6 +48,7 @@
 #define ma_def_variable_assign_int(name, expr, value) MA__USE3(name, expr, value)
 #define ma_loop_start(id, expr, value) MA__USE3(id, expr, value)
 #define ma_loop_end(id, iterations) MA__USE2(id, iterations)
+#define ma_loop_next(id) MA__USE1(id)
 #define ma_subroutine_start(id) MA__USE1(id)
 #define ma_subroutine_end(id) MA__USE1(id)
 #define ma_flop_start(id, expr, value) MA__USE3(id, expr, value)
@@ -105,7 +106,11 @@ void ma_def_variable_assign_int(const char *name, const char *expr, long long va
 
 /* ---- structure and assertions ---- */
 void ma_loop_start(const char *id, const char *expr, long long value);
-void ma_loop_end(const char *id, long long iterations); /* the measured trip count (MA_NO_VALUE: none) */
+/* the measured trip count (MA_NO_VALUE: the ma_loop_next calls, when the loop made them; else none) */
+void ma_loop_end(const char *id, long long iterations);
+/* At the start of every iteration of loop `id` (its innermost open loop): counts the iteration, and inside it
+ * every expression may use `iter`, the iteration from 0 ("1 + min(iter, 1)": once in the first, twice after). */
+void ma_loop_next(const char *id);
 void ma_subroutine_start(const char *id);
 void ma_subroutine_end(const char *id);
 void ma_flop_start(const char *id, const char *expr, long long value);
@@ -161,6 +166,7 @@ void ma_def_variable_assign_int_at(const char *name, const char *expr, long long
                                    int line);
 void ma_start_at(const char *type, const char *id, const char *expr, long long value, const char *file, int line);
 void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line);
+void ma_loop_next_at(const char *id, const char *file, int line);
 void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
                           long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
                           int line);

@@ -46,6 +46,8 @@ typedef struct ma_node {
     int track_cpu;
     uint64_t cache_version; /* env version the cached prediction was computed for; 0 = none */
     int cache_ok;
+    int uses_iter;          /* an expression names `iter`: the cache also keys on the iteration */
+    long long cache_iter;   /* the iteration the cached prediction was computed for */
     ma_num cache_value, cache_count;
     /* partner assertion (ma_mpi_peer): its expression, verdicts and first wrong call */
     char *peer_text;

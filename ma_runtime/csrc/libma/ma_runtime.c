@@ -101,6 +101,7 @@ typedef struct pending_mpi {
     uint64_t t0, c0;
     int has_peer; /* ma_mpi_peer named the partner: check every call's at the close */
 } pending_mpi;
+    uint64_t iterations; /* a loop: its ma_loop_next calls so far (the iteration is iterations - 1) */
 
 typedef struct cached_expr {
     char *text;
@@ -150,6 +151,8 @@ static uint64_t mono_ns(void)
 }
 
 static uint64_t cpu_ns(void)
+    ma_var *iter_var;   /* `iter`: bound to the innermost counting loop's iteration at every evaluation ... */
+    int iter_declared;  /* ... unless the program declared a variable of that name */
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -402,6 +405,18 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
     n->seen_expr = expr_text;
     n->seen_count = count_text;
     n->file = dup_or_null(file);
+/* Whether the expression text names the identifier `iter` (the iteration of the innermost loop). */
+static int names_iter(const char *text)
+{
+    for (const char *p = text; p && (p = strstr(p, "iter")) != NULL; p += 4) {
+        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[4]) || p[4] == '_';
+        if (!before && !after)
+            return 1;
+    }
+    return 0;
+}
+
     n->line = line;
     if (rt) {
         n->tolerance = tolerance_for(&rt->settings, type);
@@ -418,6 +433,7 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
 }
 
 static void watch_hook(int group);
+    n->uses_iter = names_iter(expr_text) || names_iter(count_text);
 static void flush_now(const char *status);
 
 static void create_runtime(void)
@@ -438,6 +454,7 @@ static void create_runtime(void)
     state->env_version = 1;
     state->root = new_node(NULL, "root", "", NULL, NULL, NULL, 0);
     state->root->track_cpu = 1;
+static ma_var *intern_var(ma_var **table, const char *name, size_t length);
     state->current = state->root;
     state->flush_interval_ns =
         state->settings.flush_seconds > 0 ? (uint64_t)(state->settings.flush_seconds * 1e9) : 0;
@@ -455,6 +472,7 @@ static ma_runtime_state *runtime_for_call(void)
         if (!rt)
             return NULL;
     }
+    state->iter_var = intern_var(state->vars, "iter", 4);
     if (rt->finished)
         return NULL;
     if (!pthread_equal(pthread_self(), rt->main_thread)) {
@@ -535,7 +553,17 @@ static const ma_expr *compiled(const char *text, const char **error)
     return c->expr;
 }
 
-/* Evaluate `text` in the current scope; on failure record an `evaluation` anomaly at `node`. */
+/* The iteration (from 0) of the innermost open loop, when it counts its iterations (ma_loop_next); else -1. */
+static long long current_iteration(void)
+{
+    for (size_t i = rt->depth; i > 0; i--)
+        if (!strcmp(rt->stack[i - 1].type, "loop"))
+            return (long long)rt->stack[i - 1].iterations - 1;
+    return -1;
+}
+
+/* Evaluate `text` in the current scope, `iter` bound to the current iteration unless the program declared it;
+ * on failure record an `evaluation` anomaly at `node`. */
 static int evaluate(const char *text, const ma_node *node, const char *file, int line, ma_num *out)
 {
     const char *error;
@@ -546,16 +574,21 @@ static int evaluate(const char *text, const ma_node *node, const char *file, int
         return -1;
     }
     if (ma_expr_eval(e, out, message, sizeof message)) {
-        anomaly("evaluation", node, file, line, "%s", message);
+        if (!rt->iter_declared && iteration < 0 && names_iter(text))
+            anomaly("evaluation", node, file, line, "%s; iter is the iteration (from 0) of the innermost open loop "
+                    "that counts its iterations (ma_loop_next); none is open here", message);
+        else
+            anomaly("evaluation", node, file, line, "%s", message);
         return -1;
     }
     return 0;
 }
 
-/* The node's prediction (and MPI count), cached until a variable changes. */
+/* The node's prediction (and MPI count), cached until a variable changes (or, in `iter`, the iteration). */
 static int predict(ma_node *node, const char *file, int line)
 {
-    if (node->cache_version == rt->env_version && node->cache_ok)
+    long long iteration = node->uses_iter && !rt->iter_declared ? current_iteration() : 0;
+    if (node->cache_version == rt->env_version && node->cache_ok && node->cache_iter == iteration)
         return 0;
     node->cache_ok = 0;
     if (evaluate(node->expr_text, node, file, line, &node->cache_value))
@@ -564,6 +597,12 @@ static int predict(ma_node *node, const char *file, int line)
     if (node->count_text && evaluate(node->count_text, node, file, line, &node->cache_count))
         return -1;
     node->cache_version = rt->env_version;
+    long long iteration = -1;
+    if (!rt->iter_declared) {
+        iteration = current_iteration();
+        rt->iter_var->defined = iteration >= 0;
+        rt->iter_var->value = ma_int(iteration);
+    }
     node->cache_ok = 1;
     return 0;
 }
@@ -576,6 +615,7 @@ static frame *scope_frame(void)
     return NULL;
 }
 
+    node->cache_iter = iteration;
 static void define(const char *name, ma_num value)
 {
     ma_var *v = intern_var(rt->vars, name, strlen(name));
@@ -598,6 +638,8 @@ static void undo_to(size_t base)
     if (rt->n_undo == base)
         return;
     while (rt->n_undo > base) {
+    if (v == rt->iter_var)
+        rt->iter_declared = 1; /* the program's own `iter` wins from now on */
         undo_entry *u = &rt->undo[--rt->n_undo];
         u->var->defined = u->had;
         u->var->value = u->old;
@@ -709,6 +751,8 @@ static void record_mpi(ma_node *n, int has_pred, ma_num size, ma_num count, uint
     }
 }
 
+    if (calls == 0 && ma_num_cmp(count, ma_int(0)) == 0)
+        size = ma_int(0); /* no message asserted, none made: nothing to compare the size with */
 static void note_value(ma_node *n, ma_num given, ma_num evaluated)
 {
     if (!values_differ(given, evaluated))
@@ -751,8 +795,6 @@ static void check_peer(ma_node *n, int group, uint64_t first, uint64_t end)
             if (!n->has_peer_fail) {
                 n->has_peer_fail = 1;
                 n->peer_fail_call = n->calls;
-    if (calls == 0 && ma_num_cmp(count, ma_int(0)) == 0)
-        size = ma_int(0); /* no message asserted, none made: nothing to compare the size with */
                 n->peer_fail_expected = (long long)want;
                 n->peer_fail_actual = actual;
             }
@@ -1080,7 +1122,7 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     f->undo_base = rt->n_undo;
     f->kind = kind_of_type(canonical);
     if (!is_subroutine) {
-        f->has_pred = predict(n, file, line) == 0;
+        f->has_pred = has_pred;
         f->pred = n->cache_value;
         if (f->has_pred && value != MA_NO_VALUE)
             note_value(n, ma_int(value), f->pred);
@@ -1096,6 +1138,8 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     }
 }
 
+    /* predicted before the frame is pushed: a loop's trip count sees the iteration of the loop around it */
+    int has_pred = !is_subroutine && predict(n, file, line) == 0;
 /* Fold one call's cache counts (`after` minus the frame's start) into its node (the trace's `cache` field). */
 static void add_cache_counts(const frame *f, const unsigned long long *after)
 {
@@ -1189,6 +1233,9 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
         return;
     pending_mpi *p = &rt->pending[group];
     memset(p, 0, sizeof *p);
+    } else if (!strcmp(f->type, "loop") && f->iterations > 0) {
+        has_measured = 1; /* no count given: the iterations ma_loop_next counted */
+        value = ma_int((long long)f->iterations);
     p->node = n;
     p->depth = rt->depth;
     /* the node evaluates its first count expression; a literal count passed by the program wins */
@@ -1297,6 +1344,7 @@ int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap)
                 goto done;
             }
             *eq = '\0';
+void ma_loop_next(const char *id) { ma_loop_next_at(id, NULL, 0); }
             char *name = item, *text = eq + 1, *end;
             while (isspace((unsigned char)*name))
                 name++;
