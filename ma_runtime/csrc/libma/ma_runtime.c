@@ -37,6 +37,25 @@
 #ifdef MA_HAVE_VGCOUNT
 #include "ma_vgcount.h"
 #endif
+#define MA_NO_SOURCE_LOCATION /* the declarations of ma.h, checked against the definitions below */
+#include "ma.h"
+
+/* The SDK fence (ma_vgcount.h): every entry into libma, from the program (ma.h brackets its calls already,
+ * this covers the plain-named functions, Fortran and -DMA_NO_VG_FENCE builds) or from libmapmpi's hooks, opens
+ * it, and it closes when the function returns, whichever return (the cleanup attribute). Fences nest. */
+#if defined(MA_HAVE_VGCOUNT) && (defined(__GNUC__) || defined(__clang__))
+_Static_assert(MA__VG_SDK_ENTER_CODE == MA_VG_REQ_SDK_ENTER && MA__VG_SDK_LEAVE_CODE == MA_VG_REQ_SDK_LEAVE,
+               "ma.h and ma_vgcount.h disagree on the fence's request codes");
+static inline void fence_close(int *unused)
+{
+    (void)unused;
+    MA_VG_SDK_LEAVE();
+}
+#define FENCE_THIS_CALL() \
+    int fence_ __attribute__((cleanup(fence_close), unused)) = __extension__({ MA_VG_SDK_ENTER(); 0; })
+#else
+#define FENCE_THIS_CALL() ((void)0)
+#endif
 
 /* ---- types ------------------------------------------------------------------------------------ */
 static const char *const STRUCTURE_TYPES[] = {"root", "subroutine", "loop", "flop", "loadstore",
@@ -82,6 +101,7 @@ typedef struct frame {
     uint64_t t0, c0;
     int has_cache0;     /* the cache simulation's totals at the start (flop and loadstore sites under --cache) */
     unsigned long long cache0[MA_CACHE_VALUES];
+    uint64_t iterations; /* a loop: its ma_loop_next calls so far (the iteration is iterations - 1) */
 } frame;
 
 typedef struct undo_entry {
@@ -101,7 +121,6 @@ typedef struct pending_mpi {
     uint64_t t0, c0;
     int has_peer; /* ma_mpi_peer named the partner: check every call's at the close */
 } pending_mpi;
-    uint64_t iterations; /* a loop: its ma_loop_next calls so far (the iteration is iterations - 1) */
 
 typedef struct cached_expr {
     char *text;
@@ -132,6 +151,8 @@ struct ma_runtime_state {
     ma_anomaly *anomalies, *anomalies_tail;
     pending_mpi pending[MA_PMPI_NGROUPS];
     int last_mpi_group; /* group of the latest MPI assertion + 1 (0: none), for ma_mpi_peer */
+    ma_var *iter_var;   /* `iter`: bound to the innermost counting loop's iteration at every evaluation ... */
+    int iter_declared;  /* ... unless the program declared a variable of that name */
     uint32_t watch;
     uint64_t flush_interval_ns, flush_deadline;
     uint64_t foreign_calls; /* annotation calls from other threads, ignored */
@@ -151,8 +172,6 @@ static uint64_t mono_ns(void)
 }
 
 static uint64_t cpu_ns(void)
-    ma_var *iter_var;   /* `iter`: bound to the innermost counting loop's iteration at every evaluation ... */
-    int iter_declared;  /* ... unless the program declared a variable of that name */
 {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
@@ -386,6 +405,18 @@ static void refresh_rank(void)
 /* ---- creation --------------------------------------------------------------------------------- */
 static void on_exit_handler(void);
 
+/* Whether the expression text names the identifier `iter` (the iteration of the innermost loop). */
+static int names_iter(const char *text)
+{
+    for (const char *p = text; p && (p = strstr(p, "iter")) != NULL; p += 4) {
+        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[4]) || p[4] == '_';
+        if (!before && !after)
+            return 1;
+    }
+    return 0;
+}
+
 static ma_node *new_node(ma_node *parent, const char *type, const char *id, const char *expr_text,
                          const char *count_text, const char *file, int line)
 {
@@ -402,21 +433,10 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
     }
     n->expr_text = dup_or_null(expr_text);
     n->count_text = dup_or_null(count_text);
+    n->uses_iter = names_iter(expr_text) || names_iter(count_text);
     n->seen_expr = expr_text;
     n->seen_count = count_text;
     n->file = dup_or_null(file);
-/* Whether the expression text names the identifier `iter` (the iteration of the innermost loop). */
-static int names_iter(const char *text)
-{
-    for (const char *p = text; p && (p = strstr(p, "iter")) != NULL; p += 4) {
-        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
-        int after = isalnum((unsigned char)p[4]) || p[4] == '_';
-        if (!before && !after)
-            return 1;
-    }
-    return 0;
-}
-
     n->line = line;
     if (rt) {
         n->tolerance = tolerance_for(&rt->settings, type);
@@ -433,8 +453,8 @@ static int names_iter(const char *text)
 }
 
 static void watch_hook(int group);
-    n->uses_iter = names_iter(expr_text) || names_iter(count_text);
 static void flush_now(const char *status);
+static ma_var *intern_var(ma_var **table, const char *name, size_t length);
 
 static void create_runtime(void)
 {
@@ -452,9 +472,9 @@ static void create_runtime(void)
     state->start_time = ma_wall_clock();
     launcher_rank_size(&state->rank, &state->size);
     state->env_version = 1;
+    state->iter_var = intern_var(state->vars, "iter", 4);
     state->root = new_node(NULL, "root", "", NULL, NULL, NULL, 0);
     state->root->track_cpu = 1;
-static ma_var *intern_var(ma_var **table, const char *name, size_t length);
     state->current = state->root;
     state->flush_interval_ns =
         state->settings.flush_seconds > 0 ? (uint64_t)(state->settings.flush_seconds * 1e9) : 0;
@@ -472,7 +492,6 @@ static ma_runtime_state *runtime_for_call(void)
         if (!rt)
             return NULL;
     }
-    state->iter_var = intern_var(state->vars, "iter", 4);
     if (rt->finished)
         return NULL;
     if (!pthread_equal(pthread_self(), rt->main_thread)) {
@@ -573,6 +592,12 @@ static int evaluate(const char *text, const ma_node *node, const char *file, int
         anomaly("evaluation", node, file, line, "%s", error);
         return -1;
     }
+    long long iteration = -1;
+    if (!rt->iter_declared) {
+        iteration = current_iteration();
+        rt->iter_var->defined = iteration >= 0;
+        rt->iter_var->value = ma_int(iteration);
+    }
     if (ma_expr_eval(e, out, message, sizeof message)) {
         if (!rt->iter_declared && iteration < 0 && names_iter(text))
             anomaly("evaluation", node, file, line, "%s; iter is the iteration (from 0) of the innermost open loop "
@@ -590,6 +615,7 @@ static int predict(ma_node *node, const char *file, int line)
     long long iteration = node->uses_iter && !rt->iter_declared ? current_iteration() : 0;
     if (node->cache_version == rt->env_version && node->cache_ok && node->cache_iter == iteration)
         return 0;
+    node->cache_iter = iteration;
     node->cache_ok = 0;
     if (evaluate(node->expr_text, node, file, line, &node->cache_value))
         return -1;
@@ -597,12 +623,6 @@ static int predict(ma_node *node, const char *file, int line)
     if (node->count_text && evaluate(node->count_text, node, file, line, &node->cache_count))
         return -1;
     node->cache_version = rt->env_version;
-    long long iteration = -1;
-    if (!rt->iter_declared) {
-        iteration = current_iteration();
-        rt->iter_var->defined = iteration >= 0;
-        rt->iter_var->value = ma_int(iteration);
-    }
     node->cache_ok = 1;
     return 0;
 }
@@ -615,10 +635,11 @@ static frame *scope_frame(void)
     return NULL;
 }
 
-    node->cache_iter = iteration;
 static void define(const char *name, ma_num value)
 {
     ma_var *v = intern_var(rt->vars, name, strlen(name));
+    if (v == rt->iter_var)
+        rt->iter_declared = 1; /* the program's own `iter` wins from now on */
     if (scope_frame()) {
         if (rt->n_undo == rt->undo_cap) {
             rt->undo_cap = rt->undo_cap ? 2 * rt->undo_cap : 64;
@@ -638,8 +659,6 @@ static void undo_to(size_t base)
     if (rt->n_undo == base)
         return;
     while (rt->n_undo > base) {
-    if (v == rt->iter_var)
-        rt->iter_declared = 1; /* the program's own `iter` wins from now on */
         undo_entry *u = &rt->undo[--rt->n_undo];
         u->var->defined = u->had;
         u->var->value = u->old;
@@ -732,6 +751,8 @@ static void record(ma_node *n, int has_pred, ma_num pred, int has_meas, ma_num m
 /* Fold one MPI assertion (tree.py Node.record_mpi): bytes per message and number of calls must both pass. */
 static void record_mpi(ma_node *n, int has_pred, ma_num size, ma_num count, uint64_t calls, uint64_t bytes)
 {
+    if (calls == 0 && ma_num_cmp(count, ma_int(0)) == 0)
+        size = ma_int(0); /* no message asserted, none made: nothing to compare the size with */
     ma_stats_add(&n->count_predicted, count);
     ma_num measured_calls = ma_int((long long)calls);
     ma_stats_add(&n->count_measured, measured_calls);
@@ -751,8 +772,6 @@ static void record_mpi(ma_node *n, int has_pred, ma_num size, ma_num count, uint
     }
 }
 
-    if (calls == 0 && ma_num_cmp(count, ma_int(0)) == 0)
-        size = ma_int(0); /* no message asserted, none made: nothing to compare the size with */
 static void note_value(ma_node *n, ma_num given, ma_num evaluated)
 {
     if (!values_differ(given, evaluated))
@@ -837,6 +856,7 @@ static void close_mpi_from(size_t depth, uint64_t t1)
 /* libmapmpi calls this after each call of a watched group, inside the MPI wrapper. */
 static void watch_hook(int group)
 {
+    FENCE_THIS_CALL();
     if (!rt || rt->finished || !pthread_equal(pthread_self(), rt->main_thread))
         return;
     pending_mpi *p = &rt->pending[group];
@@ -888,6 +908,7 @@ static void finish_frame(size_t index, int has_measured, ma_num measured, uint64
 /* ---- public API ------------------------------------------------------------------------------- */
 void ma_init(void)
 {
+    FENCE_THIS_CALL();
     if (!rt)
         pthread_once(&rt_once, create_runtime);
     if (rt && !rt->finished)
@@ -938,6 +959,7 @@ static void finish(const char *status, const char *reason)
 
 void ma_finalize(void)
 {
+    FENCE_THIS_CALL();
     if (!rt)
         pthread_once(&rt_once, create_runtime);
     finish("complete", NULL);
@@ -959,12 +981,14 @@ static void flush_now(const char *status)
 
 void ma_flush(void)
 {
+    FENCE_THIS_CALL();
     if (runtime_for_call())
         flush_now("running");
 }
 
 static void on_exit_handler(void)
 {
+    FENCE_THIS_CALL();
     if (!rt || rt->finished)
         return;
     int initialized = 0, finalized = 0;
@@ -978,12 +1002,14 @@ static void on_exit_handler(void)
 
 void ma_set_tracing(void)
 {
+    FENCE_THIS_CALL();
     if (runtime_for_call())
         rt->enabled = 1;
 }
 
 void ma_unset_tracing(void)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     if (rt->depth) {
@@ -1073,16 +1099,19 @@ static void declare(const char *type, const char *name, const char *expr, int ha
 
 void ma_def_variable_int_at(const char *name, long long value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     declare("variable", name, NULL, 1, ma_int(value), file, line);
 }
 
 void ma_def_variable_double_at(const char *name, double value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     declare("variable", name, NULL, 1, ma_dbl(value), file, line);
 }
 
 void ma_def_variable_assign_int_at(const char *name, const char *expr, long long value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!expr) {
         if (runtime_for_call())
             anomaly("invalid", rt->current, file, line, "ma_def_variable_assign_int('%s', NULL, ...): the "
@@ -1094,6 +1123,7 @@ void ma_def_variable_assign_int_at(const char *name, const char *expr, long long
 
 void ma_start_at(const char *type, const char *id, const char *expr, long long value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     const char *canonical = canonical_type(type);
@@ -1108,6 +1138,8 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     ma_node *n = child(canonical, id, is_subroutine ? NULL : expr, NULL, 0, file, line);
     if (!n)
         return;
+    /* predicted before the frame is pushed: a loop's trip count sees the iteration of the loop around it */
+    int has_pred = !is_subroutine && predict(n, file, line) == 0;
     if (rt->depth == rt->stack_cap) {
         rt->stack_cap = rt->stack_cap ? 2 * rt->stack_cap : 32;
         rt->stack = realloc(rt->stack, rt->stack_cap * sizeof *rt->stack);
@@ -1138,8 +1170,6 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     }
 }
 
-    /* predicted before the frame is pushed: a loop's trip count sees the iteration of the loop around it */
-    int has_pred = !is_subroutine && predict(n, file, line) == 0;
 /* Fold one call's cache counts (`after` minus the frame's start) into its node (the trace's `cache` field). */
 static void add_cache_counts(const frame *f, const unsigned long long *after)
 {
@@ -1156,6 +1186,7 @@ static void add_cache_counts(const frame *f, const unsigned long long *after)
 
 void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     /* read the counter first, for the same reason as above (only the recording thread touches the stack) */
     int recording = rt && !rt->finished && pthread_equal(pthread_self(), rt->main_thread);
     frame *top = recording && rt->depth ? &rt->stack[rt->depth - 1] : NULL;
@@ -1202,14 +1233,38 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
     } else if (!strcmp(f->type, "loop") && measured != MA_NO_VALUE) {
         has_measured = 1;
         value = ma_int(measured);
+    } else if (!strcmp(f->type, "loop") && f->iterations > 0) {
+        has_measured = 1; /* no count given: the iterations ma_loop_next counted */
+        value = ma_int((long long)f->iterations);
     }
     finish_frame(index - 1, has_measured, value, t1, 0);
     maybe_flush(t1);
 }
 
+void ma_loop_next_at(const char *id, const char *file, int line)
+{
+    FENCE_THIS_CALL();
+    if (!runtime_for_call() || !rt->enabled)
+        return;
+    for (size_t i = rt->depth; i > 0; i--) {
+        frame *f = &rt->stack[i - 1];
+        if (strcmp(f->type, "loop"))
+            continue;
+        if (!strcmp(f->node->id, id ? id : "")) {
+            f->iterations++;
+            return;
+        }
+        anomaly("invalid", f->node, file, line, "ma_loop_next('%s'): the innermost open loop is '%s' (ignored)",
+                id ? id : "(null)", f->node->id);
+        return;
+    }
+    anomaly("invalid", rt->current, file, line, "ma_loop_next('%s'): no loop is open (ignored)", id ? id : "(null)");
+}
+
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     uint64_t t0 = mono_ns();
     if (!runtime_for_call() || !rt->enabled)
         return;
@@ -1233,9 +1288,6 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
         return;
     pending_mpi *p = &rt->pending[group];
     memset(p, 0, sizeof *p);
-    } else if (!strcmp(f->type, "loop") && f->iterations > 0) {
-        has_measured = 1; /* no count given: the iterations ma_loop_next counted */
-        value = ma_int((long long)f->iterations);
     p->node = n;
     p->depth = rt->depth;
     /* the node evaluates its first count expression; a literal count passed by the program wins */
@@ -1263,6 +1315,7 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
 
 void ma_mpi_peer_at(const char *expr, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     pending_mpi *p = rt->last_mpi_group ? &rt->pending[rt->last_mpi_group - 1] : NULL;
@@ -1291,6 +1344,7 @@ void ma_def_variable_assign_int(const char *name, const char *expr, long long va
 }
 void ma_loop_start(const char *id, const char *expr, long long value) { ma_start_at("loop", id, expr, value, NULL, 0); }
 void ma_loop_end(const char *id, long long iterations) { ma_end_at("loop", id, iterations, NULL, 0); }
+void ma_loop_next(const char *id) { ma_loop_next_at(id, NULL, 0); }
 void ma_subroutine_start(const char *id) { ma_start_at("subroutine", id, NULL, MA_NO_VALUE, NULL, 0); }
 void ma_subroutine_end(const char *id) { ma_end_at("subroutine", id, MA_NO_VALUE, NULL, 0); }
 void ma_flop_start(const char *id, const char *expr, long long value) { ma_start_at("flop", id, expr, value, NULL, 0); }
@@ -1344,7 +1398,6 @@ int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap)
                 goto done;
             }
             *eq = '\0';
-void ma_loop_next(const char *id) { ma_loop_next_at(id, NULL, 0); }
             char *name = item, *text = eq + 1, *end;
             while (isspace((unsigned char)*name))
                 name++;
@@ -1408,9 +1461,10 @@ void ma_rt_identity(const ma_runtime_state *s, int *rank, int *size, double *sta
 uint64_t ma_rt_foreign_calls(const ma_runtime_state *s) { return s->foreign_calls; }
 
 /* ---- hooks into libmapmpi: start inside MPI_Init, write inside MPI_Finalize ------------------- */
-static void on_mpi_init(void) { ma_init(); }
+static void on_mpi_init(void) { ma_init(); } /* (fenced there) */
 static void on_mpi_finalize(void)
 {
+    FENCE_THIS_CALL();
     if (rt && !rt->finished)
         finish("complete", NULL);
 }
@@ -1453,6 +1507,7 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
                           long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
                           int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     const char *exprs[3] = {vloadstore, vflops, avl};
@@ -1505,6 +1560,7 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
 
 void ma_vec_loop_stop_at(const char *id, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     if (!vec_depth || !id || strcmp(vec_open[vec_depth - 1].rec->id, id)) {
@@ -1525,6 +1581,7 @@ void ma_vec_loop_stop_at(const char *id, const char *file, int line)
 void ma_vec_loop_gathers_at(const char *id, const char *gathers, long long gathers_value, const char *bytes,
                             long long bytes_value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     if (!vec_depth || !id || strcmp(vec_open[vec_depth - 1].rec->id, id) || !gathers || !bytes) {
