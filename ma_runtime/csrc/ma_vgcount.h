@@ -68,10 +68,10 @@ enum ma_vg_request {
    MA_VG_FENCE(code) issues the request with no memory access of its own: the argument block is a static
    constant (its address goes to RAX by a LEA) and the result register is only clobbered, so no load or store of
    the request itself is counted at any optimisation level. It is the amd64 client-request sequence of
-   <valgrind/valgrind.h> (a no-op of five instructions outside Valgrind); elsewhere it is empty. ma.h repeats it
-   for programs, which do not see this header. */
+   <valgrind/valgrind.h> (a no-op of five instructions outside Valgrind); elsewhere, and with -DMA_NO_VG_FENCE, it
+   is empty. ma.h repeats it for programs, which do not see this header. */
 #define MA_VG_ARGS_OF(code) {(unsigned long)(code), 0, 0, 0, 0, 0}
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MA_NO_VG_FENCE)
 #define MA_VG_FENCE_AT(args)                                                                            \
     __asm__ volatile("rolq $3, %%rdi ; rolq $13, %%rdi\n\trolq $61, %%rdi ; rolq $51, %%rdi\n\t"  \
                      "xchgq %%rbx, %%rbx" : : "a"(args) : "rdx", "cc", "memory")

@@ -234,7 +234,8 @@ static const unsigned long ma__vg_sdk_leave[6] __attribute__((unused)) = {MA__VG
 #define ma_heap_memory_stop(id) \
     MA__FENCED(ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__))
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
-    MA__FENCED(ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), __FILE__, __LINE__))
+    MA__FENCED(ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), \
+                                    __FILE__, __LINE__))
 #define ma_vec_loop_stop(id) \
     MA__FENCED(ma_vec_loop_stop_at((id), __FILE__, __LINE__))
 #define ma_vec_loop_gathers(id, gathers, gathers_value, bytes, bytes_value) \
