@@ -276,8 +276,11 @@ def attribute_errors(ts: TraceSet) -> list[Attribution]:
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
             p_mean = site.predicted.mean_per_rank()
-        predicted = float(np.nansum(np.where(meas.n > 0, p_mean * meas.n, 0.0)))
-        own[site.key] = Contribution(site, predicted, float(meas.sum.sum()))
+        counted = meas.n > 0
+        if is_mpi(site.type):  # a rank that asserted no message and made none has no error, whatever the size
+            counted &= ~((site.count_predicted.per_rank().max == 0) & (site.count_measured.per_rank().max == 0))
+        predicted = float(np.nansum(np.where(counted, p_mean * meas.n, 0.0)))
+        own[site.key] = Contribution(site, predicted, float(np.where(counted, meas.sum, 0.0).sum()))
     out = []
     containers = [ts.root] + [s for s in ts.walk() if s.type in ("subroutine", "loop")]
     for container in containers:

@@ -295,3 +295,5 @@ def test_zero_count_mpi_passes_at_any_tolerance() -> None:
         result = validate(from_traces([trace_doc([mpi])]), tolerance=tolerance).results[0]
         assert (result.status, result.passes, result.fails) == (PASS, 3, 0), tolerance
         assert result.worst_error == 0
+    # ... and the error attribution finds no error in it (not the asserted size times the calls)
+    assert validate(from_traces([trace_doc([mpi])])).attribution == []
