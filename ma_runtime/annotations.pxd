@@ -48,8 +48,6 @@ cdef inline ThreadState current_state()
 cdef inline long long now() noexcept
 cdef inline void sdk_enter() noexcept
 cdef inline void sdk_leave() noexcept
-cdef inline object region_enter(Region region)
-cdef inline object region_exit(Region region, object exc_type)
 cdef inline Py_ssize_t trips_left(object items) except -1
 cdef inline Node child_of(ThreadState state, object id)
 cdef inline void init(Region region, int kind, object id, object expr, object value, object count)
@@ -70,7 +68,6 @@ cdef Region make(type cls, int kind, object id, object expr, object value, objec
 cdef dict _peer_calls
 cdef Py_ssize_t _peer_limit
 cdef object partnered(Region region, object peer)
-cdef object partner_check(Region region, object peer)
 
 # Every kind has these fields (and no others). No free list: Cython takes none from a .pxd, and one declared
 # in annotations.py (@cython.freelist) makes a call fetch more lines of code in situ than PyType_GenericAlloc

@@ -170,7 +170,36 @@ class Region:
     def __enter__(self) -> Any:
         sdk_enter()  # the runtime's work is not the program's (fence.py)
         try:
-            return region_enter(self)
+            # Anything but the common path is a call (new_site, refresh, cpu_now, counter_start, ...), so that
+            # the code of the common path stays a few contiguous cache lines.
+            state = current_state()
+            if not state.enabled:
+                self.node = None
+                return self
+            node = child_of(state, self.id)
+            # The site of this call is the node of this class, id, expression (and count); a mismatch on any
+            # of them takes the slow path, which creates the node or reports the changed expression.
+            if (node is None or node.owner is not type(self) or node.expr_text is not self.expr
+                    or node.count_raw is not self.count):
+                node = new_site(self, state)
+            if node.expression is not None and (node.cache_version != state.version or self.value is not None):
+                refresh(self, state, node)
+            if node.region is None:
+                node.region = self  # kept for the site's next call (make)
+            self.node = node
+            self.state = state
+            self.outer = state.top
+            state.top = self
+            state.current = node
+            if node.track_cpu:
+                self.c0 = cpu_now()
+            kind = self.kind
+            if kind == _MPI:
+                mpi_start(self, node)
+            self.t0 = now()
+            if kind == _COUNTER:  # last: the counter encloses as little of this code as possible
+                counter_start(self, node)
+            return self
         finally:
             sdk_leave()
 
@@ -178,7 +207,29 @@ class Region:
                  tb: TracebackType | None) -> Literal[False]:
         sdk_enter()
         try:
-            return region_exit(self, exc_type)
+            node = self.node
+            if node is None:
+                return False
+            kind = self.kind
+            if kind == _COUNTER:  # first, for the same reason
+                counter_stop(self)
+            elif kind == _MPI:
+                mpi_stop(self, node)
+            t1 = now()
+            state = self.state
+            if (exc_type is None and state.top is self and self.undo is None and not node.track_cpu
+                    and t1 <= state.flush_deadline):
+                # The common case: the innermost annotation ends normally with nothing to restore.
+                state.top = self.outer
+                self.outer = None
+                self.node = None
+                state.current = node.parent  # type: ignore[assignment]  # (a node that closes has a parent)
+                node.calls += 1
+                node.wall_ns += t1 - self.t0
+                complete(self, node)
+            else:
+                self.finish(exc_type, t1, cpu_now() if node.track_cpu else 0)
+            return False
         finally:
             sdk_leave()
 
@@ -209,67 +260,6 @@ class Region:
             complete(self, node)  # type: ignore[arg-type]
         if t1 > state.flush_deadline:
             state.runtime.flush()
-
-
-def region_enter(region: Region) -> Any:
-    """``__enter__`` of every kind: find the node, predict, push, start the measurement."""
-    # Anything but the common path is a call (new_site, refresh, cpu_now, counter_start, ...), so that
-    # the code of the common path stays a few contiguous cache lines.
-    state = current_state()
-    if not state.enabled:
-        region.node = None
-        return region
-    node = child_of(state, region.id)
-    # The site of this call is the node of this class, id, expression (and count); a mismatch on any
-    # of them takes the slow path, which creates the node or reports the changed expression.
-    if (node is None or node.owner is not type(region) or node.expr_text is not region.expr
-            or node.count_raw is not region.count):
-        node = new_site(region, state)
-    if node.expression is not None and (node.cache_version != state.version or region.value is not None):
-        refresh(region, state, node)
-    if node.region is None:
-        node.region = region  # kept for the site's next call (make)
-    region.node = node
-    region.state = state
-    region.outer = state.top
-    state.top = region
-    state.current = node
-    if node.track_cpu:
-        region.c0 = cpu_now()
-    kind = region.kind
-    if kind == _MPI:
-        mpi_start(region, node)
-    region.t0 = now()
-    if kind == _COUNTER:  # last: the counter encloses as little of this code as possible
-        counter_start(region, node)
-    return region
-
-
-def region_exit(region: Region, exc_type: type[BaseException] | None) -> Literal[False]:
-    """``__exit__`` of every kind: take the measurement, pop, fold it into the node."""
-    node = region.node
-    if node is None:
-        return False
-    kind = region.kind
-    if kind == _COUNTER:  # first, for the same reason
-        counter_stop(region)
-    elif kind == _MPI:
-        mpi_stop(region, node)
-    t1 = now()
-    state = region.state
-    if (exc_type is None and state.top is region and region.undo is None and not node.track_cpu
-            and t1 <= state.flush_deadline):
-        # The common case: the innermost annotation ends normally with nothing to restore.
-        state.top = region.outer
-        region.outer = None
-        region.node = None
-        state.current = node.parent  # type: ignore[assignment]  # (a node that closes has a parent)
-        node.calls += 1
-        node.wall_ns += t1 - region.t0
-        complete(region, node)
-    else:
-        region.finish(exc_type, t1, cpu_now() if node.track_cpu else 0)
-    return False
 
 
 def init(region: Region, kind: int, id: str, expr: str | None, value: Number | None, count: Any) -> None:
@@ -666,38 +656,33 @@ _peer_limit = -1  # MA_PEER_CHECKS once read (0: every call)
 
 def partnered(region: Region, peer: str | None) -> Any:
     """``region`` itself, or wrapped to check its partner (ma_runtime/peers.py)."""
+    global _peer_limit
     if peer is None:
         return region
     sdk_enter()
     try:
-        return partner_check(region, peer)
+        if type(peer) is not str:
+            return with_peer(region, peer)  # raises the AnnotationError
+        if _peer_limit < 0:
+            _peer_limit = check_limit()
+        if _peer_limit:
+            # A site whose checks of this expression are done says so itself: the common call makes no key (an
+            # id(), a tuple and its hash are lines of code and data fetched again in situ).
+            state = current_state()
+            node = child_of(state, region.id)
+            site = node if node is not None and node.owner is type(region) else None
+            if site is not None and site.peers_done is peer:
+                return region
+            key = (id(state.current), type(region), region.id, peer)
+            done = _peer_calls.get(key, 0)
+            if done >= _peer_limit:
+                if site is not None:
+                    site.peers_done = peer
+                return region
+            _peer_calls[key] = done + 1
+        return with_peer(region, peer)
     finally:
         sdk_leave()
-
-
-def partner_check(region: Region, peer: Any) -> Any:
-    """``partnered`` with a partner expression: the wrapper while its site's checks last."""
-    global _peer_limit
-    if type(peer) is not str:
-        return with_peer(region, peer)  # raises the AnnotationError
-    if _peer_limit < 0:
-        _peer_limit = check_limit()
-    if _peer_limit:
-        # A site whose checks of this expression are done says so itself: the common call makes no key (an
-        # id(), a tuple and its hash are lines of code and data fetched again in situ).
-        state = current_state()
-        node = child_of(state, region.id)
-        site = node if node is not None and node.owner is type(region) else None
-        if site is not None and site.peers_done is peer:
-            return region
-        key = (id(state.current), type(region), region.id, peer)
-        done = _peer_calls.get(key, 0)
-        if done >= _peer_limit:
-            if site is not None:
-                site.peers_done = peer
-            return region
-        _peer_calls[key] = done + 1
-    return with_peer(region, peer)
 
 
 def flop_call(id: str, expr: str, value: Number | None = None) -> flop:
