@@ -138,11 +138,8 @@ def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice
         if name in given:
             arrays.append(given[name])
             continue
-        traced = model.trace_values.get(name)
-        if traced is None or not np.isfinite(traced).any():
-            raise ModelError(f"{model.quantity}: input {name!r} has no value in the trace; give it "
-                             f"(--set {name}=...)")
-        present = traced[np.isfinite(traced)]
+        present = _traced(model, name)
+        traced = model.trace_values[name]
         if np.all(present == present[0]):
             arrays.append(np.asarray(float(present[0])))
             from_trace[name] = f"{_fmt(present[0])} (traced)"
@@ -166,6 +163,14 @@ def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice
     reducer = {"min": np.nanmin, "max": np.nanmax}.get(rank if isinstance(rank, str) else "", np.nanmean)
     value = reducer(per_rank, axis=0)
     return Evaluation(value if np.ndim(value) else float(value), per_rank, model.ranks, from_trace, unused)
+
+
+def _traced(model: NumericModel, name: str) -> np.ndarray:
+    """The input's traced values on the ranks that declared it; ModelError when none did."""
+    traced = model.trace_values.get(name)
+    if traced is None or not np.isfinite(traced).any():
+        raise ModelError(f"{model.quantity}: input {name!r} has no value in the trace; give it (--set {name}=...)")
+    return traced[np.isfinite(traced)]
 
 
 def _job_size(model: NumericModel, given: Mapping[str, np.ndarray], procs_name: str) -> np.ndarray:
@@ -210,11 +215,7 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
         if name in given:
             inputs[name] = np.broadcast_to(given[name], grid_shape)
             continue
-        traced = model.trace_values.get(name)
-        if traced is None or not np.isfinite(traced).any():
-            raise ModelError(f"{model.quantity}: input {name!r} has no value in the trace; give it "
-                             f"(--set {name}=...)")
-        present = traced[np.isfinite(traced)]
+        present = _traced(model, name)
         if np.all(present == present[0]):
             inputs[name] = np.broadcast_to(np.asarray(float(present[0])), grid_shape)
             from_trace[name] = f"{_fmt(present[0])} (traced)"
