@@ -56,11 +56,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.machine import cputerms, pymessages
+from backends.base import per_rank
+from backends.cpython import exchange
+from backends.cpython import probe as cpython_probe
 from backends.machine import profile as profiles
+from backends.machine import whatif
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
-from backends.maps import MapsBackend, MapsPrediction, whatif
-from backends.maps.measured import per_rank
+from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.signature import Signatures, save_signature_file
 from backends.maps.streams import STREAMS
 from backends.maps.tracedata import measured_c_calls, measured_subscripts, site_hit_rates, site_lines_per_flop
@@ -116,21 +118,23 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
         origin = f"shipped ({name})"
     machine = profiles.load(path)
     measured = []
-    terms = cputerms.python_terms(machine.cpu, str(path))
-    if terms is None:
-        machine.cpu.update(cputerms.measure())
-        measured.append("CPU terms")
+    terms = machine.cpython
+    if terms is None or terms.call_overhead_s is None:
+        section = cpython_probe.measure()
+        if terms is not None and terms.exchange is not None:
+            section["exchange"] = terms.exchange.to_json()
+        machine = profiles.with_block(machine, "cpython", section)
+        measured.append("CPython terms")
     elif terms.annotation_s is None:
-        machine.cpu["annotation_s"] = cputerms.measure_annotation()
+        machine = profiles.with_block(machine, "cpython.annotation_s", cpython_probe.measure_annotation())
         measured.append("the cost of an annotated site")
-    if machine.network is not None and not (machine.network.oversubscribed or {}).get("work"):
-        machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
+    if machine.network is not None and not (machine.network.oversubscribed and machine.network.oversubscribed.work):
+        machine = profiles.with_block(machine, "network.oversubscribed", measure_oversubscribed(ProbeSettings()))
         measured.append("the oversubscribed exchange")
-    if machine.network is not None and machine.network.python_exchange is None:
-        terms = cputerms.python_terms(machine.cpu, str(path))
-        machine.network.python_exchange = pymessages.measure(
+    if machine.network is not None and (machine.cpython is None or machine.cpython.exchange is None):
+        machine = profiles.with_block(machine, exchange.FIELD, exchange.measure(
             machine.caches[-1].size_bytes, latency_s=machine.network.latency_s,
-            call_overhead_s=terms.call_overhead_s if terms else None)
+            call_overhead_s=machine.cpython.call_overhead_s if machine.cpython else None))
         measured.append("the two-rank Python exchange")
     if measured:
         path = machine.save(out / "profile-with-measured-terms.json")
@@ -204,7 +208,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     paper = MapsBackend(signatures=signatures, overlap="sum", streams=streams).predict(builder, machine)
     over = machine.network.oversubscribed if machine.network else None
     slower = None  # the same prediction with the oversubscribed exchange's latency doubled: its slope
-    if over and procs > int(machine.host.get("cpus") or 0):
+    if over and procs > machine.host.cpus:
         doubled = whatif.apply(machine, whatif.parse("network.oversubscribed.latency_s=*2"))
         slower = MapsBackend(signatures=signatures, streams=streams).predict(builder, doubled)
     rows = []
@@ -223,7 +227,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
                      "predicted_sum": slowest(builder, paper.within(path)),
                      "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
                      "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
-        if over and over.get("work") and procs > int(machine.host.get("cpus") or 0):
+        if over and over.work and procs > machine.host.cpus:
             # the model's work per message, and the wall time per message that would make this prediction exact
             messages = slowest(builder, prediction.messages)
             rows[-1]["work_per_message_s"] = slowest(builder, prediction.work_per_message)
@@ -233,9 +237,9 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
         if over and slower is not None:  # the exchange latency that would make this prediction exact
             predicted = slowest(builder, prediction.within(path))
             measured = float(np.max(measured_seconds(builder, path)))
-            slope = (slowest(builder, slower.within(path)) - predicted) / over["latency_s"]
+            slope = (slowest(builder, slower.within(path)) - predicted) / over.latency_s
             if slope > 0:
-                rows[-1]["latency_exact_s"] = over["latency_s"] + (measured - predicted) / slope
+                rows[-1]["latency_exact_s"] = over.latency_s + (measured - predicted) / slope
     if app_name == "cg":
         measured_matvec = float(np.max(measured_seconds(builder, MATVEC)))
         for key, form in (("matvec_error", prediction), ("matvec_error_sum", paper)):
@@ -311,17 +315,17 @@ def main() -> int:
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     machine, profile_path, origin = machine_profile(out, args.profile)
-    terms = cputerms.python_terms(machine.cpu)
-    assert terms is not None
+    terms = machine.cpython
+    assert terms is not None and terms.python_flops is not None and terms.call_overhead_s is not None
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
           f"compiled code; ns per annotation site: {_annotation_text(terms.annotation_s)}", flush=True)
     over = machine.network.oversubscribed if machine.network else None
     if machine.network and over:
-        print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "
-              f"on {over['ranks']} ranks over {over['cores']} cores (the oversubscribed exchange)", flush=True)
-        if over.get("work"):
-            curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.0f}" for row in over["work"])
+        print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over.latency_s * 1e6:.1f} us "
+              f"on {over.ranks} ranks over {over.cores} cores (the oversubscribed exchange)", flush=True)
+        if over.work:
+            curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
             print(f"  with work between messages, us of work -> us per message: {curve}", flush=True)
     cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
     signatures: dict[tuple[str, str], Signatures] = {}
@@ -355,7 +359,7 @@ def main() -> int:
               f"{row['predicted']:12.4g} {measured:11.4g} "
               + " ".join(f"{100 * row[f'error_{name}' if name else 'error']:+7.1f}%" for name in ("", *FORMS))
               + f"   {shares}")
-    cores = int(machine.host.get("cpus") or 0)
+    cores = machine.host.cpus
     rounds = [[r for r in rows if r["round"] == k] for k in range(1, args.repeat + 1)]
     for k, round_rows in enumerate(rounds, 1):
         summary = summarise(round_rows, cores, f"round {k}: " if repeated else "")
@@ -378,7 +382,7 @@ def main() -> int:
                   f"{row.get('wait_exact_s', 0) * 1e6:+.1f} us more wait per message")
     if implied and machine.network and machine.network.oversubscribed:
         print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "
-              f"(the profile's: {machine.network.oversubscribed['latency_s'] * 1e6:.0f})")
+              f"(the profile's: {machine.network.oversubscribed.latency_s * 1e6:.0f})")
     for note in notes:
         print(f"note: {note}")
     (out / "accuracy.json").write_text(json.dumps({"profile": machine.name, "rows": rows, "summary": summary,

@@ -146,7 +146,7 @@ def _number(value: float) -> Any:
 
 
 def _what_if(machine: Any, text: str) -> Any:
-    from backends.maps import whatif
+    from backends.machine import whatif
 
     return whatif.apply(machine, whatif.parse(text))
 

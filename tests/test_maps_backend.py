@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,24 @@ from post_fixtures import Loop, Mpi, Op, Sub, Var, make_trace, octave_value, wri
 
 from backends import registry
 from backends.base import Prediction
-from backends.machine.gafit import Eq1Params
-from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
-from backends.maps import MapsBackend, whatif
-from backends.maps.eq1 import bandwidth_expr
+from backends.machine import whatif
+from backends.machine.eq1 import Eq1Params
+from backends.machine.profile import (
+    CPU,
+    GB,
+    BandwidthFit,
+    CacheLevel,
+    Host,
+    MachineProfile,
+    Memory,
+    NetworkProfile,
+    Oversubscribed,
+)
+from backends.maps import MapsBackend
 from backends.maps.signature import Signatures, load_signature_file, load_signatures, save_signature_file
 from backends.maps.traffic import seconds_per_flop, stream_rows
 from ma_cli.main import main
-from ma_core.errors import BackendError
+from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 
@@ -33,10 +44,10 @@ LATENCY, BANDWIDTH, PEAK = 1e-6, 1e9, 2e9
 
 
 def profile(penalties: bool = False) -> MachineProfile:
-    fit = BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[3.0] if penalties else [],
-                       penalty_x=[0.05] if penalties else [])
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 64, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0},
+    fit = BandwidthFit(latencies=(1.0, C2), plateaus_bytes_per_s=(B1 * GB, B2 * GB),
+                       penalty_f=(3.0,) if penalties else (), penalty_x=(0.05,) if penalties else ())
+    return MachineProfile(name="hand", host=Host("h", "c", 64), caches=(CacheLevel(1, 32768, 8, 64),),
+                          cpu=CPU(PEAK), memory=Memory(4e9),
                           network=NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
                           bandwidth_fit=fit)
 
@@ -63,9 +74,9 @@ def test_eq1_in_sympy_matches_the_numeric_fit() -> None:
     rows = [(1.0, 1.0, 1.0), (0.875, 0.875, 1.0), (0.5, 0.9, 1.0), (0.0, 0.0, 1.0), (0.2, 1.0, 1.0)]
     numeric = params.bandwidth(rows)
     for row, expected in zip(rows, numeric, strict=True):
-        assert float(bandwidth_expr(params, row)) == pytest.approx(expected, rel=1e-12)
+        assert float(params.symbolic(row)) == pytest.approx(expected, rel=1e-12)
     h = sympy.symbols("h1 h2 h3")
-    symbolic = bandwidth_expr(params, h)
+    symbolic = params.symbolic(h)
     assert float(symbolic.subs(dict(zip(h, rows[2], strict=True)))) == pytest.approx(numeric[2], rel=1e-12)
 
 
@@ -208,7 +219,14 @@ def test_what_if_scales_profile_fields() -> None:
     faster = whatif.apply(base, whatif.parse("network.bandwidth=*2"))
     assert faster.network is not None and faster.network.bandwidth_bytes_per_s == 2 * BANDWIDTH
     slower = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs[1]=/5"))
-    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.plateaus_gbs == [B1, B2 / 5]
+    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.plateaus_bytes_per_s == (B1 * GB, B2 * GB / 5)
+    assert base.bandwidth_fit is not None and base.bandwidth_fit.plateaus_bytes_per_s[1] == B2 * GB  # a new profile
+    # a GB/s field is set in GB/s, as the document writes it; a whole field stays whole where the change leaves it
+    set_to = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs=8"))
+    assert set_to.bandwidth_fit is not None and set_to.bandwidth_fit.plateaus_bytes_per_s == (8e9, 8e9)
+    assert whatif.apply(base, whatif.parse("caches[0].size_bytes=*2")).caches[0].size_bytes == 65536
+    with pytest.raises(ProfileError, match="whole number of sets"):  # the changed profile is validated again
+        whatif.apply(base, whatif.parse("caches[0].ways=*3"))
     assert whatif.apply(base, whatif.parse("cpu.peak=4e9")).peak_flops == 4e9
     with pytest.raises(BackendError, match=r"has no field 'network\.speed'"):
         whatif.apply(base, whatif.parse("network.speed=*2"))
@@ -259,7 +277,9 @@ def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.Cap
     machine_file = profile().save(tmp_path / "hand.json")
     assert main(["predict", str(run), "--machine", str(machine_file), "--backend", "peak", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["backend"] == "peak" and "subroutines" not in report and report["total_s"] > 0
+    assert report["backend"] == "peak" and report["total_s"] > 0
+    # any backend that names its sites' subroutines (the Prediction base's) gets them in the report
+    assert {row["name"] for row in report["subroutines"]} == {"solve", ""} and "assumed_hit_rates" not in report
 
 
 def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_path: Path) -> None:
@@ -297,7 +317,7 @@ def test_python_sites_use_the_numpy_rate_and_c_sites_the_peak() -> None:
     assert float(next(s for s in python.sites if s.path == flop).compute.subs(values)) == pytest.approx(20000 / 1e8)
     assert float(next(s for s in c.sites if s.path == flop).compute.subs(values)) == pytest.approx(20000 / PEAK)
     without = MapsBackend().predict(builder(), profile())
-    assert any("no cpu.python_flops" in note for note in without.notes)
+    assert any("no cpython.python_flops" in note for note in without.notes)
     with pytest.raises(BackendError, match="python_flops must be > 0"):
         MapsBackend(python_flops=0)
 
@@ -339,10 +359,10 @@ def test_messages_beyond_one_rank_per_core_use_the_oversubscribed_exchange() -> 
     proportion to the ranks per core beyond one: e = max(0, p/2 - 1) / (4/2 - 1)."""
     values = {"n": 10, "m": 1000}
     over_latency, over_bandwidth = 21e-6, BANDWIDTH / 4
-    machine = profile()
-    assert machine.network is not None
-    machine.network.oversubscribed = {"version": 1, "pattern": "exchange", "ranks": 4, "cores": 2,
-                                      "latency_s": over_latency, "bandwidth_bytes_per_s": over_bandwidth}
+    plain_network = profile().network
+    assert plain_network is not None
+    machine = replace(profile(), network=replace(plain_network, oversubscribed=Oversubscribed(
+        4, 2, over_latency, over_bandwidth, version=1, extra={"pattern": "exchange"})))
     plain = MapsBackend(cores=2).predict(builder(), profile())
     shared = MapsBackend(cores=2).predict(builder(), machine)
     assert any("oversubscribed" in note for note in shared.notes)
@@ -390,9 +410,9 @@ def test_measured_traffic_prices_a_flop_site_without_loadstore(tmp_path: Path) -
 
 
 def test_stream_rows_and_seconds_per_flop_by_hand() -> None:
-    three = MachineProfile(name="three", host={"hostname": "h", "cpu_model": "c", "cpus": 2, "measured_at": ""},
-                           caches=[CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 128)],
-                           cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0})
+    three = MachineProfile(name="three", host=Host("h", "c", 2),
+                           caches=(CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 128)),
+                           cpu=CPU(PEAK), memory=Memory(4e9))
     assert stream_rows(three) == [(0.875, 1.0, 1.0), (0.875, 0.9375, 1.0)]
     assert seconds_per_flop((9.0, 0.5, 0.25), 64, (32e9, 8e9)) == pytest.approx(0.5 * 64 / 32e9 + 0.25 * 64 / 8e9)
     with pytest.raises(ValueError, match="3 levels of lines per flop for 2 levels"):

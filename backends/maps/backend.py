@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sympy
 
@@ -46,9 +46,8 @@ from ma_core.errors import BackendError
 from ma_post.sympy_expr import as_expr
 
 from ..base import Backend, Prediction, SitePrediction
-from ..machine.cputerms import ANNOTATION_KINDS
+from ..cpython.section import ANNOTATION_KINDS
 from . import network
-from .eq1 import bandwidth_expr
 from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops, shrink_compute
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .signature import Signatures, assumed_hit_rates, check_hit_rates
@@ -77,10 +76,9 @@ OVERLAPS = ("auto", "net", "sum", "max")
 
 @dataclass(frozen=True)
 class MapsPrediction(Prediction):
-    """A :class:`Prediction` with what the maps backend knows besides: each site's subroutine, the hit rates
-    each loadstore site was convolved with, and which of them were assumed."""
+    """A :class:`Prediction` with what the maps backend knows besides: the hit rates each loadstore site was
+    convolved with, and which of them were assumed."""
 
-    subroutines: Mapping[str, str] = field(default_factory=dict)  # site path -> innermost subroutine ("" = none)
     hit_rates: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()  # loadstore sites without a signature
     stated: tuple[str, ...] = ()  # loadstore sites at the hit rates their annotation states (hits=), not measured
@@ -96,42 +94,17 @@ class MapsPrediction(Prediction):
         return sympy.Add(*(e for p, e in self.interpreter.items()
                            if not path or p == path or p.startswith(path + "/")))
 
-    def by_subroutine(self) -> dict[str, SitePrediction]:
-        """Parts summed over the sites of each subroutine (innermost enclosing one)."""
-        out: dict[str, SitePrediction] = {}
-        for site in self.sites:
-            name = self.subroutines.get(site.path, "")
-            old = out.get(name)
-            out[name] = site if old is None else SitePrediction(
-                name, old.compute + site.compute, old.memory + site.memory, old.communication + site.communication)
-        return {name: SitePrediction(name, s.compute, s.memory, s.communication) for name, s in out.items()}
-
-    def within(self, path: str) -> sympy.Expr:
-        """Seconds per rank of the sites at or below site path ``path`` (any region: a loop, a subroutine)."""
-        inside = [s.total for s in self.sites if s.path == path or s.path.startswith(path + "/")]
-        if not inside:
-            raise BackendError(f"no predicted site lies at or below {path!r}")
-        return sympy.Add(*inside)
-
-    def subroutine_total(self, name: str) -> sympy.Expr:
-        """Seconds per rank of every site inside subroutine path ``name`` (its nested subroutines included)."""
-        def within(path: str) -> bool:
-            owner = self.subroutines.get(path, "")
-            return owner == name or owner.startswith(name + "/")
-
-        inside = [s.total for s in self.sites if within(s.path)]
-        if not inside:
-            raise BackendError(f"no predicted site lies in subroutine {name!r}")
-        return sympy.Add(*inside)
+    def report_fields(self) -> dict[str, Any]:
+        return {"assumed_hit_rates": list(self.assumed), "stated_hit_rates": list(self.stated)}
 
 # Options that override a figure of the machine profile: (option, metavar, what it is, where the default comes from)
 PROFILE_FIGURE_OPTIONS = (
-    ("--call-overhead", "SECONDS", "seconds per call from Python into compiled code", "cpu.call_overhead_s, else 0"),
-    ("--subscript-cost", "SECONDS", "seconds per subscript of a Python program",
-     "cpu.python_probe.subscripts, else 0"),
-    ("--python-flops", "FLOP/S", "compute rate of a Python program's sites", "cpu.python_flops, else the peak"),
+    ("--call-overhead", "SECONDS", "seconds per call from Python into compiled code",
+     "cpython.call_overhead_s, else 0"),
+    ("--subscript-cost", "SECONDS", "seconds per subscript of a Python program", "cpython.subscripts, else 0"),
+    ("--python-flops", "FLOP/S", "compute rate of a Python program's sites", "cpython.python_flops, else the peak"),
     ("--annotation-cost", "SECONDS", "seconds per call of any annotation site of a Python program",
-     "cpu.annotation_s by kind, else 0"),
+     "cpython.annotation_s by kind, else 0"),
 )
 
 
@@ -215,7 +188,6 @@ class MapsBackend(Backend):
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
-        from ..machine.cputerms import python_terms
         from .signature import load_signature_file
 
         assumed = None
@@ -225,7 +197,6 @@ class MapsBackend(Backend):
                 assumed = [float(h) for h in text.split(",")]
             except ValueError:
                 raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
-        python_terms(machine.cpu, machine.name)  # a bad CPU-terms block fails here, naming the field
         signatures = getattr(options, "signatures", None)
         return cls(overlap=getattr(options, "overlap", "auto"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
@@ -239,11 +210,9 @@ class MapsBackend(Backend):
     def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
         """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
         profile's CPU terms, else 0 and None (the peak)."""
-        from ..machine.cputerms import python_terms
-
-        terms = python_terms(machine.cpu, machine.name)
+        terms = machine.cpython
         overhead = self.call_overhead_s if self.call_overhead_s is not None else (
-            terms.call_overhead_s if terms else 0.0)
+            terms.call_overhead_s if terms and terms.call_overhead_s is not None else 0.0)
         rate = self.python_flops if self.python_flops is not None else (terms.python_flops if terms else None)
         return overhead, rate
 
@@ -255,9 +224,7 @@ class MapsBackend(Backend):
             return _every_kind(0.0)
         if self.annotation_s is not None:
             return self.annotation_s
-        from ..machine.cputerms import python_terms
-
-        terms = python_terms(machine.cpu, machine.name)
+        terms = machine.cpython
         return dict(terms.annotation_s) if terms and terms.annotation_s else None
 
     def compute_rate(self, model: ModelBuilder, machine: MachineProfile) -> tuple[float, str]:
@@ -291,7 +258,7 @@ class MapsBackend(Backend):
 
         rate, rate_name = self.compute_rate(model, machine)
         if rate_name == "peak_flops" and "python" in model.ts.language.split("+"):
-            notes.append(f"profile {machine.name!r} has no cpu.python_flops: a Python program's flops priced at "
+            notes.append(f"profile {machine.name!r} has no cpython.python_flops: a Python program's flops priced at "
                          "the FMA peak")
         flop_rate = sympy.Float(rate)
         for term in model.model("flops", inline=True).terms:
@@ -317,7 +284,7 @@ class MapsBackend(Backend):
             used[path] = row
             words[path] = term.expr
             if row not in bandwidth_cache:
-                bandwidth_cache[row] = bandwidth_expr(params, row) * sympy.Float(1e9)
+                bandwidth_cache[row] = params.symbolic(row)
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
         traffic = self._measured_traffic(model, machine, add)
         if traffic:
@@ -328,7 +295,7 @@ class MapsBackend(Backend):
         self._subscript_term(model, machine, interpreter, add, notes)
         annotation = self.annotation_cost(model, machine)
         if annotation is None:
-            notes.append(f"profile {machine.name!r} has no cpu.annotation_s: the annotated sites' own cost not "
+            notes.append(f"profile {machine.name!r} has no cpython.annotation_s: the annotated sites' own cost not "
                          "counted (ma machine probe measures it)")
         elif any(annotation.values()):
             self._annotation_term(model, annotation, interpreter, add)
@@ -403,13 +370,11 @@ class MapsBackend(Backend):
         the kernels' paths (none without the profile's CSR curve, which the notes then say)."""
         from ma_post import to_sympy
 
-        from ..machine.cputerms import csr_rows_curve
-
-        curve = csr_rows_curve(machine.cpu, machine.name)
-        if curve is None:
-            notes.append(f"profile {machine.name!r} has no cpu.python_probe.csr_rows (ma machine probe measures it): "
+        if machine.cpu.csr_rows is None:
+            notes.append(f"profile {machine.name!r} has no cpu.csr_rows (ma machine probe measures it): "
                          "the kernels stated as CSR row loops are priced like any other")
             return sites, set()
+        curve = machine.cpu.csr_rows.points
         found = {s.path: s for s in model.ts.walk()}
         types = {path: s.type for path, s in found.items()}
         kernels: dict[str, list[str]] = {}
@@ -418,7 +383,7 @@ class MapsBackend(Backend):
                 kernels.setdefault(kernel_of(types, s.path), []).append(s.path)
         chains: dict[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]] = {}
         assert machine.bandwidth_fit is not None  # predict() checked
-        l1_hit = bandwidth_expr(machine.bandwidth_fit.params(), [1.0] * machine.levels) * sympy.Float(1e9)
+        l1_hit = machine.bandwidth_fit.params().symbolic([1.0] * machine.levels)
         for path, texts in self.signature_rows.items():
             site = found.get(path)
             if site is None:  # a signature serves every run of its class, whatever sites this one has
@@ -436,7 +401,7 @@ class MapsBackend(Backend):
             chains[kernel] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound), as_expr(in_l1).subs(bound))
         if chains:
             notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: their rows' add chains on "
-                         f"cpu.python_probe.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
+                         f"cpu.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
         return price_row_loops(sites, kernels, chains, interpreter), set(chains)
 
     def _unmatched_signatures(self, model: ModelBuilder) -> list[str]:
@@ -451,7 +416,7 @@ class MapsBackend(Backend):
 
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
-        return self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
+        return self.cores if self.cores is not None else machine.host.cpus
 
     def _time_share(self, model: ModelBuilder, machine: MachineProfile, notes: list[str]) -> sympy.Expr:
         """max(1, nprocs / cores): with more ranks than cores, each rank has the cores part of the time (compute,
@@ -495,15 +460,14 @@ class MapsBackend(Backend):
                         add: Callable[[str, str, str, sympy.Expr], None], notes: list[str]) -> None:
         """The price of a subscript x the subscripts per execution (measured, or a signature's; the children's
         taken out as for the calls) x the site's executions, into the site's interpreter term."""
-        from ..machine.subscripts import subscript_seconds
-
         ts = model.ts
         per_execution = {**measured_subscripts(ts), **self.signature_subscripts}
         if not per_execution:
             return
-        price = self.subscript_s if self.subscript_s is not None else subscript_seconds(machine.cpu, machine.name)
+        measured = machine.cpython.subscripts if machine.cpython else None
+        price = self.subscript_s if self.subscript_s is not None else (measured.seconds if measured else None)
         if price is None:
-            notes.append(f"profile {machine.name!r} has no cpu.python_probe.subscripts (ma machine subscripts PROFILE "
+            notes.append(f"profile {machine.name!r} has no cpython.subscripts (ma machine subscripts PROFILE "
                          "measures it): the counted subscripts charged nothing")
             return
         if not price:
@@ -515,7 +479,7 @@ class MapsBackend(Backend):
             _charge_interpreter(ts, site, sympy.Float(price) * sympy.Float(counted) * model.executions(site),
                                 interpreter, add)
         notes.append(f"subscripts (ma run --counters ccalls) at {price * 1e9:.0f} ns each "
-                     "(cpu.python_probe.subscripts), in the interpreter term")
+                     "(cpython.subscripts), in the interpreter term")
 
     @staticmethod
     def _annotation_term(model: ModelBuilder, annotation_s: Mapping[str, float], interpreter: dict[str, sympy.Expr],
@@ -565,10 +529,10 @@ class MapsBackend(Backend):
         with more ranks than cores only its zero-work part, the mpi4py calls' (the oversubscribed curve has the
         wait then); 0, with a note, for a profile without the curve. L and the call cost taken out are the
         block's reference (the profile's when measured), so a what-if on either moves the message by its change."""
-        from ..machine.pymessages import FIELD, read_curve
+        from ..cpython.exchange import FIELD
 
         assert machine.network is not None  # _communication checked
-        found = read_curve(machine.network.python_exchange, machine.name)
+        found = machine.cpython.exchange if machine.cpython else None
         if found is None:
             notes.append(f"profile {machine.name!r} has no {FIELD}: a Python program's messages priced at the C "
                          "ping-pong's latency (ma machine exchange PROFILE measures the curve)")

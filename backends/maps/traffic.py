@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from .eq1 import bandwidth_expr
-
 if TYPE_CHECKING:
     from ..machine.profile import MachineProfile
 
@@ -48,7 +46,7 @@ def stream_bandwidths(machine: MachineProfile) -> list[float]:
     if machine.bandwidth_fit is None:
         return []
     params = machine.bandwidth_fit.params()
-    return [float(bandwidth_expr(params, row)) * 1e9 for row in stream_rows(machine)]
+    return [float(params.symbolic(row)) for row in stream_rows(machine)]
 
 
 def seconds_per_flop(lines_per_flop: Sequence[float], line_bytes: int, bandwidths: Sequence[float]) -> float:
