@@ -2,9 +2,10 @@
 
 A backend turns a symbolic model of a program (:class:`ma_post.ModelBuilder`: per-site flops, loads/stores
 and messages in the program's input parameters) and a :class:`MachineProfile` into a :class:`Prediction`:
-per site, the time spent computing, moving memory and communicating, as SymPy expressions that stay
-symbolic in whatever inputs ``parameters`` leaves unbound, so the prediction evaluates at any problem
-class and process count and exports like any other model.
+per site, the time spent computing, moving memory, communicating and in the language's runtime (an interpreter's
+own work: :mod:`backends.cpython` for Python; nothing for a compiled program), as SymPy expressions that stay
+symbolic in whatever inputs ``parameters`` leaves unbound, so the prediction evaluates at any problem class and
+process count and exports like any other model.
 """
 
 from __future__ import annotations
@@ -25,23 +26,32 @@ if TYPE_CHECKING:
 
     from .machine.profile import MachineProfile
 
-PARTS = ("compute", "memory", "communication")
+PARTS = ("compute", "memory", "communication", "runtime")
+
+
+def _zero() -> sympy.Expr:
+    import sympy
+
+    return sympy.Integer(0)
 
 
 @dataclass(frozen=True)
 class SitePrediction:
-    """Predicted seconds per rank spent at one annotation site, split into the three parts of the PMaC
-    convolution (perc_framework.txt, Eq. 1-2). ``path`` is the site's path in the trace's site tree."""
+    """Predicted seconds per rank spent at one annotation site, split into the parts of the PMaC convolution
+    (perc_framework.txt, Eq. 1-2) and the runtime part: the seconds the language's runtime spends on its own
+    work there (the CPython interpreter's calls into compiled code, subscripts, annotations; 0 for a compiled
+    program). ``path`` is the site's path in the trace's site tree."""
 
     path: str
     compute: sympy.Expr
     memory: sympy.Expr
     communication: sympy.Expr
+    runtime: sympy.Expr = field(default_factory=_zero)
 
     @property
     def total(self) -> sympy.Expr:
-        """Sum of the three parts (a backend that overlaps them reports the overlap in its parts)."""
-        return self.compute + self.memory + self.communication
+        """Sum of the four parts (a backend that overlaps them reports the overlap in its parts)."""
+        return self.compute + self.memory + self.communication + self.runtime
 
 
 @dataclass(frozen=True)
@@ -104,13 +114,15 @@ class Prediction:
         rates were assumed)."""
         return {}
 
-    def part(self, name: str) -> sympy.Expr:
-        """Whole-program seconds of one part (``compute``, ``memory`` or ``communication``)."""
+    def part(self, name: str, within: str = "") -> sympy.Expr:
+        """Seconds per rank of one part (``compute``, ``memory``, ``communication`` or ``runtime``) over the whole
+        program, or over the sites at or below site path ``within``."""
         import sympy
 
         if name not in PARTS:
             raise ValueError(f"unknown part {name!r}: expected one of {', '.join(PARTS)}")
-        return sympy.Add(*(getattr(site, name) for site in self.sites))
+        return sympy.Add(*(getattr(site, name) for site in self.sites
+                           if not within or site.path == within or site.path.startswith(within + "/")))
 
     @property
     def total(self) -> sympy.Expr:

@@ -5,10 +5,11 @@ of the whole timed loop.
                                      [--streams vector|eq1] [--repeat N]
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
-the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
-``cpu.python_flops``), the oversubscribed exchange (``network.oversubscribed``: messages on more ranks than
-cores) and the two-rank Python exchange (``network.python_exchange``) come from ``ma machine probe``, measured
-once, independently of these programs (a profile without them gets them measured here first, said so).
+the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPython terms
+(``cpython.call_overhead_s``, ``cpython.python_flops``), the oversubscribed exchange (``network.oversubscribed``:
+messages on more ranks than cores) and the two-rank Python exchange (``cpython.exchange``) come from
+``ma machine probe``, measured once, independently of these programs (a profile without them gets them measured
+here first, said so).
 
 The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
@@ -56,21 +57,21 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.base import per_rank
+from backends.base import PARTS, per_rank
 from backends.cpython import exchange
 from backends.cpython import probe as cpython_probe
+from backends.cpython.tracedata import measured_c_calls, measured_subscripts
 from backends.machine import profile as profiles
 from backends.machine import whatif
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.signature import Signatures, save_signature_file
 from backends.maps.streams import STREAMS
-from backends.maps.tracedata import measured_c_calls, measured_subscripts, site_hit_rates, site_lines_per_flop
+from backends.maps.tracedata import site_hit_rates, site_lines_per_flop
 from ma_post import ModelBuilder
 from ma_post.traceset import load
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = ("compute", "memory", "communication")
 FORMS = ("sum", "max", "net")  # --overlap forms printed beside the default (auto): the paper's sum and max, net
 MATVEC = "conj_loop/conj_grad/cgit/matvec"  # CG's product in the timed loop, its error printed on its own
 
@@ -215,10 +216,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
                    and s.path.startswith(app.timed_loop + "/")]
     for label, path in (("timed loop", app.timed_loop), (app.subroutine.rsplit("/", 1)[-1], app.subroutine)):
-        sites = [s for s in prediction.sites if s.path == path or s.path.startswith(path + "/")]
-        parts = {p: slowest(builder, sum((getattr(s, p) for s in sites), 0)) for p in PARTS}
-        parts["interpreter"] = slowest(builder, prediction.interpreter_total(path))
-        parts["compute"] -= parts["interpreter"]
+        parts = {p: slowest(builder, prediction.part(p, path)) for p in PARTS}
         rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "app": app_name, "class": klass,
                      "procs": procs, "round": round_, "region": label, "path": path,
                      "predicted": slowest(builder, prediction.within(path)),
@@ -347,14 +345,14 @@ def main() -> int:
     repeated = args.repeat > 1
     print(f"\n{'case':<12} " + ("run " if repeated else "") + f"{'region':<11} {'predicted s':>12} "
           f"{'measured s':>11} {'error':>8} " + " ".join(f"{name:>7}" for name in FORMS)
-          + "   share of the prediction: compute / memory / comm / interpreter")
+          + "   share of the prediction: compute / memory / comm / runtime")
     for row in rows:
         measured = row["measured"]
         for name in ("", *FORMS):
             key = f"_{name}" if name else ""
             row[f"error{key}"] = (row[f"predicted{key}"] - measured) / measured
         parts = row["parts"]
-        shares = " / ".join(f"{100 * parts[p] / row['predicted']:.0f}%" for p in (*PARTS, "interpreter"))
+        shares = " / ".join(f"{100 * parts[p] / row['predicted']:.0f}%" for p in PARTS)
         print(f"{row['case']:<12} " + (f"{row['round']:>3} " if repeated else "") + f"{row['region']:<11} "
               f"{row['predicted']:12.4g} {measured:11.4g} "
               + " ".join(f"{100 * row[f'error_{name}' if name else 'error']:+7.1f}%" for name in ("", *FORMS))
@@ -378,7 +376,7 @@ def main() -> int:
     for row in rows:
         if "work_per_message_s" in row and row["region"] == "timed loop":
             print(f"{label(row)}: work per message {row['work_per_message_s'] * 1e6:.1f} us (compute + memory + "
-                  f"interpreter over the whole run's messages); the prediction would be exact with "
+                  f"runtime over the whole run's messages); the prediction would be exact with "
                   f"{row.get('wait_exact_s', 0) * 1e6:+.1f} us more wait per message")
     if implied and machine.network and machine.network.oversubscribed:
         print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "

@@ -16,9 +16,6 @@ if TYPE_CHECKING:
     from ma_post.evaluation import RankChoice
     from ma_post.report.build import PredictionSummary
 
-PARTS = ("compute", "memory", "communication")
-
-
 def add_backend_option(parser: CommandParser, what: str) -> None:
     """``--backend`` and ``--machine``, and every installed backend's own options as ``ma predict`` has them."""
     from ma_cli.commands.predict import add_backend_arguments_when_parsed

@@ -15,10 +15,10 @@ import sympy
 from test_maps_backend import BANDWIDTH, LATENCY, builder, halo_seconds, profile
 
 from backends.cpython import exchange
+from backends.cpython.runtime import message_extra as python_message_extra
 from backends.cpython.section import EXCHANGE_CALLS, EXCHANGE_PATTERN
 from backends.machine.profile import MachineProfile, from_json, load, with_block
 from backends.maps import MapsBackend
-from backends.maps.network import python_message_extra
 from ma_cli.main import main
 from ma_core.errors import ProfileError
 from ma_post.export.octave import export_octave

@@ -13,6 +13,7 @@ import pytest
 from post_fixtures import Loop, Op, Var, make_trace
 
 from backends.cpython import probe as cpython_probe
+from backends.cpython.runtime import Overrides, PythonRuntime
 from backends.cpython.section import CPythonTerms, Exchange, Subscripts, WorkPoint
 from backends.machine import profile as profiles
 from backends.machine import whatif
@@ -68,9 +69,12 @@ def test_measured_section_is_plausible_and_round_trips(tmp_path: Path) -> None:
     assert (read.call_overhead_s, read.python_flops, read.annotation_s) == (
         section["call_overhead_s"], section["python_flops"], section["annotation_s"])
     assert read.subscripts is not None and read.subscripts.seconds == section["subscripts"]["seconds"]
-    assert MapsBackend().cpu_terms(loaded) == (read.call_overhead_s, read.python_flops)
-    assert MapsBackend(call_overhead_s=0.0).cpu_terms(loaded) == (0.0, read.python_flops)
-    assert MapsBackend().cpu_terms(hand_profile()) == (0.0, None)  # a profile without them: none, the peak
+    runtime = PythonRuntime(loaded.cpython, loaded.name)
+    assert (runtime.call_overhead_s, runtime.python_flops) == (read.call_overhead_s, read.python_flops)
+    given = PythonRuntime(loaded.cpython, loaded.name, Overrides(call_overhead_s=0.0))
+    assert (given.call_overhead_s, given.python_flops) == (0.0, read.python_flops)
+    bare = PythonRuntime(None, "bare")  # a profile without them: no call cost, and the peak (no NumPy rate)
+    assert (bare.call_overhead_s, bare.python_flops, bare.annotation_s) == (0.0, None, None)
 
 
 def test_a_profile_written_before_the_section_loads_into_it(tmp_path: Path) -> None:
@@ -157,7 +161,7 @@ def test_annotation_cost_is_charged_once_per_site_call_by_kind() -> None:
     # three MPI sites n times; the bcast once
     extra = region + loop + 2 * 10 * region + 3 * 10 * mpi + mpi
     assert charged.evaluate(values) - plain.evaluate(values) == pytest.approx(extra)
-    assert float((charged.interpreter_total("solve/it") - plain.interpreter_total("solve/it")).subs(values)) == \
+    assert float((charged.part("runtime", "solve/it") - plain.part("runtime", "solve/it")).subs(values)) == \
         pytest.approx(loop + 2 * 10 * region + 3 * 10 * mpi)
     assert MapsBackend(annotation_s=cost).predict(builder(language="c"), profile()).evaluate(values) == \
         pytest.approx(MapsBackend().predict(builder(language="c"), profile()).evaluate(values))  # C: not charged

@@ -184,15 +184,13 @@ def test_auto_is_net_at_the_peak_and_sum_at_the_numpy_rate() -> None:
     assert net.evaluate(values) == pytest.approx(10 * (2 + 1) * 1000 / 1e9 + 10 * 3000 * 8 / hand_f(0.875))
 
 
-def test_net_keeps_the_interpreter_term_whole() -> None:
-    """The per-call term is not flop time: net takes the probe's flops out of the flops only, never below 0."""
+def test_net_keeps_the_runtime_part_whole() -> None:
+    """The runtime part is not flop time: net takes the probe's flops out of the flops only, never below 0."""
     values = {"n": 10, "m": 1000}
-    b = kernel_builder("2*m", "3*m")
-    net = MapsBackend(overlap="net", call_overhead_s=1e-4).predict(b, profile(), {})
-    calls = sum(float(e.subs(values)) for p, e in net.interpreter.items() if p.startswith("it/k"))
-    assert calls > 0
-    kernel = sum(float(s.compute.subs(values)) for s in net.sites if s.path.startswith("it/k"))
-    assert kernel == pytest.approx(calls)
+    b = kernel_builder("2*m", "3*m", "python")
+    net = MapsBackend(overlap="net", call_overhead_s=1e-4, python_flops=PEAK).predict(b, profile(), {})
+    assert float(net.part("runtime", "it/k").subs(values)) == pytest.approx(10 * 1e-4)  # one call per execution
+    assert float(net.part("compute", "it/k").subs(values)) == 0.0  # 2m flops under the probe's 3m
 
 
 def test_penalties_and_symbolic_inputs_stay_symbolic() -> None:
@@ -272,7 +270,13 @@ def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.Cap
     # no measured calls: one per execution of the flop, loadstore and MPI sites (5 x 10 in the loop, 1 bcast)
     assert charged.evaluate(values) - plain == pytest.approx(51 * 1e-6)
     assert len(charged.assumed_calls) == 6 and any("charged one call per execution" in n for n in charged.notes)
-    assert float(charged.interpreter_total("solve").subs(values)) == pytest.approx(50e-6)
+    assert float(charged.part("runtime", "solve").subs(values)) == pytest.approx(50e-6)
+    assert float(charged.part("compute").subs(values)) == pytest.approx(
+        float(MapsBackend().predict(builder(), profile()).part("compute").subs(values)))  # the calls are not compute
+    # a C program has no runtime part, whatever the options: they apply to Python programs only, and it says so
+    c_program = MapsBackend(call_overhead_s=1e-6).predict(builder(language="c"), profile())
+    assert c_program.part("runtime") == 0 and c_program.assumed_calls == ()
+    assert any("not Python" in note for note in c_program.notes)
     run = write_run(tmp_path / "run", program(), 2)
     machine_file = profile().save(tmp_path / "hand.json")
     assert main(["predict", str(run), "--machine", str(machine_file), "--backend", "peak", "--format", "json"]) == 0
@@ -293,7 +297,7 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
     prediction = MapsBackend(signatures=signatures, call_overhead_s=1e-6).predict(builder(), profile())
     assert prediction.assumed_calls == ()  # measured calls: no site is charged the assumed one call
     # per execution x executions: the loop body n times, the subroutine once; symbolic in n
-    total = prediction.interpreter_total()
+    total = prediction.part("runtime")
     assert prediction.free_inputs == ["m", "n", "nprocs"] and sympy.Symbol("n") in total.free_symbols
     for n in (1, 10, 1000):
         assert float(total.subs({"n": n, "nprocs": 4})) == pytest.approx(3e-6 * n + 2e-6 * n + 5e-6, rel=1e-12)
@@ -322,7 +326,7 @@ def test_python_sites_use_the_numpy_rate_and_c_sites_the_peak() -> None:
         MapsBackend(python_flops=0)
 
 
-def test_the_interpreter_term_is_never_hidden_by_memory_in_the_max_overlap() -> None:
+def test_the_runtime_part_is_never_hidden_by_memory_in_the_max_overlap() -> None:
     values = {"n": 10, "m": 1000, "nprocs": 4}
     summed = MapsBackend(call_overhead_s=1e-4).predict(builder(), profile(), {})
     overlapped = MapsBackend(call_overhead_s=1e-4, overlap="max").predict(builder(), profile(), {})
@@ -330,7 +334,7 @@ def test_the_interpreter_term_is_never_hidden_by_memory_in_the_max_overlap() -> 
     calls = 2 * 10 * 1e-4  # the flop and the loadstore site: one call per execution each
 
     def block_time(p: Prediction) -> float:
-        return sum(float((s.compute + s.memory).subs(values)) for s in p.sites if s.path.startswith("solve/it/")
+        return sum(float(s.total.subs(values)) for s in p.sites if s.path.startswith("solve/it/")
                    and s.path.rsplit("/", 1)[-1] in ("fl", "ls"))
 
     assert block_time(summed) == pytest.approx(compute + memory + calls)
@@ -348,8 +352,8 @@ def test_more_ranks_than_cores_time_share_them() -> None:
             assert float(shared.part(part).subs(point)) == pytest.approx(factor * float(alone.part(part).subs(point)))
         assert float(shared.part("communication").subs(point)) == pytest.approx(
             float(alone.part("communication").subs(point)))
-        assert float(shared.interpreter_total().subs(point)) == pytest.approx(
-            factor * float(alone.interpreter_total().subs(point)))
+        assert float(shared.part("runtime").subs(point)) == pytest.approx(
+            factor * float(alone.part("runtime").subs(point)))
     with pytest.raises(BackendError, match="cores must be >= 0"):
         MapsBackend(cores=-1)
 

@@ -14,9 +14,9 @@ from post_fixtures import Loop, Op, Var, make_trace, octave_value
 
 from backends.machine import csrrows
 from backends.machine import profile as profiles
+from backends.machine.curves import constant_ends as seconds_per_entry
 from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
-from backends.maps.rowchain import seconds_per_entry
 from backends.maps.signature import Signatures, load_signature_file, save_signature_file
 from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder

@@ -1,6 +1,6 @@
 """The subscript term: a subscript's price probed into ``cpython.subscripts`` (``backends/cpython/subscripts.py``),
-read back with errors naming the field, and charged per counted subscript per execution in the interpreter term
-(``backends/maps/backend.py``)."""
+read back with errors naming the field, and charged per counted subscript per execution in the runtime part
+(``backends/cpython/runtime.py``)."""
 
 from __future__ import annotations
 
@@ -51,19 +51,19 @@ def test_subscripts_per_execution_times_the_price_scale_with_the_trip_counts(tmp
     assert saved.subscripts == {"solve/it": 4.0, "solve": 2.0}
     machine = profiles.from_json(with_subscript_price(1e-7), "<hand>")
     prediction = MapsBackend(signatures=saved, call_overhead_s=0.0).predict(builder(), machine)
-    total = prediction.interpreter_total("solve")
+    total = prediction.part("runtime", "solve")
     assert sympy.Symbol("n") in total.free_symbols
     for n in (1, 10, 1000):
         assert float(total.subs({**VALUES, "n": n})) == pytest.approx(4e-7 * n + 2e-7, rel=1e-12)
     assert any("subscripts" in note and "100 ns" in note for note in prediction.notes)
     # with the calls: 1 us per call per iteration besides; and the override and a what-if move the price alike
-    both = MapsBackend(signatures=saved).predict(builder(), machine).interpreter_total("solve")
+    both = MapsBackend(signatures=saved).predict(builder(), machine).part("runtime", "solve")
     assert float(both.subs(VALUES)) == pytest.approx(10 * (1e-6 + 4e-7) + 2e-7, rel=1e-12)
     doubled = whatif.apply(machine, whatif.parse("cpu.subscript=*2"))
-    again = MapsBackend(signatures=saved, call_overhead_s=0.0).predict(builder(), doubled).interpreter_total("solve")
+    again = MapsBackend(signatures=saved, call_overhead_s=0.0).predict(builder(), doubled).part("runtime", "solve")
     assert float(again.subs(VALUES)) == pytest.approx(2 * (4e-7 * 10 + 2e-7), rel=1e-12)
     given = MapsBackend(signatures=saved, call_overhead_s=0.0, subscript_s=5e-8).predict(builder(), machine)
-    assert float(given.interpreter_total("solve").subs(VALUES)) == pytest.approx(5e-8 * 42, rel=1e-12)
+    assert float(given.part("runtime", "solve").subs(VALUES)) == pytest.approx(5e-8 * 42, rel=1e-12)
     with pytest.raises(BackendError, match="subscript_s must be >= 0"):
         MapsBackend(subscript_s=-1.0)
 
@@ -75,7 +75,7 @@ def test_a_profile_without_the_price_loads_and_the_prediction_says_so() -> None:
     assert old.cpython is not None and old.cpython.subscripts is None
     signatures = Signatures(subscripts={"solve/it": 4.0})
     prediction = MapsBackend(signatures=signatures, call_overhead_s=0.0).predict(builder(), old)
-    assert float(prediction.interpreter_total("solve").subs(VALUES)) == 0.0  # the old behaviour: not charged
+    assert float(prediction.part("runtime", "solve").subs(VALUES)) == 0.0  # the old behaviour: not charged
     assert any("has no cpython.subscripts" in note and "ma machine subscripts" in note
                for note in prediction.notes)
 

@@ -20,22 +20,22 @@ probe measured that exchange with work between messages (its ``work`` curve), L 
 at the program's work per message (:func:`work_wait`).
 
 A Python program's message costs more than the C ping-pong's L: the mpi4py calls and, with work between
-messages, the wait for a late partner; :func:`python_message_extra` reads that off the profile's two-rank
-Python exchange (``cpython.exchange``).
+messages, the wait for a late partner; the runtime part reads that off the profile's two-rank Python exchange
+(:meth:`backends.cpython.runtime.PythonRuntime.message_extra`) and the backend adds it to L.
 
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import sympy
 from sympy.codegen.cfunctions import log2
 
 from ma_post.sympy_expr import as_expr
+
+from ..machine.curves import wall_per_message
 
 if TYPE_CHECKING:
     from ..machine.profile import NetworkProfile, Oversubscribed
@@ -84,31 +84,6 @@ def link(network: NetworkProfile, procs: sympy.Expr, cores: int) -> tuple[sympy.
     return latency + sympy.Float(extra_latency) * excess, 1 / (inverse + sympy.Float(extra_inverse) * excess)
 
 
-def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> sympy.Expr:
-    """Wall seconds per message at ``work`` seconds of work per message, on the measured curve, symbolically.
-
-    Between two measured points with work > 0: linear in log-log (what ``numpy.interp`` of the logs gives,
-    y_i (w/x_i)^b_i); from the zero-work point to the first: linear; beyond the last: the last point's stretch
-    w/x_k y_k (the wall time grows with the work, as it must); below the first point without a zero-work
-    point: the first point's wall time."""
-    w = as_expr(work)
-    pieces: list[tuple[sympy.Expr, sympy.Basic]] = []
-    (x0, y0), rest = curve[0], list(curve[1:])
-    if x0 <= 0 and rest:
-        x1, y1 = rest[0]
-        pieces.append((sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * w, w <= sympy.Float(x1)))
-        (x0, y0), rest = rest[0], rest[1:]
-    else:
-        pieces.append((sympy.Float(y0), w <= sympy.Float(x0)))
-    for x1, y1 in rest:
-        slope = math.log(y1 / y0) / math.log(x1 / x0)
-        pieces.append((sympy.Float(y0) * (w / sympy.Float(x0)) ** sympy.Float(slope), w <= sympy.Float(x1)))
-        x0, y0 = x1, y1
-    tail = sympy.Float(y0 / x0) * w if x0 > 0 else sympy.Float(y0)
-    pieces.append((tail, sympy.true))
-    return sympy.Piecewise(*pieces)
-
-
 def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: sympy.Expr) -> sympy.Expr | None:
     """The latency of a message on ``procs`` ranks over ``cores`` cores when each rank does ``work`` seconds
     (on a core of its own) between messages; None without a work curve (then :func:`link`'s L holds).
@@ -130,15 +105,3 @@ def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: symp
 def _excess(over: Oversubscribed, procs: sympy.Expr, cores: int) -> sympy.Expr:
     """e = max(0, procs/cores - 1) / (r - 1): the ranks per core beyond one, 1 at the probe's ratio r."""
     return sympy.Max(0, procs / cores - 1) / sympy.Float(over.ranks_per_core - 1)
-
-
-def python_message_extra(curve: Sequence[tuple[float, float]], calls: int, latency_s: float, call_overhead_s: float,
-                         work: sympy.Expr) -> sympy.Expr:
-    """Seconds one message of a Python program costs beyond what the model charges elsewhere, at ``work``
-    seconds of work per message: the two-rank Python exchange's wall time per message at that work
-    (``cpython.exchange``, :func:`wall_per_message`) less the work, the C latency L and the exchange's
-    ``calls`` counted calls at ``call_overhead_s`` (the interpreter term charges those at the program's MPI
-    sites), at least 0: max(0, y(w) - w - L - calls c)."""
-    w = as_expr(work)
-    charged = sympy.Float(latency_s + calls * call_overhead_s)
-    return sympy.Max(0, wall_per_message(curve, w) - w - charged)

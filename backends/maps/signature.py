@@ -1,5 +1,5 @@
 """Application signatures: cumulative hit rates per loadstore site (MetaSim's output in PMaC) and calls into
-compiled code per execution of a site (the interpreter term).
+compiled code per execution of a site (the runtime part of a Python program).
 
 Sources, first found wins: the ``signatures`` given to the backend (a signature file, see
 :func:`load_signature_file`), what the trace measured at the site (:mod:`.tracedata`), else the assumed hit

@@ -11,7 +11,7 @@ l_k the lines level k (main memory last) served per flop on the signature run, s
 a stride-1 stream of 8-byte words from level k (1 - 8/line below k, 1 from k on), F the profile's fitted
 Equation 1: the bytes per second MultiMAPS measured streaming from that level, in which every byte of each
 line is used. Times the model's flops, so the term scales with the class like the compute term. L1 hits are
-left out: the compute rate (``cpu.python_flops``, a ufunc in cache) already includes them, and most of the
+left out: the compute rate (``cpython.python_flops``, a ufunc in cache) already includes them, and most of the
 interpreter's own accesses are among them.
 """
 

@@ -298,7 +298,7 @@ def handle_exchange(args: argparse.Namespace) -> int:
 
 def handle_subscripts(args: argparse.Namespace) -> int:
     """``ma machine subscripts``: only the subscript block of ``ma machine probe``'s CPU terms, written into the
-    profile's ``cpu.python_probe`` (which keeps every other field)."""
+    profile's ``cpython`` section (which keeps every other field)."""
     from pathlib import Path
 
     from backends.cpython import subscripts

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from backends.base import PARTS
 from ma_core.errors import MAError
 
 from ..support import (
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
 
     from backends.base import Backend, Prediction
     from ma_post import ModelBuilder, TraceSet
-
-PARTS = ("compute", "memory", "communication")
-
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("predict", help="predict run time from the model and a machine profile")
@@ -146,7 +144,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _shares(rows: list[dict[str, Any]], label: str) -> str:
-    out = [[label, "seconds", "compute", "memory", "comm"]]
+    out = [[label, "seconds", "compute", "memory", "comm", "runtime"]]
     for row in rows:
         total = row["seconds"] or 1.0
         out.append([row["name"] or "(outside subroutines)", number(row["seconds"]),
