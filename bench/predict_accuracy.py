@@ -19,7 +19,8 @@ The application signature is measured before the timed runs, never from them:
   term of a kernel without a loadstore expression, SP's): ``ma run --counters valgrind --cache PROFILE`` at
   1 rank and one iteration (``--niter 1``) of each class it predicts, since where the data sits depends on the
   problem size (CG A takes longest under Valgrind).
-Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
+``ma signature`` makes each class's signature file of the two runs (with CG's CSR row loop stated), the same command
+a user runs. Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
 
 For each run on more ranks than cores it also prints the oversubscribed exchange latency that would have made
@@ -60,14 +61,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backends.base import PARTS, per_rank
 from backends.cpython import exchange
 from backends.cpython import probe as cpython_probe
-from backends.cpython.tracedata import measured_c_calls, measured_subscripts
 from backends.machine import profile as profiles
 from backends.machine import whatif
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction
-from backends.maps.signature import Signatures, save_signature_file
 from backends.maps.streams import STREAMS
-from backends.maps.tracedata import site_hit_rates, site_lines_per_flop
+from backends.signature import Signatures, load_signature_file, save_signature_file
 from ma_post import ModelBuilder
 from ma_post.traceset import load
 
@@ -145,41 +144,39 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
 
 def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Path,
                    enabled: bool) -> tuple[dict[str, Signatures], list[str]]:
-    """Per class predicted: hit rates (its size's Valgrind run) and calls per execution (class S, 2 ranks)."""
+    """Per class predicted, ``ma signature`` of its size's Valgrind run (hit rates, lines per flop) with the calls
+    per execution of class S's ccalls run and the app's CSR row loops: ``DIR/<app>-<class>.signature.json``."""
     app = APPS[app_name]
     notes: list[str] = []
-    calls: dict[str, float] = {}
-    subscripts: dict[str, float] = {}
-    rates: dict[str, dict[str, tuple[float, ...]]] = {}
-    lines: dict[str, dict[str, tuple[float, ...]]] = {}
-    if enabled:
-        trace = out / f"{app_name}-signature-ccalls"
-        done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(trace), "--",
-                  sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
-        if done.returncode == 0:
-            calls, subscripts = measured_c_calls(load(trace)), measured_subscripts(load(trace))
-        if not calls:
-            notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
-                         f"{'no c_calls in the trace' if done.returncode == 0 else done.stderr.strip()[-200:]})")
-        for klass in sorted({app.hit_rate_class[c] for c in classes}):
-            trace = out / f"{app_name}-signature-cache-{klass}"
-            started = time.perf_counter()
-            ma("run", "--counters", "valgrind", "--cache", str(profile_path), "--trace-dir", str(trace), "--",
-               sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
-            ts = load(trace)
-            rates[klass] = {s.path: r for s in ts.walk() if s.type == "loadstore" and (r := site_hit_rates(s))}
-            lines[klass] = {s.path: r for s in ts.walk() if (r := site_lines_per_flop(s))}
-            print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
-                  f"{time.perf_counter() - started:.0f} s, {len(rates[klass])} sites with hit rates", flush=True)
-            if not rates[klass]:
-                notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
-    # the app's CSR row loops, at every path of their sites (the statement is the program's, not a measurement)
-    paths = {path for found_rates in rates.values() for path in found_rates} | set(calls)
-    row_loops = {path: (stated["entries"], stated["rows"]) for path in paths
-                 if (stated := app.row_loops.get(path.rsplit("/", 1)[-1]))}
-    found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls),
-                           dict(lines.get(app.hit_rate_class[c], {})), dict(row_loops), dict(subscripts))
-             for c in classes}
+    if not enabled:
+        return {c: Signatures() for c in classes}, notes
+    calls = out / f"{app_name}-signature-ccalls"
+    done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(calls), "--",
+              sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
+    if done.returncode != 0:
+        notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
+                     f"{done.stderr.strip()[-200:]})")
+    # the app's CSR row loops, at every site of their ids (the statement is the program's, not a measurement)
+    stated = [arg for site_id, rows in app.row_loops.items()
+              for arg in ("--csr-rows", site_id, rows["entries"], rows["rows"])]
+    by_size: dict[str, Signatures] = {}
+    for klass in sorted({app.hit_rate_class[c] for c in classes}):
+        trace = out / f"{app_name}-signature-cache-{klass}"
+        started = time.perf_counter()
+        ma("run", "--counters", "valgrind", "--cache", str(profile_path), "--trace-dir", str(trace), "--",
+           sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
+        target = out / f"{app_name}-{klass}.signature.json"
+        ma("signature", str(trace), *(["--calls", str(calls)] if done.returncode == 0 else []), *stated,
+           "--machine", str(profile_path), "-o", str(target))
+        by_size[klass] = load_signature_file(target, profiles.load(profile_path).levels)
+        print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
+              f"{time.perf_counter() - started:.0f} s, {len(by_size[klass].hit_rates)} sites with hit rates",
+              flush=True)
+        if not by_size[klass].hit_rates:
+            notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
+        if done.returncode == 0 and not by_size[klass].c_calls:
+            notes.append(f"{app_name}: no c_calls in the ccalls run's trace")
+    found = {c: by_size[app.hit_rate_class[c]] for c in classes}
     for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
         save_signature_file(signature, out / f"{app_name}-{klass}.signature.json")
     return found, notes

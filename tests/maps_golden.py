@@ -112,7 +112,7 @@ def predict(case: Case, read_parts: Callable[[Any, Any], dict[str, dict[str, Any
 
     from backends.machine import profile as profiles
     from backends.maps import MapsBackend
-    from backends.maps.signature import load_signature_file
+    from backends.signature import load_signature_file
     from ma_post import ModelBuilder
 
     machine = profiles.load(profiles.shipped_profiles()["amd-epyc-zen4-kvm"])

@@ -31,8 +31,8 @@ from backends.machine.profile import (
     Oversubscribed,
 )
 from backends.maps import MapsBackend
-from backends.maps.signature import Signatures, load_signature_file, load_signatures, save_signature_file
 from backends.maps.traffic import seconds_per_flop, stream_rows
+from backends.signature import Signatures, load_signature_file, load_signatures, save_signature_file
 from ma_cli.main import main
 from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder

@@ -17,7 +17,7 @@ from backends.machine import profile as profiles
 from backends.machine.curves import constant_ends as seconds_per_entry
 from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
-from backends.maps.signature import Signatures, load_signature_file, save_signature_file
+from backends.signature import Signatures, load_signature_file, save_signature_file
 from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces

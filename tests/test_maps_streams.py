@@ -17,8 +17,8 @@ from backends.machine.kernels import Kernels, aligned_array
 from backends.machine.probe import ProbeSettings, measure_vector_streams
 from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory, StreamPoint
 from backends.maps import MapsBackend
-from backends.maps.signature import Signatures
 from backends.maps.streams import line_bandwidths
+from backends.signature import Signatures
 from ma_cli.main import main
 from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder

@@ -18,7 +18,7 @@ from backends.cpython.section import CPythonTerms
 from backends.machine import profile as profiles
 from backends.machine import whatif
 from backends.maps import MapsBackend
-from backends.maps.signature import Signatures, load_signature_file, save_signature_file
+from backends.signature import Signatures, load_signature_file, save_signature_file
 from ma_core.errors import BackendError, ProfileError
 
 VALUES = {"n": 10, "m": 1000, "nprocs": 4}

@@ -44,12 +44,12 @@ from ma_post.sympy_expr import as_expr
 
 from ..base import PARTS, Backend, Prediction, SitePrediction
 from ..cpython import runtime as cpython
+from ..signature import Signatures, check_hit_rates, site_hit_rates, site_lines_per_flop
 from . import network
+from .fallback_rates import assumed_hit_rates, given_hit_rates
 from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops, shrink_compute
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
-from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
-from .tracedata import given_hit_rates, site_hit_rates, site_lines_per_flop
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
 
 if TYPE_CHECKING:
@@ -77,9 +77,12 @@ class MapsPrediction(Prediction):
     # per one
     messages: sympy.Expr = field(default_factory=lambda: sympy.Integer(0))
     work_per_message: sympy.Expr = field(default_factory=lambda: sympy.Integer(0))
+    # per kind of a signature's figures (backends.signature.KINDS), the sites of this run it gave them for
+    signature_coverage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def report_fields(self) -> dict[str, Any]:
-        return {"assumed_hit_rates": list(self.assumed), "stated_hit_rates": list(self.stated)}
+        return {"assumed_hit_rates": list(self.assumed), "stated_hit_rates": list(self.stated),
+                "signature_sites": {kind: list(paths) for kind, paths in self.signature_coverage.items()}}
 
 # Options that override a figure of the machine profile: (option, metavar, what it is, where the default comes from)
 PROFILE_FIGURE_OPTIONS = (
@@ -123,6 +126,7 @@ class MapsBackend(Backend):
         self.procs = sympy.Symbol(procs)
         given = signatures if isinstance(signatures, Signatures) else Signatures(
             {path: tuple(rates) for path, rates in (signatures or {}).items()})
+        self.signature = given
         self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
         self.signature_counts = cpython.Counts(dict(given.c_calls), dict(given.subscripts))
         self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
@@ -156,7 +160,7 @@ class MapsBackend(Backend):
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
-        from .signature import load_signature_file
+        from ..signature import load_signature_file
 
         assumed = None
         text = getattr(options, "assumed_hits", None)
@@ -259,7 +263,8 @@ class MapsBackend(Backend):
         if stated:
             notes.append(f"{len(stated)} loadstore site(s) used the hit rates their annotation states (ma.loadstore "
                          f"hits=), assumed, not measured: {', '.join(stated)}")
-        notes += self._unmatched_signatures(model)
+        coverage = self.signature.coverage(site.path for site in model.ts.walk())
+        notes += self._signature_notes(model, coverage)
         notes += charges.notes
         if runtime is None and self.runtime_overrides != cpython.Overrides():
             notes.append(f"the trace's program is in {model.ts.language!r}, not Python: the runtime part's options "
@@ -285,6 +290,7 @@ class MapsBackend(Backend):
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed), stated=tuple(stated),
                               assumed_calls=tuple(charges.assumed_calls), measured_traffic=traffic,
+                              signature_coverage={k: tuple(v) for k, v in coverage.items()},
                               messages=as_expr(messages).subs(bound),
                               work_per_message=as_expr(work / sympy.Max(messages, 1)).subs(bound))
 
@@ -355,16 +361,21 @@ class MapsBackend(Backend):
                          f"cpu.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
         return price_row_loops(sites, kernels, chains), set(chains)
 
-    def _unmatched_signatures(self, model: ModelBuilder) -> list[str]:
-        """A note naming the signature's sites this run does not have: a signature serves every run of its class
-        (a 1-rank run has no MPI sites), but a misspelt path would otherwise go unsaid."""
-        given = {*self.signatures, *self.signature_counts.c_calls, *self.signature_counts.subscripts,
-                 *self.signature_lines, *self.signature_rows}
-        unknown = sorted(given - {site.path for site in model.ts.walk()})
-        if not unknown:
+    def _signature_notes(self, model: ModelBuilder, coverage: Mapping[str, Sequence[str]]) -> list[str]:
+        """What the signature covered of this run, and a note naming its sites this run does not have: a signature
+        serves every run of its class (a 1-rank run has no MPI sites), but a misspelt path would otherwise go
+        unsaid."""
+        if not self.signature.paths:
             return []
-        return [f"signature file: {len(unknown)} site(s) not in this run, their figures unused (expected for sites "
-                f"that run only at other process counts; else check the paths): {', '.join(unknown)}"]
+        covered = ", ".join(f"{kind.replace('_', ' ')} at {len(paths)} site(s)" for kind, paths in coverage.items()
+                            if paths)
+        notes = [f"signature file: {covered or 'no site of this run'}"]
+        unknown = sorted(self.signature.paths - {site.path for site in model.ts.walk()})
+        if unknown:
+            notes.append(f"signature file: {len(unknown)} site(s) not in this run, their figures unused (expected "
+                         f"for sites that run only at other process counts; else check the paths): "
+                         f"{', '.join(unknown)}")
+        return notes
 
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
