@@ -67,10 +67,7 @@ def report(label: str, machine: MachineProfile, ga: gafit.GASettings) -> tuple[M
           f"({fit.ga['cpu_seconds']:.1f} s CPU), fitness (sum of |relative errors|) {fit.ga['fitness']:.2f}, "
           f"floor {100 * error_floor(machine):.2f} %")
     print(gafit.format_error_table(table))
-    print("   c = " + ", ".join(f"{v:.3g}" for v in fit.latencies) + "; b (GB/s) = "
-          + ", ".join(f"{v / 1e9:.3g}" for v in fit.plateaus_bytes_per_s) + "; f = "
-          + ", ".join(f"{v:.3g}" for v in fit.penalty_f)
-          + "; x = " + ", ".join(f"{v:.3g}" for v in fit.penalty_x))
+    print(f"   {fit.params.text(1e9, 'GB/s')}")
     return machine, float(fit.ga["seconds"]), float(fit.ga["cpu_seconds"])
 
 

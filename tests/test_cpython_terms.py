@@ -17,6 +17,7 @@ from backends.cpython.runtime import Overrides, PythonRuntime
 from backends.cpython.section import CPythonTerms, Exchange, Subscripts, WorkPoint
 from backends.machine import profile as profiles
 from backends.machine import whatif
+from backends.machine.eq1 import Eq1Params
 from backends.machine.profile import CPU, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
 from ma_core.errors import BackendError, ProfileError
@@ -31,7 +32,7 @@ TERMS = CPythonTerms(call_overhead_s=1e-6, python_flops=1e9, annotation_s={"regi
 
 
 def hand_profile(cpython: CPythonTerms | None = None) -> MachineProfile:
-    fit = BandwidthFit(latencies=(1.0, 10.0), plateaus_bytes_per_s=(40e9, 5e9), penalty_f=(), penalty_x=())
+    fit = BandwidthFit(Eq1Params((1.0, 10.0), (40e9, 5e9), (), ()))
     return MachineProfile(name="hand", host=Host("h", "c", 1), caches=(CacheLevel(1, 32768, 8, 64),), cpu=CPU(2e9),
                           memory=Memory(4e9), bandwidth_fit=fit, cpython=cpython)
 

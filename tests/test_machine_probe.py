@@ -67,7 +67,7 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     python = machine.cpython.exchange
     assert python is not None and [row.passes for row in python.work] == list(exchange.QUICK["passes"])
     fit = machine.bandwidth_fit
-    assert fit is not None and len(fit.plateaus_bytes_per_s) == machine.levels and fit.avg_abs_rel_error is not None
+    assert fit is not None and fit.params.levels == machine.levels and fit.avg_abs_rel_error is not None
     assert set(fit.per_curve) == curves
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from backends.machine import hierarchy, hitrates, profile
+from backends.machine.eq1 import Eq1Params
 from backends.machine.profile import (
     CPU,
     GB,
@@ -44,7 +45,7 @@ def sample_profile() -> MachineProfile:
         memory=Memory(10e9), multimaps=tuple(points),
         multimaps_settings=MultiMapsSettings(samples=2, statistic="median"),
         network=NetworkProfile(2e-6, 5e9, pingpong=(Message(8, 2e-6),), oversubscribed=over),
-        bandwidth_fit=BandwidthFit((1.0, 3.0, 30.0), (50e9, 20e9, 5e9), (1.0, -1.0), (0.1, 0.2)))
+        bandwidth_fit=BandwidthFit(Eq1Params((1.0, 3.0, 30.0), (50e9, 20e9, 5e9), (1.0, -1.0), (0.1, 0.2))))
 
 
 def test_round_trip(tmp_path: Path) -> None:

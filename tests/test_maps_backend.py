@@ -17,19 +17,10 @@ from post_fixtures import Loop, Mpi, Op, Sub, Var, make_trace, octave_value, wri
 
 from backends import registry
 from backends.base import Prediction
+from backends.machine import profile as machines
 from backends.machine import whatif
 from backends.machine.eq1 import Eq1Params
-from backends.machine.profile import (
-    CPU,
-    GB,
-    BandwidthFit,
-    CacheLevel,
-    Host,
-    MachineProfile,
-    Memory,
-    NetworkProfile,
-    Oversubscribed,
-)
+from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
 from backends.maps.traffic import seconds_per_flop, stream_rows
 from backends.signature import Signatures, load_signature_file, load_signatures, save_signature_file
@@ -44,11 +35,11 @@ LATENCY, BANDWIDTH, PEAK = 1e-6, 1e9, 2e9
 
 
 def profile(penalties: bool = False) -> MachineProfile:
-    fit = BandwidthFit(latencies=(1.0, C2), plateaus_bytes_per_s=(B1 * GB, B2 * GB),
-                       penalty_f=(3.0,) if penalties else (), penalty_x=(0.05,) if penalties else ())
+    fit = BandwidthFit(Eq1Params((1.0, C2), (B1 * GB, B2 * GB), (3.0,) if penalties else (),
+                                 (0.05,) if penalties else ()))
     return MachineProfile(name="hand", host=Host("h", "c", 64), caches=(CacheLevel(1, 32768, 8, 64),),
                           cpu=CPU(PEAK), memory=Memory(4e9),
-                          network=NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
+                          network=machines.NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
                           bandwidth_fit=fit)
 
 
@@ -217,11 +208,11 @@ def test_what_if_scales_profile_fields() -> None:
     faster = whatif.apply(base, whatif.parse("network.bandwidth=*2"))
     assert faster.network is not None and faster.network.bandwidth_bytes_per_s == 2 * BANDWIDTH
     slower = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs[1]=/5"))
-    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.plateaus_bytes_per_s == (B1 * GB, B2 * GB / 5)
-    assert base.bandwidth_fit is not None and base.bandwidth_fit.plateaus_bytes_per_s[1] == B2 * GB  # a new profile
+    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.params.b == (B1 * GB, B2 * GB / 5)
+    assert base.bandwidth_fit is not None and base.bandwidth_fit.params.b[1] == B2 * GB  # a new profile
     # a GB/s field is set in GB/s, as the document writes it; a whole field stays whole where the change leaves it
     set_to = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs=8"))
-    assert set_to.bandwidth_fit is not None and set_to.bandwidth_fit.plateaus_bytes_per_s == (8e9, 8e9)
+    assert set_to.bandwidth_fit is not None and set_to.bandwidth_fit.params.b == (8e9, 8e9)
     assert whatif.apply(base, whatif.parse("caches[0].size_bytes=*2")).caches[0].size_bytes == 65536
     with pytest.raises(ProfileError, match="whole number of sets"):  # the changed profile is validated again
         whatif.apply(base, whatif.parse("caches[0].ways=*3"))
@@ -365,7 +356,7 @@ def test_messages_beyond_one_rank_per_core_use_the_oversubscribed_exchange() -> 
     over_latency, over_bandwidth = 21e-6, BANDWIDTH / 4
     plain_network = profile().network
     assert plain_network is not None
-    machine = replace(profile(), network=replace(plain_network, oversubscribed=Oversubscribed(
+    machine = replace(profile(), network=replace(plain_network, oversubscribed=machines.Oversubscribed(
         4, 2, over_latency, over_bandwidth, version=1, extra={"pattern": "exchange"})))
     plain = MapsBackend(cores=2).predict(builder(), profile())
     shared = MapsBackend(cores=2).predict(builder(), machine)

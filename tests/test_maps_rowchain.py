@@ -15,6 +15,7 @@ from post_fixtures import Loop, Op, Var, make_trace, octave_value
 from backends.machine import csrrows
 from backends.machine import profile as profiles
 from backends.machine.curves import constant_ends as seconds_per_entry
+from backends.machine.eq1 import Eq1Params
 from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
 from backends.signature import Signatures, load_signature_file, save_signature_file
@@ -28,7 +29,7 @@ VALUES = {"n": 10, "m": 1000}
 
 
 def profile(curve: dict[str, list[float]] | None = CURVE) -> MachineProfile:
-    fit = BandwidthFit(latencies=(1.0, C2), plateaus_bytes_per_s=(B1 * GB, B2 * GB), penalty_f=(), penalty_x=())
+    fit = BandwidthFit(Eq1Params((1.0, C2), (B1 * GB, B2 * GB), (), ()))
     bare = MachineProfile(name="hand", host=Host("h", "c", 64), caches=(CacheLevel(1, 32768, 8, 64),), cpu=CPU(PEAK),
                           memory=Memory(4e9), bandwidth_fit=fit)
     return bare if curve is None else profiles.with_block(bare, profiles.CSR_ROWS_FIELD, curve)

@@ -13,6 +13,7 @@ from post_fixtures import Loop, Op, Sub, Var, make_trace, write_run
 
 from backends.machine import profile as profiles
 from backends.machine import vectorstreams
+from backends.machine.eq1 import Eq1Params
 from backends.machine.kernels import Kernels, aligned_array
 from backends.machine.probe import ProbeSettings, measure_vector_streams
 from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory, StreamPoint
@@ -37,8 +38,7 @@ def curve(*points: tuple[int, float]) -> dict[str, object]:
 def machine(streams: object | None) -> MachineProfile:
     """The hand profile with the curve's block put into its document (validated like a measured block)."""
     bare = MachineProfile(name="hand", host=Host("h", "c", 64), caches=(L1,), cpu=CPU(2e9), memory=Memory(4e9),
-                          bandwidth_fit=BandwidthFit(latencies=(1.0, C2), plateaus_bytes_per_s=(B1 * GB, B2 * GB),
-                                                     penalty_f=(), penalty_x=()))
+                          bandwidth_fit=BandwidthFit(Eq1Params((1.0, C2), (B1 * GB, B2 * GB), (), ())))
     return bare if streams is None else profiles.with_block(bare, vectorstreams.FIELD, streams)
 
 

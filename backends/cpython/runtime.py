@@ -39,6 +39,8 @@ from .section import ANNOTATION_KINDS, CPythonTerms
 from .tracedata import DECLARATIONS, measured_c_calls, measured_subscripts
 
 if TYPE_CHECKING:
+    import argparse
+
     from ma_post import ModelBuilder, TraceSet
     from ma_post.traceset import Site
 
@@ -75,10 +77,38 @@ class Overrides:
             raise BackendError(f"maps backend: annotation_s must give seconds >= 0 for each of "
                                f"{', '.join(ANNOTATION_KINDS)}, got {dict(self.annotation_s)}")
 
-    @staticmethod
-    def every_kind(seconds: float | None) -> dict[str, float] | None:
-        """One cost for every kind of annotation site (``--annotation-cost``)."""
-        return None if seconds is None else dict.fromkeys(ANNOTATION_KINDS, seconds)
+    @classmethod
+    def from_options(cls, options: argparse.Namespace) -> Overrides:
+        """The overrides of :func:`add_arguments`'s options (one annotation cost for every kind of site)."""
+        figures = {name: getattr(options, dest, None) for dest, (_, _, name, _) in OPTIONS.items()}
+        every = figures.pop("annotation_s")
+        return cls(**figures, annotation_s=None if every is None else dict.fromkeys(ANNOTATION_KINDS, every),
+                   exchange=getattr(options, "python_exchange", True))
+
+
+# ma predict's options for the runtime part: dest -> (flag, metavar, Overrides field, what)
+OPTIONS = {
+    "call_overhead": ("--call-overhead", "SECONDS", "call_overhead_s",
+                      "seconds per call from Python into compiled code (default: the profile's "
+                      "cpython.call_overhead_s, else 0)"),
+    "subscript_cost": ("--subscript-cost", "SECONDS", "subscript_s",
+                       "seconds per subscript (default: the profile's cpython.subscripts, else 0)"),
+    "python_flops": ("--python-flops", "FLOP/S", "python_flops",
+                     "compute rate of the sites (default: the profile's cpython.python_flops, else the peak)"),
+    "annotation_cost": ("--annotation-cost", "SECONDS", "annotation_s",
+                        "seconds per call of any annotation site (default: the profile's cpython.annotation_s by "
+                        "kind, else 0)"),
+}
+
+
+def add_arguments(parser: argparse._ActionsContainer, prefix: str) -> None:
+    """The runtime part's options of a Python program, each help beginning with ``prefix`` (the backend's)."""
+    for dest, (flag, metavar, _, what) in OPTIONS.items():
+        parser.add_argument(flag, dest=dest, type=float, default=None, metavar=metavar,
+                            help=f"{prefix}a Python program's runtime part: {what}")
+    parser.add_argument("--no-python-exchange", dest="python_exchange", action="store_false", default=True,
+                        help=f"{prefix}price a Python program's messages at the C ping-pong's latency only, not with "
+                             "the profile's two-rank mpi4py exchange (cpython.exchange)")
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,8 @@ from typing import Any
 
 from ma_core.errors import ProfileError
 
+from ..machine.jsonblock import present
+
 SECTION = "cpython"
 SECTION_VERSION = 1
 EXCHANGE_VERSION = 1  # of the exchange block, which carries its own (it was measured after the first profiles)
@@ -108,11 +110,8 @@ class Subscripts:
     extra: Mapping[str, Any] = field(default_factory=dict)  # how it was measured (plane, repeats, ...)
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"seconds": self.seconds, "kinds_s": dict(self.kinds_s)}
-        for name in ("view_ufunc_s", "contiguous_ufunc_s"):
-            if getattr(self, name) is not None:
-                doc[name] = getattr(self, name)
-        return {**doc, **self.extra}
+        return {"seconds": self.seconds, "kinds_s": dict(self.kinds_s),
+                **present(view_ufunc_s=self.view_ufunc_s, contiguous_ufunc_s=self.contiguous_ufunc_s), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -124,8 +123,7 @@ class WorkPoint:
     passes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**({"passes": self.passes} if self.passes is not None else {}), "work_s": self.work_s,
-                "seconds": self.seconds}
+        return {**present(passes=self.passes), "work_s": self.work_s, "seconds": self.seconds}
 
 
 @dataclass(frozen=True)
@@ -146,11 +144,9 @@ class Exchange:
         return sorted((p.work_s, p.seconds) for p in self.work)
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"version": EXCHANGE_VERSION, **self.extra, "calls": self.calls}
-        for name in EXCHANGE_REFERENCE:
-            if getattr(self, name) is not None:
-                doc[name] = getattr(self, name)
-        return {**doc, "work": [p.to_json() for p in self.work]}
+        return {"version": EXCHANGE_VERSION, **self.extra, "calls": self.calls,
+                **present(latency_s=self.latency_s, call_overhead_s=self.call_overhead_s),
+                "work": [p.to_json() for p in self.work]}
 
 
 @dataclass(frozen=True)
@@ -165,20 +161,10 @@ class CPythonTerms:
     probe: Mapping[str, Any] = field(default_factory=dict)  # the call and flop kernels' figures (kept, not read)
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"version": SECTION_VERSION}
-        if self.call_overhead_s is not None:
-            doc["call_overhead_s"] = self.call_overhead_s
-        if self.python_flops is not None:
-            doc["python_flops"] = self.python_flops
-        if self.annotation_s is not None:
-            doc["annotation_s"] = dict(self.annotation_s)
-        if self.probe:
-            doc["probe"] = dict(self.probe)
-        if self.subscripts is not None:
-            doc["subscripts"] = self.subscripts.to_json()
-        if self.exchange is not None:
-            doc["exchange"] = self.exchange.to_json()
-        return doc
+        return {"version": SECTION_VERSION,
+                **present(call_overhead_s=self.call_overhead_s, python_flops=self.python_flops,
+                          annotation_s=self.annotation_s, probe=self.probe, subscripts=self.subscripts,
+                          exchange=self.exchange)}
 
 
 def from_json(block: Mapping[str, Any], where: str = "<profile>") -> CPythonTerms:

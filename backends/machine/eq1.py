@@ -99,6 +99,14 @@ class Eq1Params:
         """The same function in another unit: every plateau times ``factor``."""
         return Eq1Params(self.c, tuple(v * factor for v in self.b), self.f, self.x)
 
+    def text(self, unit: float = 1.0, name: str = "") -> str:
+        """One line of the parameters, the plateaus over ``unit`` (named ``name``, e.g. 1e9 and "GB/s")."""
+        def numbers(values: tuple[float, ...], scale: float = 1.0) -> str:
+            return ", ".join(f"{v / scale:.3g}" for v in values)
+
+        return (f"c = {numbers(self.c)}; b{f' ({name})' if name else ''} = {numbers(self.b, unit)}; "
+                f"f = {numbers(self.f)}; x = {numbers(self.x)}")
+
     def as_dict(self) -> dict[str, list[float]]:
         return {"latencies": list(self.c), "plateaus": list(self.b), "penalty_f": list(self.f),
                 "penalty_x": list(self.x)}

@@ -101,7 +101,7 @@ def pinned() -> Iterator[int | None]:
         os.sched_setaffinity(0, allowed)
 
 
-def _calibrate(run: Callable[[int], float], min_time: float) -> int:
+def calibrate(run: Callable[[int], float], min_time: float) -> int:
     """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
     reps = 1
     while (elapsed := run(reps)) < min_time:
@@ -111,7 +111,7 @@ def _calibrate(run: Callable[[int], float], min_time: float) -> int:
 
 def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
     """Calibrated repetitions and the seconds of ``samples`` runs of them."""
-    reps = _calibrate(run, min_time)
+    reps = calibrate(run, min_time)
     return reps, [run(reps) for _ in range(samples)]
 
 
@@ -153,7 +153,7 @@ def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: 
                              words * (WORD + hitrates.INDEX_BYTES)))
     with _progress(len(jobs) * (1 + settings.samples), "MultiMAPS") as bar:
         for job in jobs:
-            job.reps = _calibrate(job.run, settings.min_time)
+            job.reps = calibrate(job.run, settings.min_time)
             bar.update()
         for _ in range(settings.samples):
             for job in jobs:
@@ -214,7 +214,7 @@ def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], setti
         words = size // (3 * 8) // lanes * lanes
         a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
         jobs.append((size, words, lambda reps, a=a, b=b, c=c: kernels.vector_add(isa, a, b, c, reps)))
-    reps = [_calibrate(run, settings.min_time) for _, _, run in jobs]
+    reps = [calibrate(run, settings.min_time) for _, _, run in jobs]
     seconds: list[list[float]] = [[] for _ in jobs]
     for _ in range(settings.samples):
         for i, (_, _, run) in enumerate(jobs):
@@ -346,8 +346,7 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | 
     modelled = result.params.bandwidth([p.hit_rates or [] for p in checked])
     table = gafit.error_table([p.bandwidth_bytes_per_s / GB for p in checked], modelled, [p.curve for p in checked])
     fitted_only = gafit.summarise(gafit.relative_errors(y, result.params.bandwidth(h)))
-    fit = BandwidthFit(latencies=result.params.c, plateaus_bytes_per_s=result.params.scaled(GB).b,
-                       penalty_f=result.params.f, penalty_x=result.params.x,
+    fit = BandwidthFit(result.params.scaled(GB),
                        avg_abs_rel_error=fitted_only.avg_abs_rel_error,
                        std_abs_rel_error=fitted_only.std_abs_rel_error,
                        per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},

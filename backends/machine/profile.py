@@ -28,6 +28,7 @@ from ma_core.errors import ProfileError
 from ..cpython import section as cpython_section
 from ..cpython.section import CPythonTerms
 from .eq1 import Eq1Params
+from .jsonblock import present
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
 
 GB = 1e9  # the document's GB/s fields, in the typed profile's bytes per second
@@ -68,11 +69,10 @@ class Host:
               "probe_seconds")
 
     def to_json(self) -> dict[str, Any]:
-        doc = {name: getattr(self, name) for name in self.FIELDS}
-        for name in ("kernel", "probe_seconds"):
-            if doc[name] is None:
-                del doc[name]
-        return {**doc, **self.extra}
+        return {"hostname": self.hostname, "cpu_model": self.cpu_model, "cpus": self.cpus,
+                **present(kernel=self.kernel), "pinned_cpu": self.pinned_cpu, "quick": self.quick,
+                "measured_at": self.measured_at, "notes": self.notes, **present(probe_seconds=self.probe_seconds),
+                **self.extra}
 
 
 @dataclass(frozen=True)
@@ -126,16 +126,8 @@ class CPU:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"peak_flops": self.peak_flops}
-        if self.isa is not None:
-            doc["isa"] = self.isa
-        if self.by_isa:
-            doc["by_isa"] = dict(self.by_isa)
-        if self.clock_hz is not None:
-            doc["clock_hz"] = self.clock_hz
-        if self.csr_rows is not None:
-            doc["csr_rows"] = self.csr_rows.to_json()
-        return {**doc, **self.extra}
+        return {"peak_flops": self.peak_flops, **present(isa=self.isa, by_isa=self.by_isa, clock_hz=self.clock_hz,
+                                                         csr_rows=self.csr_rows), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -147,10 +139,8 @@ class StreamPoint:
     samples_bytes_per_s: tuple[float, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"size_bytes": self.size_bytes, "bandwidth_gbs": self.bandwidth_bytes_per_s / GB}
-        if self.samples_bytes_per_s:
-            doc["samples_gbs"] = _to_gbs(self.samples_bytes_per_s)
-        return doc
+        return {"size_bytes": self.size_bytes, "bandwidth_gbs": self.bandwidth_bytes_per_s / GB,
+                **present(samples_gbs=_to_gbs(self.samples_bytes_per_s))}
 
 
 @dataclass(frozen=True)
@@ -162,8 +152,8 @@ class VectorStreams:
     extra: Mapping[str, Any] = field(default_factory=dict)  # kernel, bytes_per_element, statistic
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": VECTOR_STREAMS_VERSION, **({"isa": self.isa} if self.isa is not None else {}),
-                **self.extra, "points": [p.to_json() for p in self.points]}
+        return {"version": VECTOR_STREAMS_VERSION, **present(isa=self.isa), **self.extra,
+                "points": [p.to_json() for p in self.points]}
 
 
 @dataclass(frozen=True)
@@ -174,12 +164,8 @@ class Memory:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"triad_gbs": self.triad_bytes_per_s / GB}
-        if self.triad_bytes is not None:
-            doc["triad_bytes"] = self.triad_bytes
-        if self.vector_streams is not None:
-            doc["vector_streams"] = self.vector_streams.to_json()
-        return {**doc, **self.extra}
+        return {"triad_gbs": self.triad_bytes_per_s / GB,
+                **present(triad_bytes=self.triad_bytes, vector_streams=self.vector_streams), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -220,13 +206,9 @@ class Oversubscribed:
         return sorted((p.work_s, p.seconds) for p in self.work)
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"version": self.version, **self.extra, "ranks": self.ranks, "cores": self.cores,
-                               "latency_s": self.latency_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s}
-        if self.pingpong:
-            doc["pingpong"] = [m.to_json() for m in self.pingpong]
-        if self.work:
-            doc["work"] = [p.to_json() for p in self.work]
-        return doc
+        return {"version": self.version, **self.extra, "ranks": self.ranks, "cores": self.cores,
+                "latency_s": self.latency_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                **present(pingpong=self.pingpong, work=self.work)}
 
 
 @dataclass(frozen=True)
@@ -265,13 +247,10 @@ class MultiMapsPoint:
         return f"stride {self.stride}" if self.pattern == "stride" else self.pattern
 
     def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"pattern": self.pattern, "size_bytes": self.size_bytes,
-                               "bandwidth_gbs": self.bandwidth_bytes_per_s / GB}
-        if self.stride is not None:
-            doc["stride"] = self.stride
-        doc["samples_gbs"] = _to_gbs(self.samples_bytes_per_s)
-        doc["hit_rates"] = None if self.hit_rates is None else list(self.hit_rates)
-        return doc
+        return {"pattern": self.pattern, "size_bytes": self.size_bytes,
+                "bandwidth_gbs": self.bandwidth_bytes_per_s / GB, **present(stride=self.stride),
+                "samples_gbs": _to_gbs(self.samples_bytes_per_s),
+                "hit_rates": None if self.hit_rates is None else list(self.hit_rates)}
 
 
 @dataclass(frozen=True)
@@ -284,27 +263,20 @@ class MultiMapsSettings:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        doc = {name: getattr(self, name) for name in ("min_time_s", "samples", "statistic")}
-        return {"word_bytes": 8, **{k: v for k, v in doc.items() if v is not None}, **self.extra}
+        return {"word_bytes": 8, **present(min_time_s=self.min_time_s, samples=self.samples, statistic=self.statistic),
+                **self.extra}
 
 
 @dataclass(frozen=True)
 class BandwidthFit:
-    """Equation 1's parameters (:class:`.eq1.Eq1Params`) for this machine and how well they fit."""
+    """Equation 1 fitted to this machine (:class:`.eq1.Eq1Params`, F in bytes per second) and how well it fits."""
 
-    latencies: tuple[float, ...]
-    plateaus_bytes_per_s: tuple[float, ...]
-    penalty_f: tuple[float, ...]
-    penalty_x: tuple[float, ...]
+    params: Eq1Params
     model: str = "tikir-sc07-eq1"
     avg_abs_rel_error: float | None = None
     std_abs_rel_error: float | None = None
     per_curve: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     ga: Mapping[str, Any] = field(default_factory=dict)
-
-    def params(self) -> Eq1Params:
-        """Equation 1 of this machine, F in bytes per second."""
-        return Eq1Params(self.latencies, self.plateaus_bytes_per_s, self.penalty_f, self.penalty_x)
 
     def error_table(self) -> dict[str, Any]:
         """Table-4 rows (:class:`.gafit.ErrorSummary`): the fitted points together (``fitted``), then each curve
@@ -319,11 +291,12 @@ class BandwidthFit:
 
     def bandwidth(self, hit_rates: Sequence[float] | Sequence[Sequence[float]]) -> Any:
         """Predicted bytes per second at cumulative hit rates h_1..h_n (one row or a table of rows)."""
-        return self.params().bandwidth(hit_rates)
+        return self.params.bandwidth(hit_rates)
 
     def to_json(self) -> dict[str, Any]:
-        return {"latencies": list(self.latencies), "plateaus_gbs": _to_gbs(self.plateaus_bytes_per_s),
-                "penalty_f": list(self.penalty_f), "penalty_x": list(self.penalty_x), "model": self.model,
+        p = self.params
+        return {"latencies": list(p.c), "plateaus_gbs": _to_gbs(p.b), "penalty_f": list(p.f),
+                "penalty_x": list(p.x), "model": self.model,
                 "avg_abs_rel_error": self.avg_abs_rel_error, "std_abs_rel_error": self.std_abs_rel_error,
                 "per_curve": copy.deepcopy(dict(self.per_curve)), "ga": copy.deepcopy(dict(self.ga))}
 
@@ -362,9 +335,7 @@ class MachineProfile:
             "multimaps": {**self.multimaps_settings.to_json(), "points": [p.to_json() for p in self.multimaps]},
             "bandwidth_fit": self.bandwidth_fit.to_json() if self.bandwidth_fit else None,
         }
-        if self.cpython is not None:
-            doc[cpython_section.SECTION] = self.cpython.to_json()
-        return doc
+        return {**doc, **present(cpython=self.cpython)}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (a reader never sees half a profile)."""
@@ -540,9 +511,9 @@ def _point(block: Mapping[str, Any]) -> MultiMapsPoint:
 
 
 def _fit(block: Mapping[str, Any]) -> BandwidthFit:
-    return BandwidthFit(tuple(float(v) for v in block["latencies"]), _gbs(block["plateaus_gbs"]),
-                        tuple(float(v) for v in block["penalty_f"]), tuple(float(v) for v in block["penalty_x"]),
-                        block.get("model", "tikir-sc07-eq1"), block.get("avg_abs_rel_error"),
+    params = Eq1Params(tuple(float(v) for v in block["latencies"]), _gbs(block["plateaus_gbs"]),
+                       tuple(float(v) for v in block["penalty_f"]), tuple(float(v) for v in block["penalty_x"]))
+    return BandwidthFit(params, block.get("model", "tikir-sc07-eq1"), block.get("avg_abs_rel_error"),
                         block.get("std_abs_rel_error"), copy.deepcopy(block.get("per_curve") or {}),
                         copy.deepcopy(block.get("ga") or {}))
 

@@ -37,6 +37,11 @@ ALIASES = {"network.bandwidth": "network.bandwidth_bytes_per_s", "network.latenc
 LEGACY = {"cpu.call_overhead_s": "cpython.call_overhead_s", "cpu.python_flops": "cpython.python_flops",
           "cpu.annotation_s": "cpython.annotation_s", "cpu.python_probe.subscripts": "cpython.subscripts",
           "cpu.python_probe.csr_rows": "cpu.csr_rows", "network.python_exchange": "cpython.exchange"}
+# the document's fields held under other names in the typed profile, and the unit a set value is given in
+TYPED = {"bandwidth_fit.latencies": ("bandwidth_fit.params.c", 1.0),
+         "bandwidth_fit.plateaus_gbs": ("bandwidth_fit.params.b", GB),
+         "bandwidth_fit.penalty_f": ("bandwidth_fit.params.f", 1.0),
+         "bandwidth_fit.penalty_x": ("bandwidth_fit.params.x", 1.0)}
 _PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[(\d+)\])?$")
 
 
@@ -79,12 +84,15 @@ def parse(text: str) -> WhatIf:
 def apply(machine: MachineProfile, change: WhatIf) -> MachineProfile:
     """A copy of ``machine`` with ``change`` made and the name marked (``host what-if network.latency_s=/2``),
     validated like a profile read from a file."""
-    field = change.field  # the document's names; the typed profile holds the points apart from their settings
-    if field.startswith("multimaps.points"):
+    field, unit = change.field, 1.0  # the document's names; the typed profile's where they differ
+    if field.startswith("multimaps.points"):  # the points apart from their settings
         field = "multimaps" + field[len("multimaps.points"):]
     elif field.startswith("multimaps."):
         field = "multimaps_settings" + field[len("multimaps"):]
-    changed = _change(machine, field.split("."), 0, change)
+    for name, (typed, given_in) in TYPED.items():
+        if field == name or field.startswith(name + "["):
+            field, unit = typed + field[len(name):], given_in
+    changed = _change(machine, field.split("."), 0, change, unit)
     marked = dataclasses.replace(changed, name=f"{machine.name} what-if {change.text}")
     return profiles.from_json(marked.to_json(), f"<{marked.name}>")
 
@@ -106,7 +114,8 @@ def _change(node: Any, parts: list[str], depth: int, change: WhatIf, unit: float
     if match is None:
         raise _no_field(change, where)
     name, index = match.group(1), match.group(2)
-    attribute, unit = _attribute(name)
+    attribute, held_in = _attribute(name)
+    unit = held_in if held_in != 1.0 else unit
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
         names = {f.name for f in dataclasses.fields(node)}
         extra = getattr(node, "extra", None)

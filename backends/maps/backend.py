@@ -84,17 +84,6 @@ class MapsPrediction(Prediction):
         return {"assumed_hit_rates": list(self.assumed), "stated_hit_rates": list(self.stated),
                 "signature_sites": {kind: list(paths) for kind, paths in self.signature_coverage.items()}}
 
-# Options that override a figure of the machine profile: (option, metavar, what it is, where the default comes from)
-PROFILE_FIGURE_OPTIONS = (
-    ("--call-overhead", "SECONDS", "seconds per call from Python into compiled code",
-     "cpython.call_overhead_s, else 0"),
-    ("--subscript-cost", "SECONDS", "seconds per subscript of a Python program", "cpython.subscripts, else 0"),
-    ("--python-flops", "FLOP/S", "compute rate of a Python program's sites", "cpython.python_flops, else the peak"),
-    ("--annotation-cost", "SECONDS", "seconds per call of any annotation site of a Python program",
-     "cpython.annotation_s by kind, else 0"),
-)
-
-
 class MapsBackend(Backend):
     NAME = "maps"
     DESCRIPTION = ("PMaC convolution: hit rates x fitted bandwidth (Eq. 1), flops at the core's rate, calls into "
@@ -144,15 +133,10 @@ class MapsBackend(Backend):
                             help="maps: hit rates and calls per execution per site (ma-signature JSON)")
         parser.add_argument("--assumed-hits", metavar="H1,..,HN",
                             help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
-        for option, metavar, what, default in PROFILE_FIGURE_OPTIONS:
-            parser.add_argument(option, type=float, default=None, metavar=metavar,
-                                help=f"maps: {what} (default: the profile's {default})")
+        cpython.add_arguments(parser, "maps: ")
         parser.add_argument("--streams", choices=STREAMS, default="vector",
                             help="maps: a Python kernel's lines beyond L1 at the profile's vector stream curve "
                                  "(memory.vector_streams; vector) or at Equation 1's scalar-load stream (eq1)")
-        parser.add_argument("--no-python-exchange", dest="python_exchange", action="store_false", default=True,
-                            help="maps: price a Python program's messages at the C ping-pong's latency only, not "
-                                 "with the profile's two-rank mpi4py exchange (cpython.exchange)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
@@ -170,14 +154,13 @@ class MapsBackend(Backend):
             except ValueError:
                 raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
         signatures = getattr(options, "signatures", None)
+        runtime = cpython.Overrides.from_options(options)
         return cls(overlap=getattr(options, "overlap", "auto"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
-                   assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
-                   python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
-                   annotation_s=cpython.Overrides.every_kind(getattr(options, "annotation_cost", None)),
-                   streams=getattr(options, "streams", "vector"),
-                   python_exchange=getattr(options, "python_exchange", True),
-                   subscript_s=getattr(options, "subscript_cost", None))
+                   assumed_hits=assumed, call_overhead_s=runtime.call_overhead_s, python_flops=runtime.python_flops,
+                   cores=getattr(options, "cores", None), annotation_s=runtime.annotation_s,
+                   streams=getattr(options, "streams", "vector"), python_exchange=runtime.exchange,
+                   subscript_s=runtime.subscript_s)
 
     def runtime(self, model: ModelBuilder, machine: MachineProfile) -> cpython.PythonRuntime | None:
         """The runtime part of the traced program: the CPython interpreter's where its language includes Python
@@ -198,7 +181,7 @@ class MapsBackend(Backend):
                 parameters: Mapping[str, float] | None = None) -> MapsPrediction:
         if machine.bandwidth_fit is None:
             raise BackendError(f"maps backend: profile {machine.name!r} has no bandwidth_fit (run `ma machine fit`)")
-        params = machine.bandwidth_fit.params()
+        params = machine.bandwidth_fit.params
         levels = machine.levels
         for path, rates in self.signatures.items():
             check_hit_rates(rates, levels, f"signature of site {path!r}")
@@ -340,7 +323,7 @@ class MapsBackend(Backend):
                 kernels.setdefault(kernel_of(types, s.path), []).append(s.path)
         chains: dict[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]] = {}
         assert machine.bandwidth_fit is not None  # predict() checked
-        l1_hit = machine.bandwidth_fit.params().symbolic([1.0] * machine.levels)
+        l1_hit = machine.bandwidth_fit.params.symbolic([1.0] * machine.levels)
         for path, texts in self.signature_rows.items():
             site = found.get(path)
             if site is None:  # a signature serves every run of its class, whatever sites this one has

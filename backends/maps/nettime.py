@@ -22,9 +22,8 @@ from dataclasses import replace
 
 import sympy
 
-from backends.vector.bandwidth import KERNEL_FLOPS_PER_WORD
-
 from ..base import SitePrediction
+from ..machine.kernels import KERNEL_FLOPS_PER_WORD
 
 KERNEL_TYPES = ("flop", "loadstore")
 PROBE_FLOPS_PER_WORD = KERNEL_FLOPS_PER_WORD["stride"]  # multimaps.c's read loop: one add per word loaded

@@ -45,7 +45,7 @@ def stream_bandwidths(machine: MachineProfile) -> list[float]:
     """Bytes per second of a stride-1 stream from level 2, 3, ..., main memory: F at :func:`stream_rows`."""
     if machine.bandwidth_fit is None:
         return []
-    params = machine.bandwidth_fit.params()
+    params = machine.bandwidth_fit.params
     return [float(params.symbolic(row)) for row in stream_rows(machine)]
 
 

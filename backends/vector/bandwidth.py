@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from backends.machine.kernels import KERNEL_FLOPS_PER_WORD
 from backends.machine.profile import GB
 from ma_core.errors import BackendError
 
@@ -136,10 +137,6 @@ def _unit_stride_scenarios(machine: MachineProfile, triad: Sequence[CurvePoint],
     return {"min": low, "mixed": (low + high) / 2, "max": high}
 
 
-# Flops per 8-byte word of bandwidth that each measuring loop does itself (timing.py's "net" flop time): the triads
-# a = b + q*c one FMA per 3 words; the MultiMAPS random loop one add per access, counted as 12 bytes (index and
-# word); its strided loop one add per word loaded.
-KERNEL_FLOPS_PER_WORD = {"triad": 2.0 / 3.0, "random": 8.0 / 12.0, "stride": 1.0}
 
 
 def kernel_flops_per_word(triad: bool) -> dict[str, float]:

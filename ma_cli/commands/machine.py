@@ -236,10 +236,7 @@ def handle_show(args: argparse.Namespace) -> int:
         print(f"    {label:<10} {len(values):>3} sizes, {min(values):8.2f} .. {max(values):8.2f} GB/s")
     fit = machine.bandwidth_fit
     if fit:
-        print("  Equation 1: c = " + ", ".join(f"{v:.3g}" for v in fit.latencies)
-              + "; b (GB/s) = " + ", ".join(f"{v / 1e9:.3g}" for v in fit.plateaus_bytes_per_s)
-              + "; f = " + ", ".join(f"{v:.3g}" for v in fit.penalty_f)
-              + "; x = " + ", ".join(f"{v:.3g}" for v in fit.penalty_x))
+        print(f"  Equation 1: {fit.params.text(1e9, 'GB/s')}")
         _print_fit(machine)
     return 0
 
