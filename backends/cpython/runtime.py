@@ -276,7 +276,8 @@ def message_extra(curve: list[tuple[float, float]], calls: int, latency_s: float
 
     w = as_expr(work)
     charged = sympy.Float(latency_s + calls * call_overhead_s)
-    return sympy.Max(0, wall_per_message(curve, w) - w - charged)
+    # unevaluated: SymPy's search for a simpler Max of a whole program's work costs seconds and finds none
+    return sympy.Max(0, wall_per_message(curve, w) - w - charged, evaluate=False)
 
 
 def _subroutine_of(ts: TraceSet, site: Site) -> str:

@@ -285,7 +285,7 @@ class MapsBackend(Backend):
         flop_terms = model.model("flops", inline=True).terms
         loadstore = [t.site.path for t in model.model("loadstore", inline=True).terms]
         types = {site.path: site.type for site in model.ts.walk()}
-        bandwidths = line_bandwidths(machine, "python" in model.ts.language.split("+"), self.streams)[0]
+        bandwidths = line_bandwidths(machine, cpython.applies(model.ts), self.streams)[0]
         unpriced = kernels_without_loadstore(types, loadstore)
         out: dict[str, float] = {}
         for term in flop_terms:

@@ -99,7 +99,8 @@ def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: symp
     latency = sympy.Float(network.latency_s)
     per_core = sympy.Float(over.ranks_per_core)
     beyond = wall_per_message(curve, work) - per_core * as_expr(work) - latency
-    return latency + _excess(over, procs, cores) * sympy.Max(0, beyond)
+    # unevaluated: SymPy's search for a simpler Max of a whole program's work costs seconds and finds none
+    return latency + _excess(over, procs, cores) * sympy.Max(0, beyond, evaluate=False)
 
 
 def _excess(over: Oversubscribed, procs: sympy.Expr, cores: int) -> sympy.Expr:
