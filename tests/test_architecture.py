@@ -169,6 +169,47 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def backend_packages() -> dict[str, str]:
+    """The module (a package, or a single module) each backend the project registers lives in, by its name: the
+    entry points of group ``ma.backends`` in pyproject.toml."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    return {name: value.partition(":")[0] for name, value in project["entry-points"]["ma.backends"].items()}
+
+
+BACKENDS = backend_packages()
+
+
+def owner(module: str) -> str | None:
+    """The backend whose package ``module`` is in, or None (the backends' shared modules, any other layer)."""
+    return next((name for name, package in BACKENDS.items() if module == package or
+                 module.startswith(package + ".")), None)
+
+
+def test_no_backend_imports_another_and_nothing_else_imports_a_backends_internals() -> None:
+    """A backend is a plug-in: its package imports the shared parts of ``backends`` (base, machine, cpython,
+    signature, ...), never another backend's; the shared parts and the CLI import none (the CLI knows a backend
+    through ``backends.registry`` and the ``Prediction`` base only)."""
+    assert {"maps", "vector", "peak"} <= set(BACKENDS) and all(p.startswith("backends.") for p in BACKENDS.values())
+    wrong = []
+    for name, path in MODULES.items():
+        if package_of(name) not in ("backends", "ma_cli"):
+            continue
+        mine = owner(name)
+        for target, line in imports(name, path):
+            theirs = owner(target)
+            if theirs is not None and theirs != mine:
+                wrong.append(f"{path.relative_to(REPO)}:{line}: {name} imports {target} (backend {theirs!r})")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_backend_rule_sees_a_violation() -> None:
+    assert owner("backends.maps.network") == "maps" and owner("backends.vector") == "vector"
+    assert owner("backends.machine.profile") is None and owner("backends.peak") == "peak"
+    assert owner("backends.mapsx") is None  # a package whose name begins like a backend's is not it
+
+
 def test_no_import_cycle_in_the_whole_module_graph() -> None:
     cycle = find_cycle(module_graph())
     assert cycle is None, " -> ".join(cycle or ())

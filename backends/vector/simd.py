@@ -140,14 +140,15 @@ def for_profile(profile: str | Path | None) -> SimdBandwidth | None:
 
 def build(force: bool = False) -> Path:
     """Build libmasimd.so with the SDK's build (ma_tools.build); return its path."""
+    # no auto-vectoriser: the scalar triad stays scalar; loops on 64 bytes: the scalar triad's loop in one op-cache
+    # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
+    from backends.machine.kernels import TRIAD_HEADER
     from ma_tools.build import build_c
     from ma_tools.toolchain import find_mpicc
 
-    # no auto-vectoriser: the scalar triad stays scalar; loops on 64 bytes: the scalar triad's loop in one op-cache
-    # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
     command = [str(find_mpicc()), "-O2", "-mavx2", "-mfma", "-fno-tree-vectorize", "-falign-loops=64", "-g", "-Wall",
-               "-Wextra", "-fPIC", "-shared", str(CSRC)]
-    return build_c("libmasimd.so", command, [CSRC], "the SIMD bandwidth probe", force)
+               "-Wextra", f"-I{TRIAD_HEADER.parent}", "-fPIC", "-shared", str(CSRC)]
+    return build_c("libmasimd.so", command, [CSRC, TRIAD_HEADER], "the SIMD bandwidth probe", force)
 
 
 def build_rows(force: bool = False) -> Path:
@@ -212,14 +213,6 @@ class SimdKernels:
                                                p.ctypes.data, q.ctypes.data, reps))
 
 
-def _repetitions(run: Callable[[int], float], min_time: float) -> int:
-    """Repetitions for one run to last at least ``min_time`` (its runs also warm the working set up)."""
-    reps = 1
-    while (elapsed := run(reps)) < min_time:
-        reps = max(reps * 2, int(reps * min_time / max(elapsed, 1e-9) * 1.2))
-    return reps
-
-
 def working_sets(last_cache_bytes: int, count: int = 24, smallest: int = 4096, multiple: float = 4.0) -> list[int]:
     """Log-spaced working sets in bytes from ``smallest`` to ``multiple`` x the last cache."""
     import numpy as np
@@ -240,7 +233,7 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
     reads of the array, their indices (and the sparse dot's values) streamed from arrays of ``index_bytes``
     (beyond the last cache)."""
     from backends.machine.kernels import aligned_array
-    from backends.machine.probe import pinned
+    from backends.machine.probe import calibrate, pinned
 
     kernels = kernels or SimdKernels()
     if not kernels.supported:
@@ -262,7 +255,7 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
         (kernel, size) for size in gather_sizes for kernel in GATHER_KERNELS]
     rates: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
     with pinned():
-        reps = {key: _repetitions(run, min_time) for key, (run, _) in runs.items()}
+        reps = {key: calibrate(run, min_time) for key, (run, _) in runs.items()}
         for _ in range(samples):
             for key in order:
                 run, nbytes = runs[key]

@@ -47,7 +47,8 @@ class Section:
 @dataclass
 class PredictionSummary:
     """A backend's prediction as the report shows it, in plain values: ``rows`` per subroutine (or per site, ``by``)
-    hold ``name``, ``seconds`` and the seconds of ``compute``, ``memory`` and ``communication``; ``measured`` holds
+    hold ``name``, ``seconds`` and the seconds of ``compute``, ``memory``, ``communication`` and ``runtime`` (the
+    language runtime's own: a Python program's interpreter); ``measured`` holds
     (subroutine, predicted s, measured s) where the trace timed the subroutine; ``total`` is the symbolic time."""
 
     backend: str
@@ -251,12 +252,12 @@ def _predicted_measured(report: Report, figure: Callable[[Any], str]) -> Section
 
 
 def _backend(summary: PredictionSummary) -> Section:
-    parts = ("compute", "memory", "communication")
+    parts = ("compute", "memory", "communication", "runtime")
     rows = []
     for r in summary.rows:
         total = r["seconds"] or 1.0
         rows.append({"name": r["name"] or "(outside subroutines)", "seconds": _num(r["seconds"]),
-                     **{p: f"{100 * r[p] / total:.1f}%" for p in parts}})
+                     **{p: f"{100 * r.get(p, 0.0) / total:.1f}%" for p in parts}})
     measured = [{"name": name, "predicted": _num(pred), "measured": _num(meas),
                  "error": format_rate((pred - meas) / meas) if meas else "-"} for name, pred, meas in summary.measured]
     return Section(f"Predicted time ({summary.backend} on {summary.machine})", "backend",

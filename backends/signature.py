@@ -1,31 +1,36 @@
-"""Application signatures: cumulative hit rates per loadstore site (MetaSim's output in PMaC) and calls into
-compiled code per execution of a site (the interpreter term).
+"""Application signatures: what a program's signature runs measured per site beyond the model's counts, which a
+backend convolves with a machine profile (MetaSim's output in PMaC), in a file any backend can read:
 
-Sources, first found wins: the ``signatures`` given to the backend (a signature file, see
-:func:`load_signature_file`), what the trace measured at the site (:mod:`.tracedata`), else the assumed hit
-rates of :func:`assumed_hit_rates` (and, without any call counts, one call per execution of an assertion).
+- cumulative hit rates per loadstore site on the profile's hierarchy, and per flop site without a ``loadstore``
+  expression in its block the cache lines each level served per flop (``lines_per_flop``, L1 first, main memory
+  last): ``ma run --counters valgrind --cache PROFILE``;
+- calls into compiled code and subscripts per execution of a site (a Python program's runtime part,
+  :mod:`backends.cpython`): ``ma run --counters ccalls``;
+- a kernel that is a CSR row loop (per row a chain of dependent adds over its entries, SciPy's sparse product),
+  stated by the program: ``csr_rows``, its entries and rows per execution as expressions in the model's variables,
+  which the maps backend prices on the profile's CSR curve (:mod:`backends.maps.rowchain`).
 
-A flop site without a ``loadstore`` expression in its block has a third signature: the cache lines each level
-served per flop (``lines_per_flop``, L1 first, main memory last), measured by the cache simulation on the
-signature run; the backend prices the lines from beyond L1 (``measured_traffic`` in :mod:`.backend`).
-
-A kernel that is a CSR row loop (per row a chain of dependent adds over its entries, SciPy's sparse product) may
-be stated as one: ``csr_rows``, its entries and rows per execution as expressions in the model's variables,
-which the backend prices on the profile's CSR curve (:mod:`.rowchain`).
+:func:`from_traces` makes one from the signature runs' traces (``ma signature``); :func:`save_signature_file` writes
+it and :func:`load_signature_file` reads it back (``ma predict --signatures``), checking every entry.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from ma_core.errors import BackendError, MAError
 from ma_core.hitrates import cumulative_problem
 
-from ..machine.profile import MachineProfile
+if TYPE_CHECKING:
+    from ma_post import TraceSet
+    from ma_post.traceset import Site
 
 SIGNATURE_FORMAT = "ma-signature"
 
@@ -68,26 +73,29 @@ def check_csr_rows(stated: object, what: str) -> tuple[str, str]:
     return str(stated["entries"]), str(stated["rows"])
 
 
-def assumed_hit_rates(machine: MachineProfile) -> tuple[float, ...]:
-    """A stride-1 stream from main memory: the profile's simulated hit rates of its largest stride-1 MultiMAPS
-    point, or, without those, one miss per L1 line at every level (h_i = 1 - 8/line_1 below memory)."""
-    stride1 = [p for p in machine.multimaps if p.pattern == "stride" and p.stride == 1 and p.hit_rates]
-    if stride1:
-        largest = max(stride1, key=lambda p: p.size_bytes)
-        return tuple(float(h) for h in largest.hit_rates or ())
-    first = 1.0 - 8.0 / machine.caches[0].line_bytes if machine.caches else 0.0
-    return tuple([first] * len(machine.caches) + [1.0])
+KINDS = ("hit_rates", "lines_per_flop", "c_calls", "subscripts", "csr_rows")
 
 
 @dataclass(frozen=True)
 class Signatures:
-    """A signature file's contents: hit rates per site path, and calls into compiled code per execution."""
+    """A signature file's contents, by site path: hit rates, lines per flop, calls into compiled code and
+    subscripts per execution, CSR row loops."""
 
     hit_rates: dict[str, tuple[float, ...]] = field(default_factory=dict)
     c_calls: dict[str, float] = field(default_factory=dict)
     lines_per_flop: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per level served, memory last
     csr_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # entries, rows per execution (expressions)
     subscripts: dict[str, float] = field(default_factory=dict)  # subscripts per execution
+
+    def coverage(self, paths: Iterable[str]) -> dict[str, list[str]]:
+        """Per kind (:data:`KINDS`), the sites among ``paths`` (a run's) the signature gives a figure for."""
+        present = set(paths)
+        return {kind: sorted(present & set(getattr(self, kind))) for kind in KINDS}
+
+    @property
+    def paths(self) -> set[str]:
+        """Every site the signature gives something for."""
+        return {path for kind in KINDS for path in getattr(self, kind)}
 
 
 def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
@@ -162,3 +170,59 @@ def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) ->
     target = Path(path)
     target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
     return target
+
+
+def site_hit_rates(site: Site) -> tuple[float, ...] | None:
+    """The hit rates the trace measured at ``site``, or None."""
+    rates = getattr(site, "hit_rates", None)
+    return None if rates is None else tuple(float(h) for h in rates)
+
+
+def site_lines_per_flop(site: Site) -> tuple[float, ...] | None:
+    """Cache lines each level served (L1 first, main memory last: accesses no cache served) per flop the
+    counters measured at ``site``, over every call of the run; None without a cache simulation or flops."""
+    if site.type != "flop" or getattr(site, "hit_rates", None) is None:
+        return None
+    flops = float(np.nansum(site.measured.sum))
+    if not flops > 0:
+        return None
+    hits = np.asarray(site.cache_hits, dtype=float).sum(axis=(1, 2))
+    accesses = float(np.asarray(site.cache_accesses, dtype=float).sum())
+    return tuple(float(v) / flops for v in (*hits, accesses - float(hits.sum())))
+
+
+def from_traces(cache: TraceSet | None = None, calls: TraceSet | None = None,
+                csr_rows: Mapping[str, tuple[str, str]] | None = None) -> Signatures:
+    """The signature of the runs whose traces are given: ``cache``, a ``--counters valgrind --cache PROFILE`` run
+    (the hit rates of its loadstore sites, the lines per flop of its flop sites; where the hit rates differ in
+    their number of levels, BackendError); ``calls``, a ``--counters ccalls`` run (calls into compiled code and
+    subscripts per execution, the children's taken out; the cache run's own where it counted them and no calls
+    run is given). ``csr_rows``: a site id (a path's last part) -> the (entries, rows) expressions of the row loop
+    the program states there, given at every path of that id in the traces."""
+    from .cpython.tracedata import measured_c_calls, measured_subscripts
+
+    out = Signatures()
+    paths: set[str] = set()
+    if cache is not None:
+        for site in cache.walk():
+            paths.add(site.path)
+            if site.type == "loadstore" and (rates := site_hit_rates(site)) is not None:
+                out.hit_rates[site.path] = rates
+            if (lines := site_lines_per_flop(site)) is not None:
+                out.lines_per_flop[site.path] = lines
+        levels = {len(r) for r in (*out.hit_rates.values(), *out.lines_per_flop.values())}
+        if len(levels) > 1:
+            raise BackendError(f"the cache run's sites measured {sorted(levels)} levels: one run simulates one "
+                               "hierarchy (ma run --counters valgrind --cache PROFILE)")
+    counted = calls if calls is not None else cache
+    if counted is not None:
+        paths |= {site.path for site in counted.walk()}
+        out.c_calls.update(measured_c_calls(counted))
+        out.subscripts.update(measured_subscripts(counted))
+    for site_id, stated in (csr_rows or {}).items():
+        found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
+        if not found:
+            raise BackendError(f"csr_rows of {site_id!r}: no site of that id in the traces")
+        entries, rows = check_csr_rows({"entries": stated[0], "rows": stated[1]}, f"csr_rows of {site_id!r}")
+        out.csr_rows.update(dict.fromkeys(found, (entries, rows)))
+    return out

@@ -1,5 +1,6 @@
-"""The profile's CPU terms for Python programs: the cost of one call from Python into compiled code, and the
-rate at which NumPy's vectorised kernels do floating-point work in cache.
+"""The CPython probes of ``ma machine probe``: the cost of one call from Python into compiled code, the rate at
+which NumPy's vectorised kernels do floating-point work in cache, and the cost of an annotation site (the profile's
+``cpython`` section, :mod:`.section`).
 
 PMaC prices flops at the FMA peak because its programs are compiled loops whose time is memory time. A
 Python + NumPy program pays two things more: a fixed cost per call into compiled code (argument parsing,
@@ -28,17 +29,13 @@ per cent of the FMA peak. Both are measured once per machine, independently of a
   annotated program pays it at every site it enters (with ``MA_DISABLE=1`` the no-op blocks cost about the
   same: the ``with`` statement and a call are most of it); NPB CG enters tens of thousands of them.
   Optional: profiles measured before it have none.
-- ``csr_rows``: seconds per nonzero of SciPy's compiled CSR product (``_sparsetools.csr_matvec``, what
-  ``A @ x`` runs) on a matrix in L1, by entries per row (:func:`measure_csr_rows`). Each row is a chain of
-  dependent adds (``sum += a[k] * x[col[k]]``); an out-of-order core overlaps the chains of neighbouring rows, so
-  short rows run at the loads' issue rate and long rows at the add latency. The maps backend prices a kernel
-  stated as such a row loop on this curve (``backends/maps/rowchain.py``).
 - ``subscripts``: seconds per subscript of the kinds the ports make (a view of a row, a column pair, a broadcast
   axis, a block; the store of an augmented slice assignment), their mean the price of each subscript
   ``ma run --counters ccalls`` counts (:mod:`.subscripts`); beside it an in-place broadcasting ufunc on a small
   strided view against the same on a contiguous array. Optional: profiles measured before it have none.
 
-The block carries its own ``version`` (``PYTHON_TERMS_VERSION``) inside ``cpu.python_probe``.
+The section carries its own ``version`` (:data:`.section.SECTION_VERSION`). SciPy's CSR product in cache, which
+the same probe times, is a compiled kernel's price and the machine's (:mod:`backends.machine.csrrows`).
 """
 
 from __future__ import annotations
@@ -50,33 +47,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-from ma_core.errors import CPUTermsError, ProfileError
+from ma_core.errors import CPUTermsError
 
 from . import subscripts
+from .section import ANNOTATION_KINDS, SECTION_VERSION
 
-PYTHON_TERMS_VERSION = 1
 CALL_KERNEL = "ufunc_add_8"
 FLOPS_KERNEL = "ufunc_add"
 DISPATCHES = {"ufunc_add_8": 1, "slice_assign_8": 0, "einsum_dot_8": 1, "sparse_matvec_1row_8": 1}
 SMALL, LARGE = 8, 4096  # doubles: 3 x 32 KiB at LARGE stay in any L2 of 256 KiB or more, far from memory
-# The CSR curve: entries per row; two matrices of each (their nonzeros), random sorted columns of an x of
-# CSR_COLUMNS doubles: values, indices, row starts, x and y of the larger take 29 KiB, within a 32 KiB L1
-# (a matrix in L2, 8 times larger, measured within 4 % of it: the chains, not the loads, set the rate).
-CSR_ROW_LENGTHS = (2, 8, 32, 64, 128, 256, 1024)
-CSR_NONZEROS, CSR_COLUMNS = (1024, 2048), 512
-
-
-@dataclass(frozen=True)
-class PythonTerms:
-    """What the maps backend reads: seconds per Python-to-compiled call, flop/s of NumPy kernels in cache."""
-
-    call_overhead_s: float
-    python_flops: float
-    annotation_s: Mapping[str, float] | None = None  # seconds per site call by ANNOTATION_KINDS; None: not measured
 
 
 def _median_seconds(call: Callable[[], object], per_timing: int, repeats: int, best: bool = False) -> float:
@@ -105,8 +87,6 @@ def _kernels(n: int) -> dict[str, tuple[Callable[[], object], int]]:
         "sparse_matvec_1row": (lambda: row @ a, 2 * n),
     }
 
-
-ANNOTATION_KINDS = ("region", "loop", "mpi")
 
 # A child process, so that the runtime starts there (at its first annotation) and not in the probe. Each
 # kind's annotated loop against the same loop bare; expressions of inputs like the ports' sites carry.
@@ -190,8 +170,8 @@ def _figures(stdout: str) -> dict[str, float] | None:
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    """The ``cpu`` fields of the profile: ``call_overhead_s``, ``python_flops``, ``annotation_s`` and
-    ``python_probe``."""
+    """The ``cpython`` section of the profile: ``call_overhead_s``, ``python_flops``, ``annotation_s``, the
+    kernels' figures (``probe``) and ``subscripts``."""
     per_timing, repeats = (500, 5) if quick else (5000, 15)
     small, large = _kernels(SMALL), _kernels(LARGE)
     calls = {f"{name}_{SMALL}": _median_seconds(call, per_timing, repeats) for name, (call, _) in small.items()}
@@ -205,91 +185,9 @@ def measure(quick: bool = False) -> dict[str, Any]:
         flops[name] = extra / slope if slope > 0 else float("inf")
     if not all(0 < v < float("inf") for v in (*calls.values(), *flops.values())):
         raise CPUTermsError(f"CPU terms: a kernel timed at zero or less (calls {calls}, flops {flops})")
-    return {"call_overhead_s": calls[CALL_KERNEL], "python_flops": flops[FLOPS_KERNEL],
+    return {"version": SECTION_VERSION, "call_overhead_s": calls[CALL_KERNEL], "python_flops": flops[FLOPS_KERNEL],
             "annotation_s": measure_annotation(quick),
-            "python_probe": {"version": PYTHON_TERMS_VERSION, "call_kernel": CALL_KERNEL, "calls_s": calls,
-                             "dispatches": DISPATCHES,
-                             "flops_kernel": FLOPS_KERNEL, "flops": flops, "sizes": [SMALL, LARGE],
-                             "statistic": "median", "repeats": repeats, "calls_per_timing": per_timing,
-                             "csr_rows": measure_csr_rows(quick), "subscripts": subscripts.measure(quick)}}
-
-
-def _csr_product(nonzeros: int, per_row: int, rng: Any) -> Callable[[], object]:
-    """One call of SciPy's compiled CSR product on a matrix of ``nonzeros`` entries, ``per_row`` a row, random
-    sorted columns of an x of :data:`CSR_COLUMNS` doubles."""
-    import numpy as np
-    from scipy.sparse import _sparsetools
-
-    rows = nonzeros // per_row
-    columns = np.sort(rng.integers(0, CSR_COLUMNS, size=(rows, per_row)), axis=1).ravel().astype(np.int32)
-    starts = np.arange(0, rows * per_row + 1, per_row, dtype=np.int32)
-    values, x, y = rng.random(rows * per_row), rng.random(CSR_COLUMNS), np.zeros(rows)
-    return lambda: _sparsetools.csr_matvec(rows, CSR_COLUMNS, starts, columns, values, x, y)
-
-
-def measure_csr_rows(quick: bool = False) -> dict[str, list[float]]:
-    """Seconds per nonzero of SciPy's CSR product in cache at each of :data:`CSR_ROW_LENGTHS` entries per row:
-    the difference of the fastest timings of the two matrix sizes over their extra nonzeros, so the per-call
-    cost drops out (as for the flop rates)."""
-    import numpy as np
-
-    rng = np.random.default_rng(12345)
-    # the two sizes differ by about half a microsecond a call, a fraction of the call's own cost: their timings
-    # alternate, so that both fastest ones come from the same moments of the host (a few ms a row length)
-    per_timing, repeats = (200, 9) if quick else (200, 25)
-    small, large = CSR_NONZEROS
-    seconds = []
-    for per_row in CSR_ROW_LENGTHS:
-        pair = (_csr_product(large, per_row, rng), _csr_product(small, per_row, rng))
-        best = [min(timings) for timings in zip(*([_median_seconds(call, per_timing, 1) for call in pair]
-                                                  for _ in range(repeats)), strict=True)]
-        slope = best[0] - best[1]
-        if not slope > 0:
-            raise CPUTermsError(f"CPU terms: the CSR product with {per_row} entries per row timed no slower on "
-                                f"{large} nonzeros than on {small}")
-        seconds.append(slope / (large - small))
-    return {"entries_per_row": [float(k) for k in CSR_ROW_LENGTHS], "seconds_per_entry": seconds}
-
-
-def csr_rows_curve(cpu: Mapping[str, Any], where: str = "<profile>") -> list[tuple[float, float]] | None:
-    """The profile's CSR curve as (entries per row, seconds per entry), sorted; None for a profile without it;
-    ProfileError on a malformed one."""
-    curve = (cpu.get("python_probe") or {}).get("csr_rows")
-    if curve is None:
-        return None
-    field = "cpu.python_probe.csr_rows"
-    try:
-        lengths, seconds = curve["entries_per_row"], curve["seconds_per_entry"]
-        points = sorted(zip((float(k) for k in lengths), (float(s) for s in seconds), strict=True))
-    except (KeyError, TypeError, ValueError):
-        raise ProfileError(where, "expected entries_per_row and seconds_per_entry, two lists of numbers of one "
-                                  "length", field) from None
-    if not points or any(k < 1 or s <= 0 for k, s in points) or len({k for k, _ in points}) != len(points):
-        raise ProfileError(where, f"expected distinct row lengths >= 1 and positive seconds, got {points}", field)
-    return points
-
-
-def python_terms(cpu: Mapping[str, Any], where: str = "<profile>") -> PythonTerms | None:
-    """The profile's CPU terms, or None for a profile measured before them; ProfileError on a bad block."""
-    if "call_overhead_s" not in cpu and "python_flops" not in cpu:
-        return None
-    probe = cpu.get("python_probe") or {}
-    version = probe.get("version", PYTHON_TERMS_VERSION)
-    if version != PYTHON_TERMS_VERSION:
-        raise ProfileError(where, f"CPU terms version {version!r} is not supported (this SDK reads version "
-                                  f"{PYTHON_TERMS_VERSION})", "cpu.python_probe.version")
-    for name in ("call_overhead_s", "python_flops"):
-        value = cpu.get(name)
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-            raise ProfileError(where, f"expected a positive number, got {value!r}", f"cpu.{name}")
-    annotation = cpu.get("annotation_s")
-    if annotation is not None:
-        if not isinstance(annotation, Mapping) or set(annotation) != set(ANNOTATION_KINDS):
-            raise ProfileError(where, f"expected an object with {', '.join(ANNOTATION_KINDS)}, got {annotation!r}",
-                               "cpu.annotation_s")
-        for kind in ANNOTATION_KINDS:
-            value = annotation[kind]
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ProfileError(where, f"expected a positive number, got {value!r}", f"cpu.annotation_s.{kind}")
-        annotation = {kind: float(annotation[kind]) for kind in ANNOTATION_KINDS}
-    return PythonTerms(float(cpu["call_overhead_s"]), float(cpu["python_flops"]), annotation)
+            "probe": {"call_kernel": CALL_KERNEL, "calls_s": calls, "dispatches": DISPATCHES,
+                      "flops_kernel": FLOPS_KERNEL, "flops": flops, "sizes": [SMALL, LARGE], "statistic": "median",
+                      "repeats": repeats, "calls_per_timing": per_timing},
+            "subscripts": subscripts.measure(quick)}

@@ -1,22 +1,24 @@
-"""A Python program's messages beyond the C latency (``network.python_exchange``): the term by hand, how the
-maps backend charges it (per latency a message pays, Python programs only, its zero-work part beyond one rank
-per core, nothing without the curve), the block's schema and errors, and the probe with real MPI ranks."""
+"""A Python program's messages beyond the C latency (``cpython.exchange``): the term by hand, how the maps backend
+charges it (per latency a message pays, Python programs only, its zero-work part beyond one rank per core, nothing
+without the curve), the block's schema and errors, and the probe with real MPI ranks."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sympy
 from test_maps_backend import BANDWIDTH, LATENCY, builder, halo_seconds, profile
 
-from backends.machine import pymessages
-from backends.machine.profile import MachineProfile, load, validate
+from backends.cpython import exchange
+from backends.cpython.runtime import message_extra as python_message_extra
+from backends.cpython.section import EXCHANGE_CALLS, EXCHANGE_PATTERN
+from backends.machine.profile import MachineProfile, from_json, load, with_block
 from backends.maps import MapsBackend
-from backends.maps.network import python_message_extra
 from ma_cli.main import main
 from ma_core.errors import ProfileError
 from ma_post.export.octave import export_octave
@@ -26,15 +28,12 @@ VALUES = {"n": 10, "m": 1000}
 
 
 def block(rows: list[tuple[float, float]], calls: int = 3, version: int = 1) -> dict[str, object]:
-    return {"version": version, "pattern": pymessages.PATTERN, "ranks": 2, "bytes": 8, "calls": calls,
+    return {"version": version, "pattern": EXCHANGE_PATTERN, "ranks": 2, "bytes": 8, "calls": calls,
             "work": [{"passes": i, "work_s": w, "seconds": s} for i, (w, s) in enumerate(rows)]}
 
 
-def with_curve(rows: list[tuple[float, float]]) -> MachineProfile:
-    machine = profile()
-    assert machine.network is not None
-    machine.network.python_exchange = block(rows)
-    return machine
+def with_curve(rows: list[tuple[float, float]], **reference: float) -> MachineProfile:
+    return with_block(profile(), exchange.FIELD, {**block(rows), **reference})
 
 
 def test_the_extra_by_hand() -> None:
@@ -54,7 +53,7 @@ def test_the_backend_charges_it_per_latency_of_a_python_programs_messages() -> N
     flat = with_curve([(0.0, 4e-6), (1.0, 1.0 + 4e-6)])
     extra = 4e-6 - LATENCY - 3 * CALL
     prediction = MapsBackend(call_overhead_s=CALL, cores=0).predict(builder(), flat)
-    assert any("network.python_exchange" in note for note in prediction.notes)
+    assert any("cpython.exchange" in note for note in prediction.notes)
     point = {**VALUES, "nprocs": 4}
     assert halo_seconds(prediction, point) == pytest.approx(20 * (LATENCY + extra) + 20 * 8000 / BANDWIDTH, rel=1e-9)
     allreduce = next(s for s in prediction.sites if s.path == "solve/it/sum")
@@ -67,7 +66,7 @@ def test_the_backend_charges_it_per_latency_of_a_python_programs_messages() -> N
                                        (MapsBackend(call_overhead_s=CALL, cores=0), "python", profile())):
         other = backend.predict(builder(language=language), machine)
         assert halo_seconds(other, point) == pytest.approx(plain, rel=1e-12)
-        assert any("has no network.python_exchange" in n for n in other.notes) == (machine is not flat)
+        assert any("has no cpython.exchange" in n for n in other.notes) == (machine is not flat)
 
 
 def test_the_work_per_message_reads_the_curve_and_beyond_one_rank_per_core_only_the_calls() -> None:
@@ -90,14 +89,10 @@ def test_a_what_if_on_the_latency_moves_a_message_by_its_change() -> None:
     rows = [(0.0, 4e-6), (1.0, 1.0 + 4e-6)]
     point = {**VALUES, "nprocs": 2}
     times = []
-    for reference in (LATENCY, None):
-        base, faster = with_curve(rows), with_curve(rows)
-        for machine in (base, faster):
-            assert machine.network is not None and machine.network.python_exchange is not None
-            if reference is not None:
-                machine.network.python_exchange["latency_s"] = reference
-        assert faster.network is not None
-        faster.network.latency_s = LATENCY / 2
+    for reference in ({"latency_s": LATENCY}, {}):
+        base = with_curve(rows, **reference)
+        assert base.network is not None
+        faster = replace(base, network=replace(base.network, latency_s=LATENCY / 2))
         backend = MapsBackend(call_overhead_s=CALL, cores=0)
         times.append([halo_seconds(backend.predict(builder(), m), point) for m in (base, faster)])
     assert times[0][0] - times[0][1] == pytest.approx(20 * LATENCY / 2, rel=1e-9)
@@ -108,56 +103,52 @@ def test_the_block_round_trips_and_bad_ones_name_their_field(tmp_path: Path) -> 
     machine = with_curve([(0.0, 4e-6), (1e-5, 2e-5)])
     machine.save(tmp_path / "p.json")
     loaded = load(tmp_path / "p.json")
-    assert loaded.network is not None and loaded.network.python_exchange == machine.network.python_exchange  # type: ignore[union-attr]
+    assert loaded.cpython is not None and machine.cpython is not None
+    assert loaded.cpython.exchange == machine.cpython.exchange
+    assert loaded.cpython.exchange is not None and loaded.cpython.exchange.curve == [(0.0, 4e-6), (1e-5, 2e-5)]
     doc = json.loads((tmp_path / "p.json").read_text())
-    doc["network"]["python_exchange"]["version"] = 2
-    with pytest.raises(ProfileError, match=r"network\.python_exchange\.version"):
-        validate(doc, "p.json")
-    for bad, field in ((block([(0.0, 4e-6)], version=2), "network.python_exchange.version"),
-                       (block([(0.0, 4e-6)], calls=-1), "network.python_exchange.calls"),
-                       ({**block([(0.0, 4e-6)]), "latency_s": "1us"}, "network.python_exchange.latency_s"),
-                       (block([(0.0, -4e-6)]), "network.python_exchange.work"),
-                       (block([(0.0, 4e-6), (0.0, 5e-6)]), "network.python_exchange.work"),
-                       ({"version": 1, "work": [{"seconds": 1e-6}]}, "network.python_exchange.work"),
-                       ([1, 2], "network.python_exchange")):
-        with pytest.raises(ProfileError, match=field.replace(".", r"\.")):
-            pymessages.read_curve(bad, "p.json")  # type: ignore[arg-type]
-    assert pymessages.read_curve(None) is None
+    for bad, field in ((block([(0.0, 4e-6)], version=2), "cpython.exchange.version"),
+                       (block([(0.0, 4e-6)], calls=-1), "cpython.exchange.calls"),
+                       ({**block([(0.0, 4e-6)]), "latency_s": "1us"}, "cpython.exchange.latency_s"),
+                       (block([(0.0, -4e-6)]), "cpython.exchange.work[0].seconds"),
+                       (block([(0.0, 4e-6), (0.0, 5e-6)]), "cpython.exchange.work"),
+                       ({"version": 1, "work": [{"seconds": 1e-6}]}, "cpython.exchange.work[0].work_s"),
+                       ([1, 2], "cpython.exchange")):
+        doc["cpython"]["exchange"] = bad
+        with pytest.raises(ProfileError) as caught:
+            from_json(doc, "p.json")
+        assert caught.value.field == field and str(caught.value).startswith("p.json: field")
 
 
 @pytest.mark.mpi
 def test_ma_machine_exchange_measures_the_curve_with_two_python_ranks(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
-    machine = with_curve([(0.0, 1.0)])
-    assert machine.network is not None
-    machine.network.python_exchange = None
+    machine = profile()
     machine.save(tmp_path / "p.json")
     assert main(["machine", "exchange", str(tmp_path / "p.json"), "--quick"]) == 0
     assert "written:" in capsys.readouterr().out
-    measured = load(tmp_path / "p.json").network
-    assert measured is not None and measured.latency_s == LATENCY  # the rest of the profile kept
-    found = pymessages.read_curve(measured.python_exchange, "p.json")
+    measured = load(tmp_path / "p.json")
+    assert measured.network is not None and measured.network.latency_s == LATENCY  # the rest of the profile kept
+    found = measured.cpython.exchange if measured.cpython else None
     assert found is not None
     curve = found.curve
-    assert found.calls == pymessages.EXCHANGE_CALLS and len(curve) == len(pymessages.QUICK["passes"])
+    assert found.calls == EXCHANGE_CALLS and len(curve) == len(exchange.QUICK["passes"])
     assert found.latency_s == LATENCY and found.call_overhead_s is None  # the profile's L; it has no CPU terms
-    assert measured.python_exchange is not None  # the work streamed through 64 MiB (4 x a 32 KiB last cache < 64)
-    assert measured.python_exchange["work_buffer_bytes"] == pymessages.MIN_STREAM_MIB << 20
+    # the work streamed through 64 MiB (4 x a 32 KiB last cache < 64)
+    assert found.extra["work_buffer_bytes"] == exchange.MIN_STREAM_MIB << 20
     assert curve[0][0] == 0.0 and all(w > 0 for w, _ in curve[1:])
     assert all(s > 0 for _, s in curve) and curve[-1][1] > curve[0][1]  # more work, more wall time per message
     # a shipped profile's name is not updated in place; a profile without a network block is refused
     assert shutil.which("mpiexec") is not None
     assert main(["machine", "exchange", "no-such-profile-name"]) != 0
-    measured.python_exchange = None
-    machine.network = None
-    machine.save(tmp_path / "none.json")
+    replace(machine, network=None).save(tmp_path / "none.json")
     assert main(["machine", "exchange", str(tmp_path / "none.json")]) != 0
     assert "'network'" in capsys.readouterr().err
 
 
 def test_the_work_buffer_is_four_times_the_last_cache() -> None:
-    assert pymessages.stream_mib(32 << 20) == 128 and pymessages.stream_mib(1 << 20) == pymessages.MIN_STREAM_MIB
-    assert pymessages.stream_mib((32 << 20) + 1) == 129  # rounded up
+    assert exchange.stream_mib(32 << 20) == 128 and exchange.stream_mib(1 << 20) == exchange.MIN_STREAM_MIB
+    assert exchange.stream_mib((32 << 20) + 1) == 129  # rounded up
 
 
 @pytest.mark.octave

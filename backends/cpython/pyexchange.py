@@ -1,7 +1,8 @@
 """The oversubscribed exchange with work between messages, run by Python ranks (mpi4py and NumPy): what a Python
-MPI program's ranks see, next to ``csrc/pingpong.c``'s ``exchange-work`` mode, which is the same measurement in C.
+MPI program's ranks see, next to ``backends/machine/csrc/pingpong.c``'s ``exchange-work`` mode, which is the same
+measurement in C.
 
-    mpiexec -n R python -m backends.machine.pyexchange [exchange-work | work] MIN_TIME BATCHES PASSES...
+    mpiexec -n R python -m backends.cpython.pyexchange [exchange-work | work] MIN_TIME BATCHES PASSES...
 
 Same pattern, message size and output as the C probe: rounds of 8-byte exchanges at distances 1, 2, 4, ... < R
 (send to rank + d, receive from rank - d), before each message every rank makes PASSES passes of a multiply-add
@@ -18,7 +19,7 @@ transpose (ranks 1 and 2 swap, 0 and 3 send to themselves), 10 %, two row butter
 last, Irecv/Send/Wait, the work per message the same on average; ``--kib N`` sizes the work's buffer (beyond
 the caches: memory-bound work, as CG's matrix product); ``--bytes N`` sends messages of N bytes instead of 8
 (CG's row reduction and transpose move na / num_proc_cols doubles); ``--stream MIB`` does each pass on the
-next 32 KiB of a MIB MiB buffer (work from memory: the profile's ``network.python_exchange``, :mod:`.pymessages`);
+next 32 KiB of a MIB MiB buffer (work from memory: the profile's ``cpython.exchange``, :mod:`.exchange`);
 ``--all`` has every rank work in ``work`` mode (the work with the memory system shared); ``--sched`` has every
 rank print its scheduler counters (``/proc/self/sched``: migrations, voluntary and involuntary switches) to stderr.
 """

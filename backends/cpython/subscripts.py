@@ -1,4 +1,4 @@
-"""The profile's price of a subscript in a Python program (``cpu.python_probe.subscripts``).
+"""The profile's price of a subscript in a Python program (``cpython.subscripts``).
 
 ``ma run --counters ccalls`` counts a program's subscript instructions per site apart from its calls
 (``Site.subscripts``). On a NumPy array each is a dispatch into compiled code that builds an index and a view
@@ -14,7 +14,7 @@ Beside it, measured the same way and kept to say what the call price leaves out 
 cannot see a call's operands): ``view_ufunc_s``, an in-place ufunc broadcasting a (3, 1, 4, 4) array into a
 strided (3, 2, 4, 4) view of the 5-D array (``row[:, 3:5] *= fac[:, None]``: NumPy's general iterator), and
 ``contiguous_ufunc_s``, the same in-place ufunc on a contiguous array of the view's shape (the trivial loop, as
-the 8-double add of ``cpu.call_overhead_s``).
+the 8-double add of ``cpython.call_overhead_s``).
 """
 
 # ruff: noqa: E702, B018 (the timed loops are lines of bare subscripts: those statements are the measurement)
@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
-from ma_core.errors import ProfileError, SubscriptProbeError
+from ma_core.errors import SubscriptProbeError
 
-FIELD = "cpu.python_probe.subscripts"
+FIELD = "cpython.subscripts"
 KINDS = ("row_5d", "slice_4d", "newaxis_3d", "slice_3d", "store_3d")
 PLANE = 4  # points per side of a cell's plane: (n, 3, 5, 4, 4) doubles, all in L1
 PER_LOOP = 10  # subscripts per iteration of a timed loop
@@ -114,7 +114,7 @@ def _difference(timed: Timed, bare: Timed, reps: int, rounds: int) -> float:
 
 
 def measure(quick: bool = False) -> dict[str, Any]:
-    """The ``subscripts`` block of ``cpu.python_probe``: seconds per subscript by kind, their mean, and the two
+    """The ``subscripts`` block of the ``cpython`` section: seconds per subscript by kind, their mean, and the two
     in-place ufuncs."""
     reps, rounds = (500, 7) if quick else (2000, 25)
     kinds = {name: _difference(timed, bare, reps, rounds) / PER_LOOP
@@ -127,16 +127,3 @@ def measure(quick: bool = False) -> dict[str, Any]:
         raise SubscriptProbeError(f"subscript probe: timed no slower than its bare loop: {bad}")
     return {"seconds": statistics.fmean(kinds.values()), "kinds_s": kinds, **ufuncs, "plane": PLANE,
             "repeats": rounds, "loops_per_timing": reps}
-
-
-def subscript_seconds(cpu: Mapping[str, Any], where: str = "<profile>") -> float | None:
-    """The profile's price per counted subscript, or None for a profile measured before it (the backend then
-    charges subscripts nothing and says so); ProfileError naming the field on a malformed block."""
-    block = (cpu.get("python_probe") or {}).get("subscripts")
-    if block is None:
-        return None
-    seconds = block.get("seconds") if isinstance(block, Mapping) else None
-    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not seconds > 0:
-        raise ProfileError(where, f"expected an object whose 'seconds' is a positive number (seconds per "
-                                  f"subscript), got {block!r}", FIELD)
-    return float(seconds)

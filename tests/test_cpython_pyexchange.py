@@ -1,4 +1,4 @@
-"""The oversubscribed exchange run by Python ranks (``backends/machine/pyexchange.py``), for real under the
+"""The oversubscribed exchange run by Python ranks (``backends/cpython/pyexchange.py``), for real under the
 environment's mpiexec: the C probe's output format, one line per amount of work, and every diagnosis option."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ma_tools import toolchain
 def run(ranks: int, *args: str) -> subprocess.CompletedProcess[str]:
     mpiexec = toolchain.find_program("mpiexec")
     assert mpiexec is not None
-    return subprocess.run([str(mpiexec), "-n", str(ranks), sys.executable, "-m", "backends.machine.pyexchange",
+    return subprocess.run([str(mpiexec), "-n", str(ranks), sys.executable, "-m", "backends.cpython.pyexchange",
                            *args], capture_output=True, text=True, timeout=120, check=True)
 
 

@@ -1,4 +1,6 @@
-"""Predicted against measured time per subroutine: the traces carry each site's inclusive wall time."""
+"""Predicted against measured time per subroutine: the traces carry each site's inclusive wall time, and a
+prediction whose backend names each site's subroutine (:attr:`.base.Prediction.subroutines`) sums its sites inside
+any of them."""
 
 from __future__ import annotations
 
@@ -7,14 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
 
 from ma_core.errors import BackendError
 
-from .backend import MapsPrediction
-
 if TYPE_CHECKING:
     from ma_post import ModelBuilder
+
+    from .base import Prediction
 
 _NS = 1e-9
 
@@ -31,18 +32,9 @@ class Comparison:
         return (self.predicted_s - self.measured_s) / self.measured_s if self.measured_s else float("nan")
 
 
-def per_rank(builder: ModelBuilder, expr: sympy.Expr, values: Mapping[str, float]) -> np.ndarray:
-    """An expression of the prediction at every traced rank's own inputs (``values`` override them)."""
-    from ma_post.evaluation import evaluate
-
-    model = builder.submodel("predicted", expr)
-    result = evaluate(model, dict(values))  # its value is the mean over ranks where their inputs differ
-    seconds = np.asarray(result.value if result.per_rank is None else result.per_rank, dtype=float)
-    return np.broadcast_to(seconds, (len(model.ranks),)) if seconds.ndim == 0 else seconds
-
-
-def compare(builder: ModelBuilder, prediction: MapsPrediction, values: Mapping[str, float]) -> list[Comparison]:
-    """Every subroutine site of the trace that has predicted sites inside, predicted vs its measured wall time."""
+def compare(builder: ModelBuilder, prediction: Prediction, values: Mapping[str, float]) -> list[Comparison]:
+    """Every subroutine site of the trace that has predicted sites inside, predicted vs its measured wall time
+    (none where the prediction names no subroutines)."""
     ts = builder.ts
     out = []
     for site in ts.walk():
@@ -52,7 +44,7 @@ def compare(builder: ModelBuilder, prediction: MapsPrediction, values: Mapping[s
             expr = prediction.subroutine_total(site.path)
         except BackendError:  # no predicted site inside: nothing to compare
             continue
-        predicted = per_rank(builder, expr, values)
+        predicted = prediction.per_rank(builder, values, expr)
         present = np.nansum(site.calls, axis=1) > 0  # (ranks, threads): threads run at once, the longest counts
         measured = np.nanmax(np.asarray(site.wall_ns, dtype=float), axis=1)[present] * _NS
         if not measured.size:
