@@ -76,6 +76,7 @@ def plan(command: Sequence[str], nprocs: int = 1, trace_dir: str | os.PathLike[s
             raise LaunchError("a simulated cache (--cache) needs the valgrind counter: --counters valgrind")
     program = mpilaunch.program_mpi(list(command))  # the MPI it was built with: its PMPI library, its launcher
     notes = [*program.notes, *_preload_pmpi(env, program)]
+    env.update(program.env)
     launcher = launcher or os.environ.get("MA_LAUNCHER")
     start = mpilaunch.launcher(program.install, nprocs, launcher)
     env.update(start.env)

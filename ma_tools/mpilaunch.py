@@ -35,6 +35,7 @@ class ProgramMpi:
     install: mpis.MpiInstall | None
     linked_pmpi: Path | None = None  # the libmapmpi the program itself links, if it does
     notes: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # what the ranks' environment needs for this MPI
 
 
 def _executable(command: list[str]) -> Path | None:
@@ -64,10 +65,44 @@ def linked_libraries(binary: Path) -> dict[str, Path]:
 
 def _mpi_library(libraries: dict[str, Path]) -> Path | None:
     """The MPI C library among them (libmpi.so.N, libmpich.so.N), resolved."""
-    for name, path in libraries.items():
-        if re.match(r"lib(mpi|mpich)\.so(\.\d+)*$", name):
-            return path.resolve()
-    return None
+    found = _mpi_soname(libraries)
+    return libraries[found].resolve() if found else None
+
+
+def _mpi_soname(libraries: dict[str, Path]) -> str | None:
+    return next((name for name in libraries if re.match(r"lib(mpi|mpich)\.so(\.\d+)*$", name)), None)
+
+
+def mpich_abi_alias(mpi: mpis.MpiInstall) -> Path | None:
+    """A directory holding ``libmpi.so.12`` -> this MPICH's own library, for Python programs; None when not needed.
+
+    mpi4py's wheel carries one extension per MPI ABI; its MPICH one needs ``libmpi.so.12``, the MPICH ABI's
+    name. Debian's MPICH calls the same ABI ``libmpich.so.12``, so the extension finds no library; with this
+    directory on LD_LIBRARY_PATH it loads Debian's (docs/mpi.md).
+    """
+    from ma_core.errors import ToolBuildError
+
+    from .pmpi import build_pmpi
+
+    if mpi.family != "mpich":
+        return None
+    try:
+        libraries = linked_libraries(build_pmpi(mpi=mpi))
+    except ToolBuildError:
+        return None
+    name = _mpi_soname(libraries)
+    if name is None or name == "libmpi.so.12" or not name.endswith(".so.12"):
+        return None
+    directory = mpi.build_dir / "mpich-abi"
+    directory.mkdir(exist_ok=True)
+    alias = directory / "libmpi.so.12"
+    target = libraries[name].resolve()
+    if not alias.is_symlink() or alias.resolve() != target:
+        temporary = directory / f".libmpi.so.12.{os.getpid()}"
+        temporary.unlink(missing_ok=True)
+        temporary.symlink_to(target)
+        temporary.replace(alias)
+    return directory
 
 
 def program_mpi(command: list[str]) -> ProgramMpi:
@@ -84,7 +119,12 @@ def program_mpi(command: list[str]) -> ProgramMpi:
     selected = mpis.selected()
     wanted = _mpi_library(libraries)
     if wanted is None:  # a Python program, or one without MPI: the selected MPI
-        return ProgramMpi(selected)
+        program = ProgramMpi(selected)
+        alias = None if selected.own else mpich_abi_alias(selected)
+        if alias is not None:
+            old_path = os.environ.get("LD_LIBRARY_PATH")
+            program.env["LD_LIBRARY_PATH"] = f"{alias}{os.pathsep + old_path if old_path else ''}"
+        return program
     for install in [selected, *mpis.built_installs()]:
         try:
             from .cparts import build_pmpi
@@ -155,4 +195,5 @@ def open_mpi_environment(nprocs: int) -> dict[str, str]:
     return env
 
 
-__all__ = ["Launch", "ProgramMpi", "launcher", "linked_libraries", "open_mpi_environment", "program_mpi"]
+__all__ = ["Launch", "ProgramMpi", "launcher", "linked_libraries", "mpich_abi_alias", "open_mpi_environment",
+           "program_mpi"]
