@@ -279,7 +279,7 @@ def module_source(disabled: bool = False) -> str:
             "    character(len=*), intent(out) :: text",
             "    integer :: status"]
     if disabled:
-        out += ["    text = 'the MA runtime is not linked (disabled build)'", "    status = -1"]
+        out += ["    text = 'the MA runtime is disabled'", "    status = -1"]
     else:
         out += ["    status = int(c_evaluate(expr, len(expr, kind=c_size_t), bindings, len(bindings, kind=c_size_t), &",
                 "                            text, len(text, kind=c_size_t)))"]

@@ -242,15 +242,18 @@ static void remember_probe(MPI_Message message, const MPI_Status *status)
     probed[slot].source = status->MPI_SOURCE;
 }
 
-static int probed_source(MPI_Message message)
+static int probed_source_of(MPI_Message message, int forget)
 {
     for (unsigned i = 0; i < PROBE_SLOTS; i++)
         if (probed[i].message == message && message != MPI_MESSAGE_NULL) {
-            probed[i].message = MPI_MESSAGE_NULL;
+            if (forget)
+                probed[i].message = MPI_MESSAGE_NULL;
             return probed[i].source >= 0 ? probed[i].source : -1;
         }
     return -1;
 }
+
+static int probed_source(MPI_Message message) { return probed_source_of(message, 1); }
 
 /* The same, for the Fortran entry points in ma_pmpi_fortran.c. */
 uint64_t ma_pmpi_clock_ns(void) { return now_ns(); }
@@ -263,7 +266,7 @@ uint64_t ma_pmpi_received(const MPI_Status *status) { return received(status); }
 int ma_pmpi_remote_size(MPI_Comm comm) { return remote_size(comm); }
 int ma_pmpi_rank_in(MPI_Comm comm) { return rank_in(comm); }
 void ma_pmpi_remember_probe(MPI_Message message, const MPI_Status *status) { remember_probe(message, status); }
-int ma_pmpi_probed_source(MPI_Message message) { return probed_source(message); }
+int ma_pmpi_probed_source(MPI_Message message, int forget) { return probed_source_of(message, forget); }
 
 /* ---- wrappers ---------------------------------------------------------------------------------- */
 /* Each X_LIKE macro defines the classic form (int counts) and, under MPI-4, the `_c` form. */

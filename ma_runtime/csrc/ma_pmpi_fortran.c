@@ -142,10 +142,11 @@ static int source_of(const MPI_Status *status) { return status->MPI_SOURCE >= 0 
     {                                                                                                  \
         status_space own;                                                                              \
         void *st = layout##_status(status, &own);                                                      \
-        ma_pmpi_probed_source(PMPI_Message_f2c(*message)); /* forget it: it is being received */      \
+        MPI_Message matched = PMPI_Message_f2c(*message);                                              \
         FORWARD(symbol, (void *, F *, F *, F *, void *, F *), buf, count, type, message, st, err);     \
         if (count_here) {                                                                              \
             MPI_Status c;                                                                              \
+            ma_pmpi_probed_source(matched, 1); /* received: forget it */                               \
             layout##_to_c(st, &c);                                                                     \
             ma_pmpi_count(id, ma_pmpi_received(&c), source_of(&c), c.MPI_TAG, elapsed);                \
         }                                                                                              \
@@ -163,10 +164,14 @@ static int source_of(const MPI_Status *status) { return status->MPI_SOURCE >= 0 
 #define IMRECV(symbol, layout, id)                                                                    \
     void symbol(void *buf, F *count, F *type, F *message, F *request, F *ierr)                        \
     {                                                                                                  \
-        int peer = ma_pmpi_probed_source(PMPI_Message_f2c(*message));                                  \
+        /* only looked at: a C wrapper the call reaches takes it (and counts the call) */             \
+        MPI_Message matched = PMPI_Message_f2c(*message);                                              \
+        int peer = ma_pmpi_probed_source(matched, 0);                                                  \
         FORWARD(symbol, (void *, F *, F *, F *, F *, F *), buf, count, type, message, request, err);   \
-        if (count_here)                                                                                \
+        if (count_here) {                                                                              \
+            ma_pmpi_probed_source(matched, 1);                                                         \
             ma_pmpi_count(id, ma_pmpi_payload(*count, TYPE(type)), peer, -1, elapsed);                 \
+        }                                                                                              \
     }
 
 #define SENDRECV(symbol, layout, id)                                                                  \

@@ -77,7 +77,8 @@ MA_HIDDEN uint64_t ma_pmpi_received(const MPI_Status *status);
 MA_HIDDEN int ma_pmpi_remote_size(MPI_Comm comm);
 MA_HIDDEN int ma_pmpi_rank_in(MPI_Comm comm);
 MA_HIDDEN void ma_pmpi_remember_probe(MPI_Message message, const MPI_Status *status);
-MA_HIDDEN int ma_pmpi_probed_source(MPI_Message message);
+/* The source MPI_Mprobe/MPI_Improbe reported for `message` (-1: unknown); `forget`: it is being received. */
+MA_HIDDEN int ma_pmpi_probed_source(MPI_Message message, int forget);
 /* After MPI came up, and before it goes down: the hooks of the C runtime, run once whichever layer (C or
  * Fortran entry point) sees the call first. */
 MA_HIDDEN void ma_pmpi_after_init(void);
