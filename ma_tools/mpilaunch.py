@@ -82,13 +82,13 @@ def mpich_abi_alias(mpi: mpis.MpiInstall) -> Path | None:
     """
     from ma_core.errors import ToolBuildError
 
-    from .pmpi import build_pmpi
+    from .cparts import build_pmpi
 
-    if mpi.family != "mpich":
-        return None
     try:
+        if mpi.family != "mpich":
+            return None
         libraries = linked_libraries(build_pmpi(mpi=mpi))
-    except ToolBuildError:
+    except ToolBuildError:  # said by the PMPI library's own build, when ma run preloads it
         return None
     name = _mpi_soname(libraries)
     if name is None or name == "libmpi.so.12" or not name.endswith(".so.12"):
@@ -176,12 +176,17 @@ def launcher(mpi: mpis.MpiInstall | None, nprocs: int, named: str | None) -> Lau
 
 
 def _is_open_mpi(program: str, mpi: mpis.MpiInstall | None) -> bool:
+    from ma_core.errors import ToolBuildError
+
     if not program:
         return False
     name = Path(program).name
     if name.startswith(("orterun", "prterun")) or name.endswith(".openmpi"):
         return True
-    return mpi is not None and name in LAUNCHER_NAMES and mpi.family == "openmpi"
+    try:
+        return mpi is not None and name in LAUNCHER_NAMES and mpi.family == "openmpi"
+    except ToolBuildError:
+        return False
 
 
 def open_mpi_environment(nprocs: int) -> dict[str, str]:

@@ -66,7 +66,9 @@ class MpiInstall:
     def sibling(self, *tools: str) -> Path | None:
         """The first of ``tools`` (e.g. "mpifort", "mpif90") that sits beside this mpicc with its suffix."""
         name = self.mpicc.name
-        suffix = name[len("mpicc"):] if name.startswith("mpicc") else ""
+        if not name.startswith("mpicc"):
+            return None  # a wrapper named otherwise (a site's cc, MA_MPICC=/bin/false): no siblings to trust
+        suffix = name[len("mpicc"):]
         for tool in tools:
             candidate = self.mpicc.parent / f"{tool}{suffix}"
             if candidate.is_file() and os.access(candidate, os.X_OK):
@@ -132,10 +134,10 @@ def identify(mpicc: Path) -> tuple[str, str]:
         done = subprocess.run([str(mpicc), "-E", "-dM", "-x", "c", "-"], input="#include <mpi.h>\n",
                               capture_output=True, text=True, timeout=120, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        raise ToolBuildError(f"cannot run the MPI compiler wrapper {mpicc}: {exc}") from None
+        raise ToolBuildError(f"building for the MPI of {mpicc}: cannot run it: {exc}") from None
     if done.returncode != 0:
-        raise ToolBuildError(f"{mpicc} cannot compile a file that includes mpi.h (exit {done.returncode}): "
-                             f"{(done.stderr or done.stdout).strip()[:500]}")
+        raise ToolBuildError(f"building for the MPI of {mpicc}: it cannot compile a file that includes mpi.h "
+                             f"(exit {done.returncode}) {(done.stderr or done.stdout).strip()[:500]}")
     macros = dict(re.findall(r"^#define (\w+) (.*)$", done.stdout, flags=re.M))
     if "OMPI_MAJOR_VERSION" in macros:
         parts = (macros.get(f"OMPI_{p}_VERSION", "0").strip() for p in ("MAJOR", "MINOR", "RELEASE"))

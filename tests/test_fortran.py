@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from mpi_builds import DEBIAN_MPICH, DEBIAN_OPENMPI, REPO, TIMEOUT, WHEEL, Mpi, environment, validation
 
-from ma_runtime import fortran, mpis
+from ma_tools import fortran, mpis
 
 FORTRAN_TESTS = REPO / "tests" / "fortran"
 HEADER = REPO / "ma_runtime" / "csrc" / "libma" / "ma.h"
