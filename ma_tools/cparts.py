@@ -41,7 +41,8 @@ def build_pmpi(force: bool = False, mpi: MpiInstall | None = None) -> Path:
     directory; return its path. The directory's ``mpi.json`` says which MPI built it."""
     mpi = mpi or selected()
     c_files, headers = pmpi_sources()
-    command = [str(mpi.mpicc), *CFLAGS, f"-I{CSRC_DIR}", *map(str, c_files), "-ldl"]
+    # --no-undefined: every symbol it needs is in the MPI's C library (a C program links no Fortran library)
+    command = [str(mpi.mpicc), *CFLAGS, f"-I{CSRC_DIR}", *map(str, c_files), "-ldl", "-Wl,--no-undefined"]
     library = build_c(pmpi_library().name, command, [*c_files, *headers], "the PMPI wrapper library libmapmpi",
                       force, directory=mpi.build_dir)
     if not (library.parent / RECORD_FILE).is_file():

@@ -46,7 +46,17 @@ class Mpi:
         return done
 
     def words(self, *flags: str) -> list[str]:
-        return self.ma("config", *flags).stdout.split()
+        """What ``ma config FLAGS`` prints for this MPI (computed here: a process per call costs seconds)."""
+        from ma_tools import cparts, fortran, mpis
+
+        install = mpis.install(self.mpicc)
+        disabled = "--disabled" in flags
+        makers = {"--cflags": cparts.c_flags, "--libs": lambda: cparts.c_libs(install),
+                  "--fflags": lambda: fortran.fortran_flags(install, disabled),
+                  "--flibs": lambda: fortran.fortran_libs(install, disabled),
+                  "--mpifc": lambda: [str(fortran.mpi_fortran_compiler(install))],
+                  "--pmpi-library": lambda: [str(cparts.build_pmpi(mpi=install))]}
+        return [word for flag in flags if flag != "--disabled" for word in makers[flag]()]
 
     def compile_c(self, source: Path, output: Path, *extra: str) -> Path:
         return _compile([str(self.mpicc), "-O2", "-Wall", *extra, *self.words("--cflags"), str(source), "-o",

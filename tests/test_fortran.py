@@ -185,7 +185,7 @@ def test_every_routine_is_counted_once_from_fortran(mpi: Mpi, binding: str, tmp_
     assert "every_routine: done" in done.stdout
     for rank in (0, 1):
         trace = json.loads((trace_dir / f"rank-{rank}.ma.json").read_text())
-        library = Path(mpi.ma("config", "--pmpi-library").stdout.strip())
+        library = Path(mpi.words("--pmpi-library")[0])
         assert trace["header"]["mpi"] == {"profiling": True, "library": str(library.resolve()), "reason": None}
         calls = trace["mpi_profile"]["calls"]
         assert set(calls) == set(EXPECTED_PROFILE)

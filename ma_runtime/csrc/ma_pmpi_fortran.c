@@ -86,12 +86,22 @@ static void *classic_status(void *status, status_space *own)
 static void classic_to_c(const void *status, MPI_Status *c) { PMPI_Status_f2c((const F *)status, c); }
 
 #if MPI_VERSION >= 4
-/* mpi_f08, MPI 4: TYPE(MPI_Status) is MPI_F08_status. */
+/* mpi_f08, MPI 4: TYPE(MPI_Status) is MPI_F08_status. MPICH 4.0 defines its converter in the Fortran library
+ * only: weak, so that C programs (which never call the _f08_ entry points) link without it. */
+#pragma weak PMPI_Status_f082c
 static void *f08_status(void *status, status_space *own)
 {
     return status == (void *)MPI_F08_STATUS_IGNORE ? (void *)own : status;
 }
-static void f08_to_c(const void *status, MPI_Status *c) { PMPI_Status_f082c((const MPI_F08_status *)status, c); }
+static void f08_to_c(const void *status, MPI_Status *c)
+{
+    if (PMPI_Status_f082c) {
+        PMPI_Status_f082c((const MPI_F08_status *)status, c);
+    } else { /* an f08 call without the MPI's Fortran library loaded cannot happen; say "unknown" if it does */
+        memset(c, 0, sizeof *c);
+        c->MPI_SOURCE = -1;
+    }
+}
 #else
 /* mpi_f08 before MPI 4 (Open MPI 4.1): TYPE(MPI_Status) has the INTEGER array's layout and its IGNORE. */
 #define f08_status classic_status
