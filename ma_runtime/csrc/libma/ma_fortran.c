@@ -5,15 +5,18 @@
  * Copyright (c) the Modeling Assertions SDK developers.
  *
  * A Fortran string arrives as an address and a length, without a NUL; its trailing blanks are not part of
- * it (a CHARACTER(len=32) variable holding 'x' means "x"), and a C_NULL_CHAR a C habit appended ends it.
+ * it (a CHARACTER(len=32) variable holding 'x' means "x"), nor is a C_NULL_CHAR a C habit appended.
  * The runtime keeps C strings and compares an expression's address with the one it last saw at the site
  * (an equal address is taken as the same text), so every distinct text gets one NUL-terminated copy for
  * the life of the process: the same text always has the same address, and a character variable whose
- * contents changed gets another one. A small table keyed by the Fortran address (a literal's never moves)
- * finds the copy without hashing the text; the text is compared on every call all the same.
+ * contents changed gets another one. A small table keyed by the Fortran address finds the copy without
+ * hashing the text; the text at that address is compared with the copy on every call, unless the address is
+ * in read-only memory (a literal, by far the most common argument: its text cannot change).
  *
  * The type of a start or an end comes from the module as a NUL-terminated constant ('loop'//C_NULL_CHAR).
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +24,14 @@
 #include "ma.h"
 #include "ma_internal.h"
 
-size_t ma_fortran_length(const char *text, size_t length)
+static inline size_t trimmed(const char *text, size_t length)
 {
     while (length && (text[length - 1] == ' ' || text[length - 1] == '\0'))
         length--;
-    const char *nul = length ? memchr(text, '\0', length) : NULL;
-    return nul ? (size_t)(nul - text) : length;
+    return length;
 }
+
+size_t ma_fortran_length(const char *text, size_t length) { return trimmed(text, length); }
 
 /* ---- one copy per distinct text ---------------------------------------------------------------- */
 typedef struct pooled {
@@ -40,6 +44,7 @@ typedef struct by_address {
     const char *source; /* the Fortran string's address (NULL: free slot) */
     size_t length;
     const char *text; /* its pooled copy */
+    int fixed;        /* the source is in read-only memory (a literal): its text cannot change */
 } by_address;
 
 static pooled *pool;
@@ -99,30 +104,55 @@ static const char *pooled_copy(const char *text, size_t length)
     return copy;
 }
 
-static size_t address_slot(const char *source, size_t length)
+static size_t address_slot(const char *source)
 {
-    uint64_t key = ((uint64_t)(uintptr_t)source ^ ((uint64_t)length << 48)) * 0x9E3779B97F4A7C15u;
-    return (size_t)(key >> 32) & (address_capacity - 1);
+    return (size_t)(((uint64_t)(uintptr_t)source * 0x9E3779B97F4A7C15u) >> 32) & (address_capacity - 1);
 }
 
-/* The pooled C string of a Fortran string (NULL for a NULL address). */
-static const char *c_text(const char *source, size_t length)
+/* Whether [address, address + length) lies in a read-only segment of a loaded object: a Fortran literal, whose
+ * bytes cannot change, so a later call at the same address needs no comparison of its text. */
+typedef struct segment_query {
+    uintptr_t start, end;
+    int read_only;
+} segment_query;
+
+static int find_segment(struct dl_phdr_info *info, size_t size, void *data)
 {
-    if (!source)
-        return NULL;
-    length = ma_fortran_length(source, length);
+    (void)size;
+    segment_query *query = data;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *segment = &info->dlpi_phdr[i];
+        uintptr_t low = info->dlpi_addr + segment->p_vaddr, high = low + segment->p_memsz;
+        if (segment->p_type == PT_LOAD && query->start >= low && query->end <= high) {
+            query->read_only = !(segment->p_flags & PF_W);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int read_only(const char *address, size_t length)
+{
+    segment_query query = {(uintptr_t)address, (uintptr_t)address + length, 0};
+    dl_iterate_phdr(find_segment, &query);
+    return query.read_only;
+}
+
+/* The pooled copy of a string the address table does not know yet (or after the table was emptied). */
+__attribute__((noinline)) static const char *c_text_new(const char *source, size_t length)
+{
     if (!addresses || 2 * (address_used + 1) > address_capacity) {
         if (address_capacity < ADDRESS_TABLE_MAX) {
             by_address *old = addresses;
             size_t old_capacity = address_capacity;
             address_capacity = old_capacity ? 2 * old_capacity : 256;
             addresses = zeroed(address_capacity, sizeof *addresses);
-            for (size_t i = 0; i < old_capacity; i++)
-                if (old[i].source) {
-                    size_t j = address_slot(old[i].source, old[i].length);
+            for (size_t k = 0; k < old_capacity; k++)
+                if (old[k].source) {
+                    size_t j = address_slot(old[k].source);
                     while (addresses[j].source)
                         j = (j + 1) & (address_capacity - 1);
-                    addresses[j] = old[i];
+                    addresses[j] = old[k];
                 }
             free(old);
         } else {
@@ -130,19 +160,34 @@ static const char *c_text(const char *source, size_t length)
             address_used = 0;
         }
     }
-    size_t mask = address_capacity - 1, i = address_slot(source, length);
-    for (; addresses[i].source; i = (i + 1) & mask) {
-        by_address *seen = &addresses[i];
-        if (seen->source == source && seen->length == length) {
-            if (memcmp(seen->text, source, length)) /* the same variable, another text */
-                seen->text = pooled_copy(source, length);
-            return seen->text;
-        }
-    }
+    size_t mask = address_capacity - 1, i = address_slot(source);
+    while (addresses[i].source)
+        i = (i + 1) & mask;
     const char *text = pooled_copy(source, length);
-    addresses[i] = (by_address){source, length, text};
+    addresses[i] = (by_address){source, length, text, read_only(source, length)};
     address_used++;
     return text;
+}
+
+/* The pooled C string of a Fortran string (NULL for a NULL address). A NUL inside the text ends it for the
+ * runtime, which reads C strings. Inlined: the common case is a literal seen before, a few loads. */
+static inline const char *c_text(const char *source, size_t length)
+{
+    if (!source)
+        return NULL;
+    length = trimmed(source, length);
+    if (addresses) {
+        size_t mask = address_capacity - 1;
+        for (size_t i = address_slot(source); addresses[i].source; i = (i + 1) & mask) {
+            by_address *seen = &addresses[i];
+            if (seen->source == source && seen->length == length) {
+                if (!seen->fixed && memcmp(seen->text, source, length)) /* the same variable, another text */
+                    seen->text = pooled_copy(source, length);
+                return seen->text;
+            }
+        }
+    }
+    return c_text_new(source, length);
 }
 
 /* ---- the calls (ma_tools/fortran.py writes the module that binds them) ------------------------ */

@@ -391,6 +391,7 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
     n->parent = parent;
     n->type = type;
     n->id = xstrdup(id);
+    n->id_len = strlen(n->id);
     if (!parent || !parent->path[0]) {
         n->path = xstrdup(id);
     } else {
@@ -1138,9 +1139,8 @@ static void end_annotation(const char *type, const char *id, size_t id_len, int 
     const char *canonical = canonical_type(type);
     size_t index = rt->depth; /* the innermost open annotation of this type and id */
     while (index > 0) {
-        const frame *candidate = &rt->stack[index - 1];
-        const char *open_id = candidate->node->id;
-        if (candidate->type == canonical && id && !strncmp(open_id, id, id_len) && !open_id[id_len])
+        const ma_node *open = rt->stack[index - 1].node;
+        if (rt->stack[index - 1].type == canonical && id && open->id_len == id_len && !memcmp(open->id, id, id_len))
             break;
         index--;
     }
@@ -1192,6 +1192,21 @@ int ma_rt_accepting(void) { return runtime_for_call() != NULL; }
 
 int ma_rt_recording(void) { return runtime_for_call() != NULL && rt->enabled; }
 
+/* The decimal text of `value` in `buf` (at least 21 bytes), returned. Not snprintf: on every MPI assertion, and a
+ * Fortran program's libquadmath registers printf extensions that send every printf down glibc's slow path. */
+static const char *decimal(long long value, char *buf)
+{
+    char *end = buf + 21, *p = end;
+    unsigned long long magnitude = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
+    *p = '\0';
+    do
+        *--p = (char)('0' + magnitude % 10);
+    while (magnitude /= 10);
+    if (value < 0)
+        *--p = '-';
+    return p;
+}
+
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line)
 {
@@ -1208,11 +1223,7 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
     }
     close_mpi(group, t0); /* an assertion of the same type ends the previous one */
     char literal[32];
-    const char *count_text = count_expr;
-    if (!count_text) {
-        snprintf(literal, sizeof literal, "%lld", count);
-        count_text = literal;
-    }
+    const char *count_text = count_expr ? count_expr : decimal(count, literal);
     ma_node *n = child(canonical, id, expr, count_text, 1, file, line);
     if (!n)
         return;
