@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian machine: system packages (GNU Octave for the exported models,
-# Valgrind for the software flop counter), a virtual environment with the project and its MPI (the
-# `mpich` wheel), and the project's C parts (PMPI library, C runtime, Valgrind tool).
+# Valgrind for the software flop counter, gfortran and the distribution's MPICH and Open MPI), a virtual
+# environment with the project and its MPI (the `mpich` wheel), and the project's C and Fortran parts (PMPI
+# library, C runtime, Fortran module, Valgrind tool), for the wheel and for each distribution MPI.
 # Idempotent: run it again and it only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,10 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v clang >/dev/null 2>&1 || missing+=(clang)  # its vectorisation remarks, for `ma loopmark --compiler clang`
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless, for the HTML report's browser test
 command -v smpirun >/dev/null 2>&1 || missing+=(libsimgrid-dev)  # SimGrid/SMPI: replays `ma synth` traces
+command -v gfortran >/dev/null 2>&1 || missing+=(gfortran)  # the Fortran module (use ma)
+# the distribution's MPIs, beside the venv's mpich wheel: Fortran bindings, and the MPI matrix of the tests
+[ -x /usr/bin/mpicc.mpich ] || missing+=(libmpich-dev mpich)
+[ -x /usr/bin/mpicc.openmpi ] || missing+=(libopenmpi-dev openmpi-bin)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   as_root apt-get update -qq
@@ -39,6 +44,9 @@ if [ ! -x .venv-extrap/bin/extrap ]; then
   .venv-extrap/bin/python -m pip install -q "numpy<2" "scipy<1.14" "matplotlib~=3.6" "tqdm~=4.47" \
     "pycubexr>=1.2.3,<3,!=2.0.0" "marshmallow~=3.7" packaging
 fi
-echo "setup: building the C parts"
+echo "setup: building the C and Fortran parts"
 .venv/bin/ma tools build
+for mpicc in /usr/bin/mpicc.mpich /usr/bin/mpicc.openmpi; do  # one build directory each (docs/mpi.md)
+  .venv/bin/ma tools build --mpicc "$mpicc" --only pmpi --only c --only fortran
+done
 echo "setup: done. The environment's MPI is .venv/bin/mpiexec; keep .venv/bin first on PATH."
