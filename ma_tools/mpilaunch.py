@@ -153,7 +153,7 @@ def launcher(mpi: mpis.MpiInstall | None, nprocs: int, named: str | None) -> Lau
     env: dict[str, str] = {}
     if named:
         words = shlex.split(named)
-        if words and words[0] in LAUNCHER_NAMES and mpi is not None and not mpi.own:
+        if words and words[0] in LAUNCHER_NAMES and mpi is not None:
             own = mpi.sibling(words[0])
             if own is None:
                 raise LaunchError(f"--launcher {words[0]}: {mpi.mpicc} has no {words[0]} beside it")
@@ -162,10 +162,9 @@ def launcher(mpi: mpis.MpiInstall | None, nprocs: int, named: str | None) -> Lau
     elif nprocs == 1:
         return Launch([], env, "direct")
     else:
-        found = mpi.launcher if mpi is not None and not mpi.own else None
         from .toolchain import find_program
 
-        chosen = found or find_program("mpiexec")
+        chosen = (mpi.launcher if mpi is not None else None) or find_program("mpiexec")
         if chosen is None:
             raise LaunchError("no mpiexec beside this Python or on PATH: pip install mpich, or name a launcher "
                               "with --launcher / MA_LAUNCHER")
