@@ -167,12 +167,21 @@ def install(mpicc: str | os.PathLike[str]) -> MpiInstall:
 
 
 def selected() -> MpiInstall:
-    """The installation builds and flags use: ``MA_MPICC``, else the environment's own."""
+    """The installation builds and flags use: ``MA_MPICC``, else the MPI of ``MA_MPIFC`` (its Fortran wrapper's
+    mpicc sibling), else the environment's own."""
     from ma_core.errors import ToolBuildError
 
     chosen = os.environ.get("MA_MPICC")
     if chosen:
         return install(chosen)
+    fortran = os.environ.get("MA_MPIFC")
+    if fortran:
+        wrapper = Path(fortran) if os.sep in fortran else toolchain.find_program(fortran)
+        name = wrapper.name if wrapper else ""
+        for prefix in ("mpifort", "mpif90", "mpif77"):
+            if wrapper and name.startswith(prefix) and (wrapper.parent / f"mpicc{name[len(prefix):]}").is_file():
+                return install(wrapper.parent / f"mpicc{name[len(prefix):]}")
+        raise ToolBuildError(f"MA_MPIFC={fortran}: no mpicc beside it names its MPI; set MA_MPICC as well")
     own = own_mpicc()
     if own is None:
         raise ToolBuildError("no mpicc found beside this Python or on PATH: install the 'mpich' wheel "
