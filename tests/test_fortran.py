@@ -239,3 +239,19 @@ def test_fortran_calls_that_bypass_libmapmpi_make_mpi_assertions_unmeasured(tmp_
     sends = [s for s in report["sites"] if s["type"] == "mpi_send"]
     assert sends and all(s["status"] == "UNMEASURED" and "do not reach libmapmpi" in s["unmeasured_reason"]
                          for s in sends)
+
+
+@pytest.mark.mpi
+@pytest.mark.valgrind
+def test_fortran_flops_are_measured_under_the_valgrind_tool(tmp_path: Path) -> None:
+    """The ring's flop regions, counted by the maflops tool in a Fortran program: exactly 2 per element."""
+    mpi = DEBIAN_MPICH
+    mpi.skip_unless_available()
+    program = mpi.compile_fortran(REPO / "examples" / "fortran_ring" / "ring.F90", tmp_path / "ring")
+    trace_dir = tmp_path / "traces"
+    mpi.ma("run", "-n", "2", "--counters", "valgrind", "--trace-dir", str(trace_dir), "--", str(program), "2000", "2",
+           cwd=tmp_path)
+    sites = {site["id"]: site for site in validation(trace_dir)["sites"]}
+    for kernel in ("flopaxpy", "flopdot"):
+        assert sites[kernel]["status"] == "PASS" and sites[kernel]["pass"] == 4, sites[kernel]
+        assert sites[kernel]["measured"] == {"mean": 2000, "min": 2000, "max": 2000}  # 2 x 1000 per rank
