@@ -231,18 +231,35 @@ static int source_of(const MPI_Status *status) { return status->MPI_SOURCE >= 0 
             ma_pmpi_count(id, ma_pmpi_payload(*count, TYPE(type)), -1, -1, elapsed);                   \
     }
 
-/* Gather: this rank's contribution (at an MPI_IN_PLACE root, its recvcount block). */
-#define GATHER(symbol, layout, id)                                                                    \
+/* One block per rank, rooted (Gather, Scatter) or not (Allgather, Alltoall); `bytes` is the routine's rule. */
+#define BLOCKS_ROOTED(symbol, id, bytes)                                                              \
     void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcount, F *recvtype,   \
                 F *root, F *comm, F *ierr)                                                             \
     {                                                                                                  \
         FORWARD(symbol, (void *, F *, F *, void *, F *, F *, F *, F *, F *), sendbuf, sendcount,       \
                 sendtype, recvbuf, recvcount, recvtype, root, comm, err);                              \
         if (count_here)                                                                                \
-            ma_pmpi_count(id, in_place(sendbuf) ? ma_pmpi_payload(*recvcount, TYPE(recvtype))          \
-                                                : ma_pmpi_payload(*sendcount, TYPE(sendtype)),         \
-                          *root, -1, elapsed);                                                         \
+            ma_pmpi_count(id, bytes, *root, -1, elapsed);                                              \
     }
+#define BLOCKS(symbol, id, bytes)                                                                     \
+    void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcount, F *recvtype,   \
+                F *comm, F *ierr)                                                                      \
+    {                                                                                                  \
+        FORWARD(symbol, (void *, F *, F *, void *, F *, F *, F *, F *), sendbuf, sendcount, sendtype,  \
+                recvbuf, recvcount, recvtype, comm, err);                                              \
+        if (count_here)                                                                                \
+            ma_pmpi_count(id, bytes, -1, -1, elapsed);                                                 \
+    }
+#define SEND_BLOCK ma_pmpi_payload(*sendcount, TYPE(sendtype))
+#define RECV_BLOCK ma_pmpi_payload(*recvcount, TYPE(recvtype))
+/* Gather, Allgather: this rank's contribution (at an MPI_IN_PLACE root, its recvcount block). */
+#define GATHER(symbol, layout, id) BLOCKS_ROOTED(symbol, id, in_place(sendbuf) ? RECV_BLOCK : SEND_BLOCK)
+#define ALLGATHER(symbol, layout, id) BLOCKS(symbol, id, in_place(sendbuf) ? RECV_BLOCK : SEND_BLOCK)
+/* Scatter: the block this rank receives (at an MPI_IN_PLACE root, its own block of the send side). */
+#define SCATTER(symbol, layout, id) BLOCKS_ROOTED(symbol, id, in_place(recvbuf) ? SEND_BLOCK : RECV_BLOCK)
+/* Alltoall(v): everything this rank sends, its own block included. */
+#define ALLTOALL(symbol, layout, id)                                                                  \
+    BLOCKS(symbol, id, (in_place(sendbuf) ? RECV_BLOCK : SEND_BLOCK) * (uint64_t)ma_pmpi_remote_size(COMM(comm)))
 
 #define GATHERV(symbol, layout, id)                                                                   \
     void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcounts, F *displs,    \
@@ -254,19 +271,6 @@ static int source_of(const MPI_Status *status) { return status->MPI_SOURCE >= 0 
             ma_pmpi_count(id, in_place(sendbuf)                                                        \
                                   ? ma_pmpi_payload(recvcounts[ma_pmpi_rank_in(COMM(comm))], TYPE(recvtype)) \
                                   : ma_pmpi_payload(*sendcount, TYPE(sendtype)),                       \
-                          *root, -1, elapsed);                                                         \
-    }
-
-/* Scatter: the block this rank receives (at an MPI_IN_PLACE root, its own block of the send side). */
-#define SCATTER(symbol, layout, id)                                                                   \
-    void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcount, F *recvtype,   \
-                F *root, F *comm, F *ierr)                                                             \
-    {                                                                                                  \
-        FORWARD(symbol, (void *, F *, F *, void *, F *, F *, F *, F *, F *), sendbuf, sendcount,       \
-                sendtype, recvbuf, recvcount, recvtype, root, comm, err);                              \
-        if (count_here)                                                                                \
-            ma_pmpi_count(id, in_place(recvbuf) ? ma_pmpi_payload(*sendcount, TYPE(sendtype))          \
-                                                : ma_pmpi_payload(*recvcount, TYPE(recvtype)),         \
                           *root, -1, elapsed);                                                         \
     }
 
@@ -283,18 +287,6 @@ static int source_of(const MPI_Status *status) { return status->MPI_SOURCE >= 0 
                           *root, -1, elapsed);                                                         \
     }
 
-#define ALLGATHER(symbol, layout, id)                                                                 \
-    void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcount, F *recvtype,   \
-                F *comm, F *ierr)                                                                      \
-    {                                                                                                  \
-        FORWARD(symbol, (void *, F *, F *, void *, F *, F *, F *, F *), sendbuf, sendcount, sendtype,  \
-                recvbuf, recvcount, recvtype, comm, err);                                              \
-        if (count_here)                                                                                \
-            ma_pmpi_count(id, in_place(sendbuf) ? ma_pmpi_payload(*recvcount, TYPE(recvtype))          \
-                                                : ma_pmpi_payload(*sendcount, TYPE(sendtype)),         \
-                          -1, -1, elapsed);                                                            \
-    }
-
 #define ALLGATHERV(symbol, layout, id)                                                                \
     void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcounts, F *displs,    \
                 F *recvtype, F *comm, F *ierr)                                                         \
@@ -306,20 +298,6 @@ static int source_of(const MPI_Status *status) { return status->MPI_SOURCE >= 0 
                                   ? ma_pmpi_payload(recvcounts[ma_pmpi_rank_in(COMM(comm))], TYPE(recvtype)) \
                                   : ma_pmpi_payload(*sendcount, TYPE(sendtype)),                       \
                           -1, -1, elapsed);                                                            \
-    }
-
-/* Alltoall(v): everything this rank sends, its own block included. */
-#define ALLTOALL(symbol, layout, id)                                                                  \
-    void symbol(void *sendbuf, F *sendcount, F *sendtype, void *recvbuf, F *recvcount, F *recvtype,   \
-                F *comm, F *ierr)                                                                      \
-    {                                                                                                  \
-        FORWARD(symbol, (void *, F *, F *, void *, F *, F *, F *, F *), sendbuf, sendcount, sendtype,  \
-                recvbuf, recvcount, recvtype, comm, err);                                              \
-        if (count_here) {                                                                              \
-            uint64_t block = in_place(sendbuf) ? ma_pmpi_payload(*recvcount, TYPE(recvtype))           \
-                                               : ma_pmpi_payload(*sendcount, TYPE(sendtype));          \
-            ma_pmpi_count(id, block * (uint64_t)ma_pmpi_remote_size(COMM(comm)), -1, -1, elapsed);     \
-        }                                                                                              \
     }
 
 #define ALLTOALLV(symbol, layout, id)                                                                 \
