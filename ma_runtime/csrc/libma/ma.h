@@ -57,6 +57,8 @@
 #define ma_loadstore_stop(id) MA__USE1(id)
 #define ma_heap_memory_start(id, expr, value) MA__USE3(id, expr, value)
 #define ma_heap_memory_stop(id) MA__USE1(id)
+#define ma_stack_memory_start(id, expr, value) MA__USE3(id, expr, value)
+#define ma_stack_memory_stop(id) MA__USE1(id)
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
     (MA__USE4(id, vls, vls_value, vfl), MA__USE4(vfl_value, avl, avl_value, mv))
 #define ma_vec_loop_stop(id) MA__USE1(id)
@@ -120,6 +122,10 @@ void ma_loadstore_stop(const char *id);
 /* Net heap bytes allocated inside the region and still allocated at its end. */
 void ma_heap_memory_start(const char *id, const char *expr, long long value);
 void ma_heap_memory_stop(const char *id);
+/* Stack bytes used inside the region: asserted and modelled like the others, but no C counter measures them
+ * (the calls count as unmeasured), as in Python's ma.stack_memory. */
+void ma_stack_memory_start(const char *id, const char *expr, long long value);
+void ma_stack_memory_stop(const char *id);
 /* The vector paper's loop assertion (docs/vector-backend.md), in its argument order: vector load/stores,
  * vector flops and AVL (each an expression and the program's value, MA_NO_VALUE / NAN when it has none)
  * and the MV score (0..3 = 2*vectorised + multithreaded). No site-tree node: a record per (enclosing site,
@@ -233,6 +239,10 @@ static const unsigned long ma__vg_sdk_leave[6] __attribute__((unused)) = {MA__VG
     MA__FENCED(ma_start_at("heap_memory", (id), (expr), (value), __FILE__, __LINE__))
 #define ma_heap_memory_stop(id) \
     MA__FENCED(ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__))
+#define ma_stack_memory_start(id, expr, value) \
+    MA__FENCED(ma_start_at("stack_memory", (id), (expr), (value), __FILE__, __LINE__))
+#define ma_stack_memory_stop(id) \
+    MA__FENCED(ma_end_at("stack_memory", (id), MA_NO_VALUE, __FILE__, __LINE__))
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
     MA__FENCED(ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), \
                                     __FILE__, __LINE__))

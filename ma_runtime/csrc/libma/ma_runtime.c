@@ -157,6 +157,7 @@ struct ma_runtime_state {
     uint64_t flush_interval_ns, flush_deadline;
     uint64_t foreign_calls; /* annotation calls from other threads, ignored */
     int write_failed;
+    const char *mpi_unmeasured; /* why MPI calls bypass libmapmpi (its assertions are then unmeasured), or NULL */
 };
 
 static ma_runtime_state *rt;
@@ -424,6 +425,7 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
     n->parent = parent;
     n->type = type;
     n->id = xstrdup(id);
+    n->id_len = strlen(n->id);
     if (!parent || !parent->path[0]) {
         n->path = xstrdup(id);
     } else {
@@ -479,6 +481,9 @@ static void create_runtime(void)
     state->flush_interval_ns =
         state->settings.flush_seconds > 0 ? (uint64_t)(state->settings.flush_seconds * 1e9) : 0;
     state->flush_deadline = state->flush_interval_ns ? mono_ns() + state->flush_interval_ns : UINT64_MAX;
+    state->mpi_unmeasured = ma_pmpi_unmeasured_reason();
+    if (state->mpi_unmeasured)
+        warn("MPI assertions will be unmeasured: %s", state->mpi_unmeasured);
     rt = state;
     refresh_rank();
     atexit(on_exit_handler);
@@ -836,9 +841,16 @@ static void close_mpi(int group, uint64_t t1)
     n->wall_ns += t1 - p->t0;
     if (n->track_cpu)
         n->cpu_ns += cpu_ns() - p->c0;
-    record_mpi(n, p->has_pred, p->pred, p->pcount, calls - p->calls0, bytes - p->bytes0);
-    if (p->has_peer)
-        check_peer(n, group, p->calls0, calls);
+    if (rt->mpi_unmeasured) { /* the calls did not all reach libmapmpi: its counts say nothing */
+        ma_stats_add(&n->count_predicted, p->pcount);
+        record(n, p->has_pred, p->pred, 0, ma_int(0));
+        if (p->has_peer)
+            n->peer_unmeasured++;
+    } else {
+        record_mpi(n, p->has_pred, p->pred, p->pcount, calls - p->calls0, bytes - p->bytes0);
+        if (p->has_peer)
+            check_peer(n, group, p->calls0, calls);
+    }
     if (rt->watch & (1u << group)) {
         rt->watch &= ~(1u << group);
         update_watch();
@@ -1184,7 +1196,10 @@ static void add_cache_counts(const frame *f, const unsigned long long *after)
         n->cache_hits[k] += after[2 + k] - f->cache0[2 + k];
 }
 
-void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line)
+/* The end of an annotation: `id` is `id_len` characters long (a Fortran string needs no NUL; with
+ * `fortran_text` its trailing blanks, and anything from a NUL on, are not part of it). */
+static void end_annotation(const char *type, const char *id, size_t id_len, int fortran_text, long long measured,
+                           const char *file, int line)
 {
     FENCE_THIS_CALL();
     /* read the counter first, for the same reason as above (only the recording thread touches the stack) */
@@ -1196,11 +1211,13 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
     uint64_t t1 = mono_ns();
     if (!runtime_for_call() || !rt->enabled)
         return;
+    if (fortran_text && id)
+        id_len = ma_fortran_length(id, id_len);
     const char *canonical = canonical_type(type);
     size_t index = rt->depth; /* the innermost open annotation of this type and id */
     while (index > 0) {
-        const frame *candidate = &rt->stack[index - 1];
-        if (candidate->type == canonical && !strcmp(candidate->node->id, id ? id : ""))
+        const ma_node *open = rt->stack[index - 1].node;
+        if (rt->stack[index - 1].type == canonical && id && open->id_len == id_len && !memcmp(open->id, id, id_len))
             break;
         index--;
     }
@@ -1210,8 +1227,8 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
             snprintf(where, sizeof where, "the innermost open annotation is %s '%s'", top->type, top->node->id);
         else
             snprintf(where, sizeof where, "none is open");
-        anomaly("mismatched_end", top ? top->node : NULL, file, line, "end of %s '%s', which is not open (%s); "
-                "ignored", type ? type : "(null)", id ? id : "(null)", where);
+        anomaly("mismatched_end", top ? top->node : NULL, file, line, "end of %s '%.*s', which is not open (%s); "
+                "ignored", type ? type : "(null)", id ? (int)id_len : 6, id ? id : "(null)", where);
         return;
     }
     frame *f = &rt->stack[index - 1];
@@ -1261,6 +1278,35 @@ void ma_loop_next_at(const char *id, const char *file, int line)
     anomaly("invalid", rt->current, file, line, "ma_loop_next('%s'): no loop is open (ignored)", id ? id : "(null)");
 }
 
+void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line)
+{
+    end_annotation(type, id, id ? strlen(id) : 0, 0, measured, file, line);
+}
+
+void ma_end_fortran(const char *type, const char *id, size_t id_len, long long measured)
+{
+    end_annotation(type, id, id_len, 1, measured, NULL, 0);
+}
+
+int ma_rt_accepting(void) { return runtime_for_call() != NULL; }
+
+int ma_rt_recording(void) { return runtime_for_call() != NULL && rt->enabled; }
+
+/* The decimal text of `value` in `buf` (at least 21 bytes), returned. Not snprintf: on every MPI assertion, and a
+ * Fortran program's libquadmath registers printf extensions that send every printf down glibc's slow path. */
+static const char *decimal(long long value, char *buf)
+{
+    char *end = buf + 21, *p = end;
+    unsigned long long magnitude = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
+    *p = '\0';
+    do
+        *--p = (char)('0' + magnitude % 10);
+    while (magnitude /= 10);
+    if (value < 0)
+        *--p = '-';
+    return p;
+}
+
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line)
 {
@@ -1278,11 +1324,7 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
     }
     close_mpi(group, t0); /* an assertion of the same type ends the previous one */
     char literal[32];
-    const char *count_text = count_expr;
-    if (!count_text) {
-        snprintf(literal, sizeof literal, "%lld", count);
-        count_text = literal;
-    }
+    const char *count_text = count_expr ? count_expr : decimal(count, literal);
     ma_node *n = child(canonical, id, expr, count_text, 1, file, line);
     if (!n)
         return;
@@ -1359,6 +1401,11 @@ void ma_heap_memory_start(const char *id, const char *expr, long long value)
     ma_start_at("heap_memory", id, expr, value, NULL, 0);
 }
 void ma_heap_memory_stop(const char *id) { ma_end_at("heap_memory", id, MA_NO_VALUE, NULL, 0); }
+void ma_stack_memory_start(const char *id, const char *expr, long long value)
+{
+    ma_start_at("stack_memory", id, expr, value, NULL, 0);
+}
+void ma_stack_memory_stop(const char *id) { ma_end_at("stack_memory", id, MA_NO_VALUE, NULL, 0); }
 void ma_mpi(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
             long long count)
 {
@@ -1459,6 +1506,7 @@ void ma_rt_identity(const ma_runtime_state *s, int *rank, int *size, double *sta
     *start_time = s->start_time;
 }
 uint64_t ma_rt_foreign_calls(const ma_runtime_state *s) { return s->foreign_calls; }
+const char *ma_rt_mpi_unmeasured(const ma_runtime_state *s) { return s->mpi_unmeasured; }
 
 /* ---- hooks into libmapmpi: start inside MPI_Init, write inside MPI_Finalize ------------------- */
 static void on_mpi_init(void) { ma_init(); } /* (fenced there) */
