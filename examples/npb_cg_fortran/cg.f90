@@ -8,7 +8,8 @@
 program cg
    use, intrinsic :: iso_fortran_env, only: int64, output_unit, error_unit
    use mpi
-   use cg_classes, only: dp, problem_class, lookup_class, official_op_count, rcond, verify_epsilon
+   use ma
+   use cg_classes, only: dp, cgitmax, problem_class, lookup_class, official_op_count, rcond, verify_epsilon
    use cg_grid, only: process_grid, decompose
    use cg_makea, only: makea
    use cg_random, only: randlc, npb_seed, npb_multiplier
@@ -41,28 +42,38 @@ program cg
 
    t_start = mpi_wtime()
    call decompose(problem%na, nprocs, me, part)
+   call declare_parameters()
+   call ma_subroutine_start('setup')
    state = npb_seed
    unused = randlc(state, npb_multiplier)       ! NPB discards the first draw before makea
    call makea(part, problem%nonzer, problem%shift, rcond, state, mat, ok)
    if (.not. ok) call fail('Space for matrix elements exceeded in makea', 2)
    call allocate_vectors()
+   call ma_subroutine_end('setup')
    t_init = mpi_wtime() - t_start
    if (me == root) call print_banner()
 
    ! One untimed iteration pages in code and data; then x starts over.
    x(1:part%naa() + 1) = 1.0_dp
+   call ma_subroutine_start('warmup')
    call power_step(rnorm, zeta)
+   call ma_subroutine_end('warmup')
    x(1:part%naa() + 1) = 1.0_dp
 
+   call ma_mpi_barrier('start_barrier', '0', 0, 1)
    call mpi_barrier(MPI_COMM_WORLD, ierr)
    if (me == root) write (output_unit, '(/,a)') '   iteration           ||r||                 zeta'
    t_start = mpi_wtime()
+   call ma_loop_start('conj_loop', 'niter', niter)
    do it = 1, niter
       call power_step(rnorm, zeta)
       if (me == root) write (output_unit, '(4x,i5,6x,e21.14,f20.13)') it, rnorm, zeta
    end do
+   call ma_loop_end('conj_loop', it - 1)
    t_local(1) = mpi_wtime() - t_start
 
+   call ma_mpi_reduce('time_reduce', 'dp', 8, 1)
+   call ma_mpi_peer('0')
    call mpi_reduce(t_local, t_max, 1, MPI_DOUBLE_PRECISION, MPI_MAX, root, MPI_COMM_WORLD, ierr)
    status = 0
    if (me == root) then
@@ -77,24 +88,50 @@ program cg
 
 contains
 
+   ! The model's inputs and the derived grid shape, with the MA paper's expressions (Figure 4); `rank`
+   ! for the partner assertions. Declared outside every site: visible to all of them.
+   subroutine declare_parameters()
+      call ma_def_variable_int('na', problem%na)
+      call ma_def_variable_int('nonzer', problem%nonzer)
+      call ma_def_variable_int('niter', niter)
+      call ma_def_variable_int('nprocs', nprocs)
+      call ma_def_variable_int('rank', me)
+      call ma_def_variable_int('cgitmax', cgitmax)
+      call ma_def_variable_int('dp', 8)              ! bytes of a double
+      call ma_def_variable_assign_int('num_proc_cols', '2^ceil(log(nprocs)/(2*log(2)))', part%num_proc_cols)
+      call ma_def_variable_assign_int('num_proc_rows', '2^floor(log(nprocs)/(2*log(2)))', part%num_proc_rows)
+      call ma_def_variable_assign_int('l2npcols', 'log(num_proc_cols)/log(2)', part%l2npcols)
+   end subroutine declare_parameters
+
    ! One inverse-power iteration: z solves A z = x, zeta = shift + 1/(x.z), x = z/||z||.
    subroutine power_step(rnorm, zeta)
       real(dp), intent(out) :: rnorm, zeta
-      real(dp) :: norms(2)
-      integer :: j
+      real(dp) :: xz, zz, norms(2), inv_norm
+      integer :: j, n
 
       call conj_grad(rnorm)
-      norms = 0.0_dp
-      do j = 1, part%ncols()
-         norms(1) = norms(1) + x(j)*z(j)
-         norms(2) = norms(2) + z(j)*z(j)
+      n = part%ncols()
+      call ma_flop_start('flopzeta', '4*na/num_proc_cols', 4*problem%na/part%num_proc_cols)
+      call ma_loadstore_start('flopzeta_ls', '2*na/num_proc_cols', 2*n)
+      xz = 0.0_dp
+      zz = 0.0_dp
+      do j = 1, n
+         xz = xz + x(j)*z(j)
+         zz = zz + z(j)*z(j)
       end do
-      call row_sum(norms, 2)
+      call ma_loadstore_stop('flopzeta_ls')
+      call ma_flop_stop('flopzeta')
+      norms = [xz, zz]
+      call row_sum(norms, 2, 'dp*2', 'norm_red', 'norm_rcv', 'norm_snd')
       zeta = problem%shift + 1.0_dp/norms(1)
-      norms(2) = 1.0_dp/sqrt(norms(2))
-      do j = 1, part%ncols()
-         x(j) = norms(2)*z(j)
+      inv_norm = 1.0_dp/sqrt(norms(2))
+      call ma_flop_start('normalize', 'na/num_proc_cols', n)
+      call ma_loadstore_start('normalize_ls', '2*na/num_proc_cols', 2*n)
+      do j = 1, n
+         x(j) = inv_norm*z(j)
       end do
+      call ma_loadstore_stop('normalize_ls')
+      call ma_flop_stop('normalize')
    end subroutine power_step
 
    ! --class LETTER and --niter N; message is blank when both are usable.
