@@ -19,6 +19,14 @@ module cg_classes
       real(dp) :: zeta_verify = 0.0_dp
    end type problem_class
 
+   type(problem_class), parameter :: classes(6) = [ &
+      problem_class('S', 1400, 7, 15, 10.0_dp, 8.5971775078648_dp), &
+      problem_class('W', 7000, 8, 15, 12.0_dp, 10.362595087124_dp), &
+      problem_class('A', 14000, 11, 15, 20.0_dp, 17.130235054029_dp), &
+      problem_class('B', 75000, 13, 75, 60.0_dp, 22.712745482631_dp), &
+      problem_class('C', 150000, 15, 75, 110.0_dp, 28.973605592845_dp), &
+      problem_class('D', 1500000, 21, 100, 500.0_dp, 52.514532105794_dp)]
+
    public :: lookup_class, official_op_count
 
 contains
@@ -28,24 +36,19 @@ contains
       character, intent(in) :: letter
       type(problem_class), intent(out) :: problem
       logical, intent(out) :: found
+      character :: upper
+      integer :: i
 
-      found = .true.
-      select case (letter)
-      case ('S', 's')
-         problem = problem_class('S', 1400, 7, 15, 10.0_dp, 8.5971775078648_dp)
-      case ('W', 'w')
-         problem = problem_class('W', 7000, 8, 15, 12.0_dp, 10.362595087124_dp)
-      case ('A', 'a')
-         problem = problem_class('A', 14000, 11, 15, 20.0_dp, 17.130235054029_dp)
-      case ('B', 'b')
-         problem = problem_class('B', 75000, 13, 75, 60.0_dp, 22.712745482631_dp)
-      case ('C', 'c')
-         problem = problem_class('C', 150000, 15, 75, 110.0_dp, 28.973605592845_dp)
-      case ('D', 'd')
-         problem = problem_class('D', 1500000, 21, 100, 500.0_dp, 52.514532105794_dp)
-      case default
-         found = .false.
-      end select
+      upper = letter
+      if (letter >= 'a' .and. letter <= 'z') upper = achar(iachar(letter) - 32)
+      do i = 1, size(classes)
+         if (classes(i)%name == upper) then
+            problem = classes(i)
+            found = .true.
+            return
+         end if
+      end do
+      found = .false.
    end subroutine lookup_class
 
    ! The operations NPB credits to `niter` timed iterations: the numerator of its Mop/s.

@@ -127,31 +127,36 @@ contains
             do iv = 1, nzv
                row = positions(iv)
                if (row < part%firstrow .or. row > part%lastrow) cycle
-               nelt = nelt + 1
-               if (nelt > bound) then
-                  ok = .false.
-                  return
-               end if
-               erow(nelt) = row
-               ecol(nelt) = col
-               eval(nelt) = values(iv)*scaled
+               call add_element(row, col, values(iv)*scaled)
+               if (.not. ok) return
             end do
          end do
          size = size*ratio
       end do
       ! The shifted identity, on the diagonal entries this block holds.
       do row = max(part%firstrow, part%firstcol), min(part%lastrow, part%lastcol)
+         call add_element(row, row, rcond - shift)
+         if (.not. ok) return
+      end do
+      deallocate (values, positions, taken)
+      call assemble(part, nelt, erow, ecol, eval, mat)
+
+   contains
+
+      ! Appends one element to the list; ok turns false past NPB's bound.
+      subroutine add_element(row, col, value)
+         integer, intent(in) :: row, col
+         real(dp), intent(in) :: value
+
          nelt = nelt + 1
          if (nelt > bound) then
             ok = .false.
             return
          end if
          erow(nelt) = row
-         ecol(nelt) = row
-         eval(nelt) = rcond - shift
-      end do
-      deallocate (values, positions, taken)
-      call assemble(part, nelt, erow, ecol, eval, mat)
+         ecol(nelt) = col
+         eval(nelt) = value
+      end subroutine add_element
    end subroutine makea
 
    ! Compressed rows from the element list: a stable bucket sort by row, then per row the sum of the
