@@ -48,15 +48,16 @@ def _require_toolchain() -> None:
 
 
 def ma(*argv: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
-    """The venv's `ma`, with the SDK's libraries for Debian's MPICH (the MPI the port is built with)."""
-    env = clean_env(MA_MPICC=str(shutil.which(MPICC)))
-    return subprocess.run([str(VENV_BIN / "ma"), *argv], env=env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run([str(VENV_BIN / "ma"), *argv], env=clean_env(), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def ma_run(trace_dir: Path, nprocs: int, program: Path, *extra: str,
            class_name: str = "S") -> subprocess.CompletedProcess[str]:
-    done = ma("run", "-n", str(nprocs), "--launcher", MPIEXEC, "--trace-dir", str(trace_dir), *extra, "--",
-              str(program), "--class", class_name)
+    """`ma run` as a user types it: it starts the program with the MPI it was linked with (its launcher and the
+    PMPI library built for it)."""
+    done = ma("run", "-n", str(nprocs), "--trace-dir", str(trace_dir), *extra, "--", str(program),
+              "--class", class_name)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "VERIFICATION SUCCESSFUL" in done.stdout, done.stdout[-3000:]
     return done
@@ -173,9 +174,7 @@ def _canonical(expr: sympy.Expr) -> sympy.Expr:
 @pytest.fixture(scope="module")
 def python_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     trace_dir = tmp_path_factory.mktemp("cg-python") / "S-4"
-    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "4", "--trace-dir", str(trace_dir), "--",
-                           sys.executable, str(PYTHON_CG), "--class", "S"], env=clean_env(), capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    done = ma("run", "-n", "4", "--trace-dir", str(trace_dir), "--", sys.executable, str(PYTHON_CG), "--class", "S")
     assert done.returncode == 0, done.stderr[-3000:]
     return trace_dir, done.stdout
 
