@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sympy
 from conftest import REPO, VENV_BIN, clean_env
@@ -28,7 +29,7 @@ from sympy.codegen.cfunctions import log2
 
 import ma_post
 from examples.npb_cg.classes import CLASSES
-from examples.npb_cg.study import CGModels
+from examples.npb_cg.study import CGModels, class_inputs, value
 from ma_post.validation import SiteResult
 
 pytestmark = pytest.mark.mpi
@@ -207,6 +208,21 @@ def models(runs: dict[int, tuple[Path, str]]) -> CGModels:
 
 def test_flop_model_agrees_with_the_official_operation_count(models: CGModels) -> None:
     check_flops_against_the_official_count(models)
+
+
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_the_message_model_from_four_ranks_is_what_pmpi_measures_at_fewer(runs: dict[int, tuple[Path, str]],
+                                                                        models: CGModels, nprocs: int) -> None:
+    traces = ma_post.load(runs[nprocs][0])
+    annotated = {"MPI_Send", "MPI_Irecv", "MPI_Reduce", "MPI_Barrier"}
+    for profile in traces.mpi_profiles:  # every routine that moves data is one the annotations cover
+        assert set(profile["calls"]) - {"MPI_Wait"} <= annotated, profile["calls"].keys()
+    measured_bytes = np.array([sum(e["bytes"] for e in p["calls"].values()) for p in traces.mpi_profiles])
+    measured_count = np.array([sum(e["calls"] for name, e in p["calls"].items() if name in annotated)
+                               for p in traces.mpi_profiles])
+    inputs = class_inputs("S", nprocs=nprocs)
+    assert np.all(measured_bytes == value(models.mpi_bytes, inputs))
+    assert np.all(measured_count == value(models.mpi_count, inputs))
 
 
 def test_message_sizes_at_1024_ranks_are_npbs(models: CGModels, runs: dict[int, tuple[Path, str]]) -> None:
