@@ -1,17 +1,17 @@
 """The Fortran 90 + MPI port of NPB CG (examples/npb_cg_fortran), built with Debian's MPICH and run for real.
 
 The MA paper's own experiment (section 3, Figures 4 and 5), compiled: class S verifies on 1, 2 and 4 ranks under
-`ma run`, every loop and MPI assertion passes with zero error (bytes and counts measured through PMPI), every
-partner assertion passes; the build with annotations disabled verifies and links no library of the SDK; the
-message models equal the Python port's symbolically, per subroutine; the flop model of the timed loop is within
-1 % of NPB's official operation count for S to C; at 1024 ranks the message sizes are NPB's; under the Valgrind
-tool every flop assertion is within 1 % and every load/store assertion within 5 %.
-"""
+`ma run`, every loop and MPI assertion passes with zero error (bytes and counts measured through PMPI), the
+transpose partners pass (the butterfly partners are expressions of `iter`, which the C runtime does not bind yet:
+that test is expected to fail until it does); the build with annotations disabled verifies and links no library
+of the SDK; the message models equal the Python port's symbolically, per subroutine, and the one built at 4 ranks
+is what PMPI measures at 1 and 2; the flop model of the timed loop is within 1 % of NPB's official operation count
+for S to C; at 1024 ranks the message sizes are NPB's; under the Valgrind tool (class W, 2 ranks) every flop
+assertion is within 1 % and every load/store assertion within 2 %."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import sympy
 from conftest import REPO, VENV_BIN, clean_env
+from mpi_builds import DEBIAN_MPICH
 from npb_cg_checks import (
     check_flops_against_the_official_count,
     check_flops_measured,
@@ -35,17 +36,10 @@ from ma_post.validation import SiteResult
 pytestmark = pytest.mark.mpi
 PORT = REPO / "examples" / "npb_cg_fortran"
 PYTHON_CG = REPO / "examples" / "npb_cg" / "cg.py"
-MPICC = "mpicc.mpich"
-MPIEXEC = "mpiexec.mpich"
+MPIEXEC = "mpiexec.mpich"  # the launcher of Debian's MPICH, the MPI the port is built with here
 SDK_LIBRARIES = ("libma.so", "libmapmpi.so", "libmafort.so")
 TIMEOUT = 900
 ZETA_LINE = re.compile(r"^\s+(\d+)\s+\S+\s+(\d+\.\d{13})\s*$", re.MULTILINE)
-
-
-def _require_toolchain() -> None:
-    missing = [tool for tool in (MPICC, MPIEXEC, "gfortran") if shutil.which(tool) is None]
-    if missing:
-        pytest.skip(f"Debian's MPICH and gfortran are needed ({', '.join(missing)} not found)")
 
 
 def ma(*argv: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
@@ -71,9 +65,9 @@ def zetas(stdout: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    _require_toolchain()
+    DEBIAN_MPICH.skip_unless_available()
     build = tmp_path_factory.mktemp("cg-fortran")
-    done = subprocess.run(["make", "-C", str(PORT), f"BUILD={build}", f"MPICC={shutil.which(MPICC)}",
+    done = subprocess.run(["make", "-C", str(PORT), f"BUILD={build}", f"MPICC={DEBIAN_MPICH.mpicc}",
                            f"MA={VENV_BIN / 'ma'}"], env=clean_env(), capture_output=True, text=True,
                           timeout=TIMEOUT)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
