@@ -12,6 +12,7 @@ class of the tree is defined here (the modules that raise them import them from 
     ├── TraceError                   a trace file missing, corrupt, of another schema (ma_post)
     ├── SiteNotFoundError            a site path the trace set does not have          (ma_post)
     ├── ModelError                   a model that cannot be built or evaluated        (ma_post)
+    │   └── IterationSumError        an expression in iter with no closed-form sum   (ma_post.itersum)
     ├── RangeError                   a --set / --at value that is no number or range  (ma_post.studies)
     ├── LoopmarkError                the compiler's vectorisation report failed       (ma_post.loopmark)
     ├── SynthError                   a site tree that cannot become a synthetic trace (ma_post.interop)
@@ -108,6 +109,10 @@ class ToolBuildError(MAError):
 class ModelError(MAError):
     """A model that cannot be built or evaluated as asked (unknown quantity, inconsistent definitions, an input
     with no value)."""
+
+
+class IterationSumError(ModelError):
+    """An expression in ``iter`` whose sum over a loop's iterations has no closed form here."""
 
 
 class SiteNotFoundError(MAError):

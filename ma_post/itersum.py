@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import sympy
 
-from ma_core.errors import ModelError
+from ma_core.errors import IterationSumError
 
 from .sympy_expr import symbol
 
 ITER = "iter"
-
-
-class IterationSumError(ModelError):
-    """An expression in ``iter`` whose sum over the iterations has no closed form here."""
 
 
 def iteration_symbol() -> sympy.Symbol:

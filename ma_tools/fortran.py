@@ -101,6 +101,8 @@ def _procedures() -> list[Procedure]:
                   "c_start(T_LOOP, {id}, {expr}, {value})", "a loop of expr trips"),
         Procedure("ma_loop_end", (*_text("id"), integer("iterations")),
                   "c_end(T_LOOP, {id}, {iterations})", "its end, with the trips it made (MA_NO_VALUE: none)"),
+        Procedure("ma_loop_next", _text("id"), "c_loop_next({id})",
+                  "the start of an iteration: counts it and makes the next value of iter (from 0)"),
         Procedure("ma_subroutine_start", _text("id"), "c_subroutine_start({id})", "a level of the site tree"),
         Procedure("ma_subroutine_end", _text("id"), "c_end(T_SUBROUTINE, {id}, MA_NO_VALUE)", "its end"),
     ]
@@ -151,6 +153,7 @@ _C_INTERFACES: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ("c_assign", "ma_fortran_assign", (("name", "text"), ("expr", "text"), ("value", "long"))),
     ("c_start", "ma_fortran_start", (("type", "cstring"), ("id", "text"), ("expr", "text"), ("value", "long"))),
     ("c_subroutine_start", "ma_fortran_subroutine_start", (("id", "text"),)),
+    ("c_loop_next", "ma_fortran_loop_next", (("id", "text"),)),
     ("c_end", "ma_fortran_end", (("type", "cstring"), ("id", "text"), ("measured", "long"))),
     ("c_mpi", "ma_fortran_mpi", (("type", "cstring"), ("id", "text"), ("expr", "text"), ("value", "long"),
                                  ("count", "long"))),

@@ -236,6 +236,12 @@ void ma_fortran_subroutine_start(const char *id, size_t id_length)
         ma_start_at("subroutine", c_text(id, id_length), NULL, MA_NO_VALUE, NULL, 0);
 }
 
+void ma_fortran_loop_next(const char *id, size_t id_length)
+{
+    if (recording())
+        ma_loop_next_at(c_text(id, id_length), NULL, 0);
+}
+
 void ma_fortran_end(const char *type, const char *id, size_t id_length, long long measured)
 {
     ma_end_fortran(type, id, id_length, measured); /* reads the counters before anything else */
