@@ -669,40 +669,29 @@ static void field(out *o, const out *f)
 }
 
 /* The histogram and peer rows of this rank's MPI profile, [routine, lo, hi, count] and [routine, peer, calls,
- * bytes], read from the profile's JSON (ma_pmpi_profile_json, the rank file's form, which this library writes). */
+ * bytes], from libmapmpi's tables. */
 static void profile_rows(out *hist, out *peers)
 {
-    size_t need = ma_pmpi_profile_json(NULL, 0);
-    char *text = malloc(need + 1);
-    if (!text)
-        return;
-    ma_pmpi_profile_json(text, need + 1);
+    ma_pmpi_bucket buckets[MA_PMPI_HIST_BUCKETS];
+    ma_pmpi_peer_total *totals = NULL;
+    size_t room = 0;
     for (int r = 0; r < ma_pmpi_nroutines(); r++) {
-        char name[96];
-        snprintf(name, sizeof name, "\"%s\":{\"calls\":", ma_pmpi_routine_name(r));
-        char *entry = strstr(text, name), *h = entry ? strstr(entry, "\"hist\":[") : NULL;
-        char *p = h ? strstr(h, "\"peers\":{") : NULL;
-        if (!entry || !h || !p)
-            continue;
-        for (char *c = h + 7; *c == '[' || *c == ','; ) {
-            unsigned long long lo, hi, n;
-            int used = 0;
-            if (sscanf(c, ",[%llu,%llu,%llu]%n", &lo, &hi, &n, &used) != 3
-                && sscanf(c, "[[%llu,%llu,%llu]%n", &lo, &hi, &n, &used) != 3)
-                break;
-            dbl(hist, r), dbl(hist, (double)lo), dbl(hist, (double)hi), dbl(hist, (double)n);
-            c += used;
+        size_t n = ma_pmpi_read_hist(r, buckets, MA_PMPI_HIST_BUCKETS);
+        for (size_t k = 0; k < n; k++)
+            dbl(hist, r), dbl(hist, (double)buckets[k].lo), dbl(hist, (double)buckets[k].hi),
+                dbl(hist, (double)buckets[k].calls);
+        size_t m = ma_pmpi_read_peers(r, totals, room);
+        if (m > room) { /* the table grows to the most peers a routine has */
+            free(totals);
+            totals = calloc(m, sizeof *totals);
+            room = totals ? m : 0;
+            m = ma_pmpi_read_peers(r, totals, room);
         }
-        for (char *c = p + 8; *c == '{' || *c == ','; ) {
-            unsigned long long peer, calls, nbytes;
-            int used = 0;
-            if (sscanf(c + 1, "\"%llu\":[%llu,%llu]%n", &peer, &calls, &nbytes, &used) != 3)
-                break;
-            dbl(peers, r), dbl(peers, (double)peer), dbl(peers, (double)calls), dbl(peers, (double)nbytes);
-            c += 1 + used;
-        }
+        for (size_t k = 0; k < m && k < room; k++)
+            dbl(peers, r), dbl(peers, (double)totals[k].peer), dbl(peers, (double)totals[k].calls),
+                dbl(peers, (double)totals[k].bytes);
     }
-    free(text);
+    free(totals);
 }
 
 /* This rank's part: u64 total length, then P_FIELDS fields of (u64 length, bytes). */
