@@ -100,6 +100,26 @@ def test_no_call_circle_between_the_c_runtime_files() -> None:
     assert found is None, f"call circle: {' -> '.join(found)}"
 
 
+# The layers of libma, top first (docs/c-api.md, "The sources of libma"): a file calls its own layer or lower ones.
+LAYERS = (
+    ("ma_api.c", "ma_fortran.c"),  # entries
+    ("ma_lifecycle.c",),  # life cycle
+    ("ma_regions.c", "ma_mpi.c", "ma_peers.c", "ma_variables.c", "ma_vector.c"),  # annotations
+    ("ma_scope.c", "ma_sites.c", "ma_tree.c", "ma_anomalies.c"),  # evaluation
+    ("ma_trace.c", "ma_merge.c", "ma_npz.c", "ma_json.c"),  # output
+    ("ma_config.c", "ma_counters.c", "ma_expr.c", "ma_util.c"),  # base
+)
+
+
+def test_calls_go_down_the_layers() -> None:
+    graph = call_graph()
+    layer = {name: depth for depth, files in enumerate(LAYERS) for name in files}
+    assert set(graph) == set(layer), f"files of libma in no layer: {sorted(set(graph) - set(layer))}"
+    upward = [f"{caller} -> {callee}" for caller, callees in sorted(graph.items()) for callee in sorted(callees)
+              if layer[callee] < layer[caller]]
+    assert not upward, f"calls to a higher layer: {upward}"
+
+
 def public_api() -> set[str]:
     """The functions ma.h declares (outside its MA_DISABLE branch)."""
     header = (LIBMA / "ma.h").read_text(encoding="utf-8")
