@@ -19,7 +19,8 @@ Section 4):
                  or Fortran program's is 0;
 - row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
                  profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
-                 and auto forms.
+                 and auto forms; one it states as a single dependent sum (``add_chains``: a compiled dot product)
+                 the same with its terms at the profile's add chain (``cpu.add_chain_s``).
 
 Compute and memory of a kernel are added with its flop time net of the one flop per word that F(h)'s probe
 did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
