@@ -120,8 +120,8 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
     """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
     cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C, "lines_per_flop":
     [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}, "subscripts": S, "add_chain": T}`` with any of the keys:
-    C is the calls
-    from Python into compiled code per execution of the site (per iteration of a loop), S its subscripts alike;
+    C is the calls from Python into compiled code per execution of the site (per iteration of a loop), S its
+    subscripts alike;
     l_k the cache lines level k served per flop of the site (memory last); E and R the entries and rows per
     execution of a CSR row loop, expressions in the model's variables (:func:`check_csr_rows`); T the terms of the
     dependent sum the site runs per execution, an expression alike (:func:`check_add_chain`)."""
@@ -247,14 +247,19 @@ def from_traces(cache: TraceSet | None = None, calls: TraceSet | None = None,
         out.c_calls.update(measured_c_calls(counted))
         out.subscripts.update(measured_subscripts(counted))
     for site_id, stated in (csr_rows or {}).items():
-        found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
-        if not found:
-            raise BackendError(f"csr_rows of {site_id!r}: no site of that id in the traces")
+        found = _paths_of_id(paths, site_id, "csr_rows")
         entries, rows = check_csr_rows({"entries": stated[0], "rows": stated[1]}, f"csr_rows of {site_id!r}")
         out.csr_rows.update(dict.fromkeys(found, (entries, rows)))
     for site_id, terms in (add_chains or {}).items():
-        found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
-        if not found:
-            raise BackendError(f"add_chain of {site_id!r}: no site of that id in the traces")
+        found = _paths_of_id(paths, site_id, "add_chain")
         out.add_chains.update(dict.fromkeys(found, check_add_chain(terms, f"add_chain of {site_id!r}")))
     return out
+
+
+def _paths_of_id(paths: Iterable[str], site_id: str, what: str) -> list[str]:
+    """Every path of site id ``site_id`` (a path's last part), where a program states ``what``; BackendError if
+    there is none."""
+    found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
+    if not found:
+        raise BackendError(f"{what} of {site_id!r}: no site of that id in the traces")
+    return found
