@@ -106,9 +106,9 @@ def cg_row_loops() -> dict[str, dict[str, str]]:
 
 
 # The Fortran CG's dependent sums, as the program states them (examples/npb_cg_fortran/cg_solver.f90, cg.f90): the
-# block product's rows (each row one sum over its entries; nonzer*(nonzer+1)/num_proc_cols entries, at 9
-# instructions an entry longer than the core overlaps with the next row's) and the dot products and norms, one
-# sum over the rank's columns each.
+# block product's rows (each row one sum over its entries; nonzer*(nonzer+1)/num_proc_cols entries at 9
+# instructions an entry, of which the core overlaps only a part with the next row's: close to one add latency an
+# entry, a little less) and the dot products and norms, one sum over the rank's columns each.
 FORTRAN_ADD_CHAINS = {"matvec_ls": "na*nonzer*(nonzer+1)/nprocs",
                       **dict.fromkeys(("rho0_dot_ls", "pq_dot_ls", "rr_dot_ls", "resid_sq_ls", "flopzeta_ls"),
                                       "na/num_proc_cols")}
