@@ -8,7 +8,10 @@ backend convolves with a machine profile (MetaSim's output in PMaC), in a file a
   :mod:`backends.cpython`): ``ma run --counters ccalls``;
 - a kernel that is a CSR row loop (per row a chain of dependent adds over its entries, SciPy's sparse product),
   stated by the program: ``csr_rows``, its entries and rows per execution as expressions in the model's variables,
-  which the maps backend prices on the profile's CSR curve (:mod:`backends.maps.rowchain`).
+  which the maps backend prices on the profile's CSR curve (:mod:`backends.maps.rowchain`);
+- a kernel that is one dependent sum (a compiled dot product or norm, or a CSR row loop whose rows are too long for
+  the core to overlap them), stated by the program: ``add_chains``, its terms per execution as an expression in
+  the model's variables, which the maps backend prices at the profile's add chain (``cpu.add_chain_s``).
 
 :func:`from_traces` makes one from the signature runs' traces (``ma signature``); :func:`save_signature_file` writes
 it and :func:`load_signature_file` reads it back (``ma predict --signatures``), checking every entry.
@@ -73,7 +76,21 @@ def check_csr_rows(stated: object, what: str) -> tuple[str, str]:
     return str(stated["entries"]), str(stated["rows"])
 
 
-KINDS = ("hit_rates", "lines_per_flop", "c_calls", "subscripts", "csr_rows")
+def check_add_chain(stated: object, what: str) -> str:
+    """An add chain's terms per execution: one expression the project's parser reads (never evaluated as code)."""
+    from ma_core.expr import parse_expression
+
+    if not isinstance(stated, str):
+        raise BackendError(f"{what}: expected an expression string (the terms of the add chain per execution), "
+                           f"got {stated!r}")
+    try:
+        parse_expression(stated)
+    except MAError as exc:
+        raise BackendError(f"{what}: {stated!r} is not an expression: {exc}") from None
+    return stated
+
+
+KINDS = ("hit_rates", "lines_per_flop", "c_calls", "subscripts", "csr_rows", "add_chains")
 
 
 @dataclass(frozen=True)
@@ -86,6 +103,7 @@ class Signatures:
     lines_per_flop: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per level served, memory last
     csr_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # entries, rows per execution (expressions)
     subscripts: dict[str, float] = field(default_factory=dict)  # subscripts per execution
+    add_chains: dict[str, str] = field(default_factory=dict)  # terms of one dependent sum per execution (expression)
 
     def coverage(self, paths: Iterable[str]) -> dict[str, list[str]]:
         """Per kind (:data:`KINDS`), the sites among ``paths`` (a run's) the signature gives a figure for."""
@@ -101,10 +119,12 @@ class Signatures:
 def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
     """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
     cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C, "lines_per_flop":
-    [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}, "subscripts": S}`` with any of the keys: C is the calls
-    from Python into compiled code per execution of the site (per iteration of a loop), S its subscripts alike;
+    [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}, "subscripts": S, "add_chain": T}`` with any of the keys:
+    C is the calls from Python into compiled code per execution of the site (per iteration of a loop), S its
+    subscripts alike;
     l_k the cache lines level k served per flop of the site (memory last); E and R the entries and rows per
-    execution of a CSR row loop, expressions in the model's variables (:func:`check_csr_rows`)."""
+    execution of a CSR row loop, expressions in the model's variables (:func:`check_csr_rows`); T the terms of the
+    dependent sum the site runs per execution, an expression alike (:func:`check_add_chain`)."""
     name = os.fspath(path)
     try:
         doc = json.loads(Path(name).read_text())
@@ -119,10 +139,13 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
         where = f"{name}: field 'sites.{site}'"
         rates, calls = (entry, None) if isinstance(entry, list) else (None, None)
         if isinstance(entry, dict):
-            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop", "csr_rows", "subscripts"})
+            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop", "csr_rows", "subscripts",
+                                           "add_chain"})
             if unknown or not entry:
-                raise BackendError(f"{where}: expected the keys hit_rates, c_calls, lines_per_flop, csr_rows and/or "
-                                   f"subscripts, got {sorted(entry)}")
+                raise BackendError(f"{where}: expected the keys hit_rates, c_calls, lines_per_flop, csr_rows, "
+                                   f"subscripts and/or add_chain, got {sorted(entry)}")
+            if "add_chain" in entry:
+                out.add_chains[site] = check_add_chain(entry["add_chain"], f"{where}.add_chain")
             if "subscripts" in entry:
                 out.subscripts[site] = _per_execution(entry["subscripts"], f"{where}.subscripts", "subscripts")
             if "csr_rows" in entry:
@@ -167,6 +190,8 @@ def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) ->
         sites.setdefault(site, {})["lines_per_flop"] = list(lines)
     for site, (entries, rows) in signatures.csr_rows.items():
         sites.setdefault(site, {})["csr_rows"] = {"entries": entries, "rows": rows}
+    for site, terms in signatures.add_chains.items():
+        sites.setdefault(site, {})["add_chain"] = terms
     target = Path(path)
     target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
     return target
@@ -192,13 +217,15 @@ def site_lines_per_flop(site: Site) -> tuple[float, ...] | None:
 
 
 def from_traces(cache: TraceSet | None = None, calls: TraceSet | None = None,
-                csr_rows: Mapping[str, tuple[str, str]] | None = None) -> Signatures:
+                csr_rows: Mapping[str, tuple[str, str]] | None = None,
+                add_chains: Mapping[str, str] | None = None) -> Signatures:
     """The signature of the runs whose traces are given: ``cache``, a ``--counters valgrind --cache PROFILE`` run
     (the hit rates of its loadstore sites, the lines per flop of its flop sites; where the hit rates differ in
     their number of levels, BackendError); ``calls``, a ``--counters ccalls`` run (calls into compiled code and
     subscripts per execution, the children's taken out; the cache run's own where it counted them and no calls
     run is given). ``csr_rows``: a site id (a path's last part) -> the (entries, rows) expressions of the row loop
-    the program states there, given at every path of that id in the traces."""
+    the program states there, given at every path of that id in the traces; ``add_chains`` alike, a site id -> the
+    terms per execution of the dependent sum it runs."""
     from .cpython.tracedata import measured_c_calls, measured_subscripts
 
     out = Signatures()
@@ -220,9 +247,19 @@ def from_traces(cache: TraceSet | None = None, calls: TraceSet | None = None,
         out.c_calls.update(measured_c_calls(counted))
         out.subscripts.update(measured_subscripts(counted))
     for site_id, stated in (csr_rows or {}).items():
-        found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
-        if not found:
-            raise BackendError(f"csr_rows of {site_id!r}: no site of that id in the traces")
+        found = _paths_of_id(paths, site_id, "csr_rows")
         entries, rows = check_csr_rows({"entries": stated[0], "rows": stated[1]}, f"csr_rows of {site_id!r}")
         out.csr_rows.update(dict.fromkeys(found, (entries, rows)))
+    for site_id, terms in (add_chains or {}).items():
+        found = _paths_of_id(paths, site_id, "add_chain")
+        out.add_chains.update(dict.fromkeys(found, check_add_chain(terms, f"add_chain of {site_id!r}")))
     return out
+
+
+def _paths_of_id(paths: Iterable[str], site_id: str, what: str) -> list[str]:
+    """Every path of site id ``site_id`` (a path's last part), where a program states ``what``; BackendError if
+    there is none."""
+    found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
+    if not found:
+        raise BackendError(f"{what} of {site_id!r}: no site of that id in the traces")
+    return found

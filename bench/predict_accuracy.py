@@ -4,7 +4,9 @@ of the whole timed loop.
     python bench/predict_accuracy.py [--cases cg:S:1,cg:W:2,...] [--profile FILE] [--out DIR] [--no-signature]
                                      [--streams vector|eq1] [--repeat N]
 
-Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
+Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4; the compiled CG
+(``cgf``: the Fortran port, ``examples/npb_cg_fortran``, built here with Debian's MPICH by its Makefile) classes S, W,
+A, B on 1 and 2. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPython terms
 (``cpython.call_overhead_s``, ``cpython.python_flops``), the oversubscribed exchange (``network.oversubscribed``:
 messages on more ranks than cores) and the two-rank Python exchange (``cpython.exchange``) come from
@@ -20,7 +22,11 @@ The application signature is measured before the timed runs, never from them:
   1 rank and one iteration (``--niter 1``) of each class it predicts, since where the data sits depends on the
   problem size (CG A takes longest under Valgrind).
 ``ma signature`` makes each class's signature file of the two runs (with CG's CSR row loop stated), the same command
-a user runs. Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
+a user runs. The compiled CG has no calls run (no interpreter: its runtime part is 0); its signature is the Valgrind
+run's hit rates with its dependent sums stated (``--add-chain``: the block product's rows and the dot products, each
+one sum, :data:`FORTRAN_ADD_CHAINS`), which the maps backend prices at the profile's add chain
+(``cpu.add_chain_s``, from ``ma machine probe``; measured here first where the profile lacks it, said so).
+Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
 
 For each run on more ranks than cores it also prints the oversubscribed exchange latency that would have made
@@ -50,7 +56,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,8 +67,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backends.base import PARTS, per_rank
 from backends.cpython import exchange
 from backends.cpython import probe as cpython_probe
+from backends.machine import chains, whatif
 from backends.machine import profile as profiles
-from backends.machine import whatif
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.streams import STREAMS
@@ -77,12 +83,20 @@ MATVEC = "conj_loop/conj_grad/cgit/matvec"  # CG's product in the timed loop, it
 
 @dataclass(frozen=True)
 class App:
-    module: str
+    module: str  # a Python program's module; a compiled one's Makefile directory
     timed_loop: str  # site path of the timed section
     subroutine: str  # site path of its main subroutine
     hit_rate_class: dict[str, str]  # class predicted -> class whose signature run gives its hit rates
-    calls_procs: int  # ranks of the ccalls run: the fewest on which every site runs (SP needs a square)
+    calls_procs: int  # ranks of the ccalls run: the fewest on which every site runs (SP needs a square); 0: none
     row_loops: dict[str, dict[str, str]]  # site id -> its CSR row-loop statement (entries, rows), the app's own
+    add_chains: dict[str, str] = field(default_factory=dict)  # site id -> terms of its dependent sum per execution
+    compiled: bool = False  # built by its Makefile (make MPICC=...), run as build/<program>
+
+    def program(self, out: Path) -> list[str]:
+        """The command line of the program, without its class."""
+        if self.compiled:
+            return [str(out / "fortran-build" / "cg")]
+        return [sys.executable, "-m", self.module]
 
 
 def cg_row_loops() -> dict[str, dict[str, str]]:
@@ -91,11 +105,24 @@ def cg_row_loops() -> dict[str, dict[str, str]]:
     return {"matvec_ls": MATVEC_ROWS}
 
 
+# The Fortran CG's dependent sums, as the program states them (examples/npb_cg_fortran/cg_solver.f90, cg.f90): the
+# block product's rows (each row one sum over its entries; nonzer*(nonzer+1)/num_proc_cols entries at 9
+# instructions an entry, of which the core overlaps only a part with the next row's: close to one add latency an
+# entry, a little less) and the dot products and norms, one sum over the rank's columns each.
+FORTRAN_ADD_CHAINS = {"matvec_ls": "na*nonzer*(nonzer+1)/nprocs",
+                      **dict.fromkeys(("rho0_dot_ls", "pq_dot_ls", "rr_dot_ls", "resid_sq_ls", "flopzeta_ls"),
+                                      "na/num_proc_cols")}
+FORTRAN_MPICC = Path("/usr/bin/mpicc.mpich")  # the MPI the compiled cases build with (Debian's MPICH: Fortran)
+
 APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "A"}, 2,
                   cg_row_loops()),
-        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "W"}, 4, {})}
+        "sp": App("examples.npb_sp.sp", "step", "step/adi", {"S": "S", "W": "W"}, 4, {}),
+        "cgf": App("examples/npb_cg_fortran", "conj_loop", "conj_loop/conj_grad",
+                   {c: c for c in "SWAB"}, 0, {}, FORTRAN_ADD_CHAINS, compiled=True)}
+APP_LABELS = {"cg": "CG (Python)", "sp": "SP (Python)", "cgf": "CG (Fortran, compiled)"}
 DEFAULT_CASES = ",".join([f"cg:{c}:{p}" for c in "SWA" for p in (1, 2, 4)]
-                         + [f"sp:{c}:{p}" for c in "SW" for p in (1, 4)])
+                         + [f"sp:{c}:{p}" for c in "SW" for p in (1, 4)]
+                         + [f"cgf:{c}:{p}" for c in "SWAB" for p in (1, 2)])
 
 
 def ma(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -108,6 +135,20 @@ def ma(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
 
 def _annotation_text(seconds: Mapping[str, float] | None) -> str:
     return "not measured" if not seconds else ", ".join(f"{kind} {s * 1e9:.0f}" for kind, s in seconds.items())
+
+
+def build_compiled(app: App, out: Path) -> None:
+    """``make`` the compiled app into ``DIR/fortran-build`` with :data:`FORTRAN_MPICC`'s Fortran wrapper, the SDK's
+    flags from this environment's ``ma config`` (SystemExit saying why it could not)."""
+    if not FORTRAN_MPICC.is_file():
+        raise SystemExit(f"the compiled cases build with {FORTRAN_MPICC} (Debian's MPICH, which has Fortran "
+                         "bindings): not installed (scripts/setup.sh installs it)")
+    build = out / "fortran-build"
+    done = subprocess.run(["make", "-C", str(ROOT / app.module), f"MPICC={FORTRAN_MPICC}", f"BUILD={build}",
+                           f"MA={Path(sys.executable).parent / 'ma'}", str(build / "cg")],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"make in {app.module} failed:\n{done.stderr[-3000:]}")
 
 
 def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfile, Path, str]:
@@ -136,6 +177,9 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
             machine.caches[-1].size_bytes, latency_s=machine.network.latency_s,
             call_overhead_s=machine.cpython.call_overhead_s if machine.cpython else None))
         measured.append("the two-rank Python exchange")
+    if machine.cpu.add_chain_s is None:
+        machine = profiles.with_block(machine, "cpu.add_chain_s", chains.measure_add_chain())
+        measured.append("the add chain of a compiled dot product")
     if measured:
         path = machine.save(out / "profile-with-measured-terms.json")
         origin += f"; {' and '.join(measured)} measured here, before the runs"
@@ -151,22 +195,27 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
     if not enabled:
         return {c: Signatures() for c in classes}, notes
     calls = out / f"{app_name}-signature-ccalls"
-    done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(calls), "--",
-              sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
-    if done.returncode != 0:
-        notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
-                     f"{done.stderr.strip()[-200:]})")
-    # the app's CSR row loops, at every site of their ids (the statement is the program's, not a measurement)
+    calls_measured = app.calls_procs > 0  # a compiled program has no calls from Python to count
+    if calls_measured:
+        done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(calls), "--",
+                  *app.program(out), "--class", "S", "--niter", "1", check=False)
+        calls_measured = done.returncode == 0
+        if not calls_measured:
+            notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
+                         f"{done.stderr.strip()[-200:]})")
+    # the app's CSR row loops and dependent sums, at every site of their ids (the statements are the program's,
+    # not measurements)
     stated = [arg for site_id, rows in app.row_loops.items()
               for arg in ("--csr-rows", site_id, rows["entries"], rows["rows"])]
+    stated += [arg for site_id, terms in app.add_chains.items() for arg in ("--add-chain", site_id, terms)]
     by_size: dict[str, Signatures] = {}
     for klass in sorted({app.hit_rate_class[c] for c in classes}):
         trace = out / f"{app_name}-signature-cache-{klass}"
         started = time.perf_counter()
         ma("run", "--counters", "valgrind", "--cache", str(profile_path), "--trace-dir", str(trace), "--",
-           sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
+           *app.program(out), "--class", klass, "--niter", "1")
         target = out / f"{app_name}-{klass}.signature.json"
-        ma("signature", str(trace), *(["--calls", str(calls)] if done.returncode == 0 else []), *stated,
+        ma("signature", str(trace), *(["--calls", str(calls)] if calls_measured else []), *stated,
            "--machine", str(profile_path), "-o", str(target))
         by_size[klass] = load_signature_file(target, profiles.load(profile_path).levels)
         print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
@@ -174,7 +223,7 @@ def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Pa
               flush=True)
         if not by_size[klass].hit_rates:
             notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
-        if done.returncode == 0 and not by_size[klass].c_calls:
+        if calls_measured and not by_size[klass].c_calls:
             notes.append(f"{app_name}: no c_calls in the ccalls run's trace")
     found = {c: by_size[app.hit_rate_class[c]] for c in classes}
     for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
@@ -196,8 +245,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     app = APPS[app_name]
     trace_dir = out / (f"{app_name}-{klass}-{procs}" + (f"-r{round_}" if round_ > 1 else ""))
     started = time.perf_counter()
-    ma("run", "-n", str(procs), "--trace-dir", str(trace_dir), "--", sys.executable, "-m", app.module,
-       "--class", klass)
+    ma("run", "-n", str(procs), "--trace-dir", str(trace_dir), "--", *app.program(out), "--class", klass)
     wall = time.perf_counter() - started
     builder = ModelBuilder(load(trace_dir))
     prediction: MapsPrediction = MapsBackend(signatures=signatures, streams=streams).predict(builder, machine)
@@ -259,6 +307,11 @@ def summarise(rows: list[dict[str, Any]], cores: int, prefix: str = "") -> str:
                f"(--overlap {others}); worst {100 * errors[worst]:.1f}% "
                f"({rows[worst]['case']}, {rows[worst]['region']})")
     print(f"\n{prefix}{summary}")
+    for app_name in sorted({r["app"] for r in rows}):
+        mine = [r for r in rows if r["app"] == app_name]
+        app_worst = max(mine, key=lambda r: abs(r["error"]))
+        print(f"{prefix}{APP_LABELS[app_name]}: average absolute error {_mean_error(mine):.1f}% over {len(mine)}, "
+              f"worst {100 * abs(app_worst['error']):.1f}% ({app_worst['case']}, {app_worst['region']})")
     single = [r for r in rows if r["procs"] == 1]
     if single:
         print(f"{prefix}one rank per case only: average absolute error {_mean_error(single):.1f}% over {len(single)}")
@@ -277,6 +330,9 @@ def interval(rounds: list[list[dict[str, Any]]], cores: int) -> str:
         return f"median {float(np.median(values)):.1f}% (range {min(values):.1f}-{max(values):.1f}%)"
 
     every = [_mean_error(r) for r in rounds]
+    for app_name in sorted({x["app"] for x in rounds[0]}):
+        mine = [_mean_error([x for x in r if x["app"] == app_name]) for r in rounds]
+        print(f"over {len(rounds)} rounds, {APP_LABELS[app_name]}: average absolute error {span(mine)}")
     inside = [_mean_error([x for x in r if x["procs"] <= cores]) for r in rounds]
     summary = f"over {len(rounds)} rounds: average absolute error {span(every)} over {len(rounds[0])} predictions"
     print(f"\n{summary}")
@@ -314,7 +370,8 @@ def main() -> int:
     assert terms is not None and terms.python_flops is not None and terms.call_overhead_s is not None
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
-          f"compiled code; ns per annotation site: {_annotation_text(terms.annotation_s)}", flush=True)
+          f"compiled code; ns per annotation site: {_annotation_text(terms.annotation_s)}; "
+          f"{(machine.cpu.add_chain_s or 0) * 1e9:.2f} ns per term of an add chain (compiled sums)", flush=True)
     over = machine.network.oversubscribed if machine.network else None
     if machine.network and over:
         print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over.latency_s * 1e6:.1f} us "
@@ -323,6 +380,11 @@ def main() -> int:
             curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
             print(f"  with work between messages, us of work -> us per message: {curve}", flush=True)
     cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
+    unknown = sorted({a for a, _, _ in cases} - set(APPS))
+    if unknown:
+        parser.error(f"--cases: unknown app {unknown[0]!r} (expected one of {', '.join(APPS)})")
+    for app_name in sorted({a for a, _, _ in cases if APPS[a].compiled}):
+        build_compiled(APPS[app_name], out)
     signatures: dict[tuple[str, str], Signatures] = {}
     notes: list[str] = []
     for app_name in sorted({a for a, _, _ in cases}):

@@ -48,6 +48,8 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     assert machine.memory.vector_streams is not None  # the vector stream curve (test_maps_streams.py)
     assert machine.triad_bytes_per_s > 0.5e9
     assert machine.cpu.csr_rows is not None and len(machine.cpu.csr_rows.points) > 2  # the CSR curve in L1
+    # a compiled dot product's add chain: one add latency a term, slower than its two flops at the peak
+    assert machine.cpu.add_chain_s is not None and 2 / machine.peak_flops < machine.cpu.add_chain_s < 1e-7
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3
     assert [row.bytes for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
     # exchanges on twice as many ranks as cores: the wait for a partner without a core

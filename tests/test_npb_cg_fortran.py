@@ -6,11 +6,13 @@ transpose partners pass (the butterfly partners are expressions of `iter`, which
 that test is expected to fail until it does); the build with annotations disabled verifies and links no library
 of the SDK; the message models equal the Python port's symbolically, per subroutine, and the one built at 4 ranks
 is what PMPI measures at 1 and 2; the flop model of the timed loop is within 1 % of NPB's official operation count
-for S to C; at 1024 ranks the message sizes are NPB's; under the Valgrind tool (class W, 2 ranks) every flop
+for S to C; at 1024 ranks the message sizes are NPB's; `ma signature` + `ma predict` price its run with no runtime part
+and its stated dot products at the profile's add chain; under the Valgrind tool (class W, 2 ranks) every flop
 assertion is within 1 % and every load/store assertion within 2 %."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -29,6 +31,7 @@ from npb_cg_checks import (
 from sympy.codegen.cfunctions import log2
 
 import ma_post
+from backends.machine import profile as profiles
 from examples.npb_cg.classes import CLASSES
 from examples.npb_cg.study import CGModels, class_inputs, value
 from ma_post.validation import SiteResult
@@ -233,6 +236,35 @@ def test_message_sizes_at_1024_ranks_are_npbs(models: CGModels, runs: dict[int, 
 # --------------------------------------------------------------------------------------------------
 # Flops and loads/stores measured by the Valgrind tool
 # --------------------------------------------------------------------------------------------------
+
+def test_the_run_predicts_with_no_runtime_part_and_its_stated_sums_at_the_add_chain(
+        runs: dict[int, tuple[Path, str]], tmp_path: Path) -> None:
+    """`ma signature` and `ma predict` on the 2-rank run, as a user types them: a compiled program's runtime part is
+    0 at every site and subroutine, without options; the p.q products stated as add chains cost at least their
+    terms at the profile's add chain (400 calls of na/num_proc_cols = 700 terms at 1 ns), which their flops and
+    words alone (the prediction without the statement) do not reach."""
+    trace_dir, _ = runs[2]
+    machine = profiles.with_block(profiles.load(profiles.shipped_profiles()["amd-epyc-zen4-kvm"]), "cpu.add_chain_s",
+                                  1e-9)
+    profile_path = machine.save(tmp_path / "profile.json")
+    signature = tmp_path / "sig.json"
+    done = ma("signature", str(trace_dir), "--add-chain", "pq_dot_ls", "na/num_proc_cols", "-o", str(signature))
+    assert done.returncode == 0, done.stderr
+    reports = {}
+    for name, extra in (("plain", []), ("stated", ["--signatures", str(signature)])):
+        done = ma("predict", str(trace_dir), "--machine", str(profile_path), "--format", "json", *extra)
+        assert done.returncode == 0, done.stderr
+        reports[name] = json.loads(done.stdout)
+        assert reports[name]["total_s"] > 0
+        assert all(row["runtime"] == 0 for row in reports[name]["sites"] + reports[name]["subroutines"])
+
+    def dot_products(report: dict[str, list[dict[str, float]]]) -> float:
+        return sum(row["seconds"] for row in report["sites"] if "/pq_dot" in str(row["name"]))
+
+    chain = 400 * 700 * 1e-9
+    assert dot_products(reports["plain"]) < chain <= dot_products(reports["stated"])
+    assert len(reports["stated"]["signature_sites"]["add_chains"]) == 2  # in the warm-up and in the timed loop
+
 
 @pytest.mark.valgrind
 @pytest.mark.slow

@@ -32,7 +32,7 @@ from ma_core.programs import run_program
 
 from ..cpython import exchange as python_exchange
 from ..cpython import probe as cpython_probe
-from . import csrrows, gafit, hitrates, vectorstreams
+from . import chains, csrrows, gafit, hitrates, vectorstreams
 from .hierarchy import from_sysfs
 from .kernels import Kernels, aligned_array, build_pingpong
 from .profile import GB, VECTOR_STREAMS_VERSION, BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, from_json
@@ -387,6 +387,8 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
         cpu_info = measure_flops(kernels, cfg)
         say("SciPy's CSR product in cache, by entries per row")
         cpu_info["csr_rows"] = csrrows.measure_csr_rows(cfg.is_quick)
+        say("a compiled dot product's add chain in cache")
+        cpu_info["add_chain_s"] = chains.measure_add_chain(cfg.is_quick)
         say("CPython terms (per-call cost, NumPy flop rate, annotation sites, subscripts)")
         cpython = cpython_probe.measure(cfg.is_quick)
         memory = measure_triad(kernels, hierarchy, cfg)

@@ -123,11 +123,14 @@ class CPU:
     by_isa: Mapping[str, float] = field(default_factory=dict)
     clock_hz: float | None = None
     csr_rows: CsrRows | None = None
+    # seconds per term of a compiled dot product's dependent add chain on L1 data (backends/machine/chains.py)
+    add_chain_s: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"peak_flops": self.peak_flops, **present(isa=self.isa, by_isa=self.by_isa, clock_hz=self.clock_hz,
-                                                         csr_rows=self.csr_rows), **self.extra}
+                                                         csr_rows=self.csr_rows, add_chain_s=self.add_chain_s),
+                **self.extra}
 
 
 @dataclass(frozen=True)
@@ -446,11 +449,13 @@ def _cpu(block: Mapping[str, Any], where: str) -> CPU:
     legacy = (block.get("python_probe") or {}).get("csr_rows")
     curve = block.get("csr_rows", legacy)
     field_name = CSR_ROWS_FIELD if "csr_rows" in block else "cpu.python_probe.csr_rows"
-    known = ("peak_flops", "isa", "by_isa", "clock_hz", "csr_rows", *cpython_section.LEGACY_FIELDS)
+    known = ("peak_flops", "isa", "by_isa", "clock_hz", "csr_rows", "add_chain_s", *cpython_section.LEGACY_FIELDS)
     return CPU(peak_flops=float(block["peak_flops"]), isa=block.get("isa"),
                by_isa={k: float(v) for k, v in (block.get("by_isa") or {}).items()},
                clock_hz=None if block.get("clock_hz") is None else float(block["clock_hz"]),
-               csr_rows=None if curve is None else _csr_rows(curve, where, field_name), extra=_unknown(block, known))
+               csr_rows=None if curve is None else _csr_rows(curve, where, field_name),
+               add_chain_s=None if block.get("add_chain_s") is None else float(block["add_chain_s"]),
+               extra=_unknown(block, known))
 
 
 def _csr_rows(curve: Mapping[str, Any], where: str, field_name: str) -> CsrRows:

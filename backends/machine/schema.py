@@ -79,6 +79,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "clock_hz": _POSITIVE,
                 # SciPy's CSR product in cache by entries per row (backends/machine/csrrows.py)
                 "csr_rows": _CSR_ROWS,
+                # a compiled dot product's add chain on L1 data, seconds per term (backends/machine/chains.py)
+                "add_chain_s": _POSITIVE,
                 # profiles written before the cpython section kept its figures here (backends/cpython/section.py)
                 "call_overhead_s": _POSITIVE,
                 "python_flops": _POSITIVE,

@@ -19,7 +19,8 @@ Section 4):
                  or Fortran program's is 0;
 - row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
                  profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
-                 and auto forms.
+                 and auto forms; one it states as a single dependent sum (``add_chains``: a compiled dot product)
+                 the same with its terms at the profile's add chain (``cpu.add_chain_s``).
 
 Compute and memory of a kernel are added with its flop time net of the one flop per word that F(h)'s probe
 did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
@@ -120,6 +121,7 @@ class MapsBackend(Backend):
         self.signature_counts = cpython.Counts(dict(given.c_calls), dict(given.subscripts))
         self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
         self.signature_rows = dict(given.csr_rows)
+        self.signature_chains = dict(given.add_chains)
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
         self.cores = cores
 
@@ -262,7 +264,7 @@ class MapsBackend(Backend):
         overlap = combination(self.overlap, rate_name)
         types = {s.path: s.type for s in model.ts.walk()}
         row_loops: set[str] = set()
-        if self.signature_rows and self.overlap in ("auto", "net"):
+        if (self.signature_rows or self.signature_chains) and self.overlap in ("auto", "net"):
             sites, row_loops = self._row_loops(model, machine, sites, flop_rate, share, bound, notes, words)
         if overlap == "max":
             sites = overlap_blocks(sites, model)
@@ -306,15 +308,25 @@ class MapsBackend(Backend):
                    flop_rate: sympy.Expr, share: sympy.Expr,
                    bound: Mapping[sympy.Symbol, object], notes: list[str], words: Mapping[str, sympy.Expr]
                    ) -> tuple[list[SitePrediction], set[str]]:
-        """The kernels the signature states as CSR row loops, priced by :mod:`.rowchain`; returns the sites and
-        the kernels' paths (none without the profile's CSR curve, which the notes then say)."""
+        """The kernels the signature states as CSR row loops or add chains, priced by :mod:`.rowchain`; returns the
+        sites and the kernels' paths (none of a kind without its figure in the profile, which the notes then say:
+        the CSR curve, the add chain)."""
         from ma_post import to_sympy
 
-        if machine.cpu.csr_rows is None:
+        curve = machine.cpu.csr_rows.points if machine.cpu.csr_rows is not None else None
+        if curve is None and self.signature_rows:
             notes.append(f"profile {machine.name!r} has no cpu.csr_rows (ma machine probe measures it): "
                          "the kernels stated as CSR row loops are priced like any other")
-            return sites, set()
-        curve = machine.cpu.csr_rows.points
+        chain_s = machine.cpu.add_chain_s
+        if chain_s is None and self.signature_chains:
+            notes.append(f"profile {machine.name!r} has no cpu.add_chain_s (ma machine probe measures it): "
+                         "the kernels stated as add chains are priced like any other")
+        # per stated site: its terms per execution and, for a CSR row loop, its rows (None: one sum)
+        stated: dict[str, tuple[str, str | None]] = {}
+        if curve is not None:
+            stated.update(self.signature_rows)
+        if chain_s is not None:
+            stated.update({path: (terms, None) for path, terms in self.signature_chains.items()})
         found = {s.path: s for s in model.ts.walk()}
         types = {path: s.type for path, s in found.items()}
         kernels: dict[str, list[str]] = {}
@@ -324,24 +336,31 @@ class MapsBackend(Backend):
         chains: dict[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]] = {}
         assert machine.bandwidth_fit is not None  # predict() checked
         l1_hit = machine.bandwidth_fit.params.symbolic([1.0] * machine.levels)
-        for path, texts in self.signature_rows.items():
+        for path, (entries_text, rows_text) in stated.items():
             site = found.get(path)
             if site is None:  # a signature serves every run of its class, whatever sites this one has
                 continue
             if types[path] not in KERNEL_TYPES:
-                raise BackendError(f"signature of site {path!r}: csr_rows states a row loop, but the site is a "
-                                   f"{types[path]} region, not a flop or loadstore kernel")
-            entries, rows = (model.resolve(to_sympy(text), path) for text in texts)
+                raise BackendError(f"signature of site {path!r}: it states a row loop or an add chain, but the site "
+                                   f"is a {types[path]} region, not a flop or loadstore kernel")
+            entries = model.resolve(to_sympy(entries_text), path)
             executions = model.executions(site)
-            chain = chain_seconds(entries, rows, curve) * executions * share
+            # the chains' seconds (each term's two flops and its words' L1 cost inside): a CSR row loop's on the
+            # CSR curve at its row length, a single sum's at the add chain
+            if rows_text is not None and curve is not None:
+                per_execution = chain_seconds(entries, model.resolve(to_sympy(rows_text), path), curve)
+            else:
+                assert chain_s is not None  # only stated above with the profile's add chain
+                per_execution = entries * sympy.Float(chain_s)
+            chain = per_execution * executions * share
             entry_flops = ENTRY_FLOPS * entries * executions / flop_rate * share
             kernel = kernel_of(types, path)
             kernel_words = sympy.Add(*(w for p, w in words.items() if p in kernels.get(kernel, ())))
             in_l1 = kernel_words * WORD_BYTES / l1_hit * share
             chains[kernel] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound), as_expr(in_l1).subs(bound))
         if chains:
-            notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: their rows' add chains on "
-                         f"cpu.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
+            notes.append(f"{len(chains)} kernel(s) stated as CSR row loops or add chains: their add chains (on "
+                         f"cpu.csr_rows, at cpu.add_chain_s) plus their memory beyond L1 hits: {', '.join(chains)}")
         return price_row_loops(sites, kernels, chains), set(chains)
 
     def _signature_notes(self, model: ModelBuilder, coverage: Mapping[str, Sequence[str]]) -> list[str]:

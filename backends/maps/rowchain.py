@@ -18,6 +18,10 @@ cost, so the in-L1 loop costs the longer of its chains and its loads; what the w
 served from farther out, adds to it (a row's add waits for its entry's load), the rule by which :mod:`.traffic`
 adds lines beyond L1 to an in-cache rate. Symbolic in the model's inputs (a ``Piecewise`` of powers of
 entries / rows).
+
+A kernel stated as one dependent sum (a signature's ``add_chains``: a compiled dot product or norm, or a row loop
+whose rows are too long for the core to overlap) is priced by the same rule with chain = terms x the profile's
+``cpu.add_chain_s`` (:mod:`backends.machine.chains`), the seconds per term of such a sum on L1 data.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 DIR is a ``ma run --counters valgrind --cache PROFILE`` run (hit rates of its loadstore sites, cache lines each
 level served per flop of its flop sites); ``--calls CCALLS_DIR`` adds a ``ma run --counters ccalls`` run (calls into
 compiled code and subscripts per execution: a Python program's runtime part); ``--csr-rows ID ENTRIES ROWS`` states
-a CSR row loop the program runs at every site of that id (:mod:`backends.signature`). Per execution, the figures
+a CSR row loop the program runs at every site of that id, ``--add-chain ID TERMS`` a dependent sum of TERMS terms
+per execution (a compiled dot product) (:mod:`backends.signature`). Per execution, the figures
 carry to other classes and process counts through the model's trip counts; the hit rates belong to the problem size
 of the run, as where the data sits depends on it.
 """
@@ -26,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--csr-rows", nargs=3, action="append", default=[], metavar=("ID", "ENTRIES", "ROWS"),
                         help="the sites of this id are CSR row loops of ENTRIES entries over ROWS rows per execution "
                              "(expressions in the program's variables); repeatable")
+    parser.add_argument("--add-chain", nargs=2, action="append", default=[], metavar=("ID", "TERMS"),
+                        help="the sites of this id are one dependent sum of TERMS terms per execution (a compiled dot "
+                             "product, or a row loop whose rows the core cannot overlap; an expression in the "
+                             "program's variables), priced at the profile's cpu.add_chain_s; repeatable")
     parser.add_argument("--machine", metavar="PROFILE",
                         help="check that the hit rates are of this profile's hierarchy (its number of levels)")
     parser.add_argument("--allow-missing", action="store_true",
@@ -43,7 +48,13 @@ def run(args: argparse.Namespace) -> int:
     stated = {site_id: (entries, rows) for site_id, entries, rows in args.csr_rows}
     if len(stated) != len(args.csr_rows):
         raise MAError("--csr-rows: a site id is given more than once")
-    signature = from_traces(cache, calls, stated)
+    chains = dict(args.add_chain)
+    if len(chains) != len(args.add_chain):
+        raise MAError("--add-chain: a site id is given more than once")
+    both = sorted(set(chains) & set(stated))
+    if both:
+        raise MAError(f"site id {both[0]!r} is given both as --csr-rows and as --add-chain: one kernel, one statement")
+    signature = from_traces(cache, calls, stated, chains)
     if args.machine:
         machine = load_profile(args.machine)
         for path, rates in signature.hit_rates.items():
