@@ -9,6 +9,8 @@
 #   5. the scaling and sensitivity figures (paper Figures 9, 12, 14, 15)
 #   6. the HTML report of the run (ma report): open $OUT/report.html in a browser
 #   7. NPB SP class S on 4 processes: verified, validated, modelled (docs/npb-sp.md)
+#   8. NPB CG in Fortran 90, built with Debian's MPICH, annotated as in the paper: verified, validated,
+#      its message model evaluated at class C on 1024 processes, its time predicted by the maps backend
 #
 # Outputs go to $OUT (default out/cg-demo).
 set -euo pipefail
@@ -67,5 +69,14 @@ ma validate "$OUT/sp-traces" > "$OUT/sp-validation.txt" && tail -n 1 "$OUT/sp-va
 python examples/npb_sp/study.py "$OUT/sp-traces" --out "$OUT/sp-figures" > "$OUT/sp-study.txt"
 head -n 12 "$OUT/sp-study.txt"; echo "... (models, scaling to 1024 processes, figures: $OUT/sp-study.txt, $OUT/sp-figures)"
 ma report "$OUT/sp-traces" -o "$OUT/sp-report.html"
+
+step "8. NPB CG in Fortran 90 (Debian's MPICH), annotated as in the paper (Figures 4, 5)"
+make -s -C examples/npb_cg_fortran MPICC=/usr/bin/mpicc.mpich BUILD="$OUT/cg-fortran-build"
+ma run -n 4 --trace-dir "$OUT/cgf-traces" -- "$OUT/cg-fortran-build/cg" --class S > "$OUT/cgf.txt"
+grep -E "Verification  |Mop/s total" "$OUT/cgf.txt"
+ma validate "$OUT/cgf-traces" > "$OUT/cgf-validation.txt" && tail -n 1 "$OUT/cgf-validation.txt"
+ma msgdist "$OUT/cgf-traces" "${CLASS_C[@]}" | tee "$OUT/cgf-msgdist-C-1024.txt" | head -n 8
+ma predict "$OUT/cgf-traces" --backend maps --machine amd-epyc-zen4-kvm 2>/dev/null \
+  | tee "$OUT/cgf-predict.txt" | head -n 12
 
 step "Done: everything is in $OUT; open $OUT/report.html (CG) and $OUT/sp-report.html (SP) in a browser"

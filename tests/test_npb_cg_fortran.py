@@ -127,8 +127,6 @@ def test_the_transpose_partner_is_the_rank_of_the_transposed_block(runs: dict[in
         assert re.search(r":PASS=[1-9]\d*:FAIL=0$", line), line
 
 
-@pytest.mark.xfail(strict=True, reason="the butterfly partners are expressions of iter (as in the Python port), "
-                                       "which the C runtime does not bind yet")
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_every_partner_assertion_passes_and_validate_is_clean(runs: dict[int, tuple[Path, str]],
                                                                nprocs: int) -> None:

@@ -76,6 +76,7 @@ contains
 
       call ma_loop_start(loop_id, 'l2npcols', part%l2npcols)
       do i = 1, part%l2npcols
+         call ma_loop_next(loop_id)   ! iter (from 0) is the butterfly step the partners are expressions of
          call ma_mpi_irecv(recv_id, bytes, 8*n, 1)
          call ma_mpi_peer(butterfly_peer)
          call mpi_irecv(partner, n, MPI_DOUBLE_PRECISION, part%reduce_exch_proc(i), i, MPI_COMM_WORLD, &
@@ -117,6 +118,7 @@ contains
 
       call ma_loop_start('rowred', 'l2npcols', part%l2npcols)
       do i = part%l2npcols, 1, -1
+         call ma_loop_next('rowred')
          rfirst = part%reduce_recv_starts(i)
          rlen = part%reduce_recv_lengths(i)
          sfirst = part%reduce_send_starts(i)
