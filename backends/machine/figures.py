@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from .plan import size_text
 from .profile import GB, MachineProfile, MultiMapsPoint
 
 
@@ -32,16 +33,9 @@ def _curves(profile: MachineProfile) -> dict[str, list[MultiMapsPoint]]:
 def _mark_caches(ax: Any, profile: MachineProfile) -> None:
     for cache in profile.caches:
         ax.axvline(cache.size_bytes, color="0.6", linestyle=":", linewidth=1)
-        ax.annotate(f"L{cache.level} {_size(cache.size_bytes)}", (cache.size_bytes, 1),
+        ax.annotate(f"L{cache.level} {size_text(cache.size_bytes)}", (cache.size_bytes, 1),
                     xycoords=("data", "axes fraction"), xytext=(2, -10), textcoords="offset points", fontsize=7,
                     color="0.4")
-
-
-def _size(nbytes: int) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes} B"
 
 
 def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
@@ -93,7 +87,7 @@ def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: st
     fig, ax = plt.subplots(figsize=(8, 3.5))
     sizes = [p.size_bytes for p in points]
     ax.bar(range(len(sizes)), errors, color=["C3" if e < 0 else "C0" for e in errors])
-    ax.set_xticks(range(len(sizes)), [_size(s) for s in sizes], rotation=90, fontsize=6)
+    ax.set_xticks(range(len(sizes)), [size_text(s) for s in sizes], rotation=90, fontsize=6)
     ax.axhline(0, color="k", linewidth=0.8)
     ax.set_ylabel("(fit - measured) / measured (%)")
     ax.set_title(f"Fit error per point, {curve}, {profile.name}: avg |error| {np.mean(np.abs(errors)):.1f} %",

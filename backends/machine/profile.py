@@ -63,16 +63,19 @@ class Host:
     quick: bool = False
     probe_seconds: float | None = None
     notes: str = ""
+    estimate_s: float | None = None  # the probe's estimate of its time, said before it started (plan.py)
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)  # measured, by part of the probe
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     FIELDS = ("hostname", "cpu_model", "cpus", "kernel", "pinned_cpu", "quick", "measured_at", "notes",
-              "probe_seconds")
+              "probe_seconds", "estimate_s", "phase_seconds")
 
     def to_json(self) -> dict[str, Any]:
         return {"hostname": self.hostname, "cpu_model": self.cpu_model, "cpus": self.cpus,
                 **present(kernel=self.kernel), "pinned_cpu": self.pinned_cpu, "quick": self.quick,
-                "measured_at": self.measured_at, "notes": self.notes, **present(probe_seconds=self.probe_seconds),
-                **self.extra}
+                "measured_at": self.measured_at, "notes": self.notes,
+                **present(probe_seconds=self.probe_seconds, estimate_s=self.estimate_s,
+                          phase_seconds=dict(self.phase_seconds)), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -260,11 +263,12 @@ class MultiMapsSettings:
     min_time_s: float | None = None
     samples: int | None = None
     statistic: str | None = None
+    unreached_levels: tuple[str, ...] = ()  # levels no working set reached ("memory": RAM too short for 2 x LLC)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"word_bytes": 8, **present(min_time_s=self.min_time_s, samples=self.samples, statistic=self.statistic),
-                **self.extra}
+        return {"word_bytes": 8, **present(min_time_s=self.min_time_s, samples=self.samples, statistic=self.statistic,
+                                           unreached_levels=list(self.unreached_levels)), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -430,8 +434,9 @@ def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile
         cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path),
         multimaps=tuple(_point(p) for p in mm["points"]),
         multimaps_settings=MultiMapsSettings(mm.get("min_time_s"), mm.get("samples"), mm.get("statistic"),
+                                             tuple(mm.get("unreached_levels") or ()),
                                              _unknown(mm, ("points", "word_bytes", "min_time_s", "samples",
-                                                           "statistic"))),
+                                                           "statistic", "unreached_levels"))),
         network=_network(network) if network else None, bandwidth_fit=_fit(fit) if fit else None, cpython=cpython)
 
 
@@ -439,7 +444,9 @@ def _host(block: Mapping[str, Any]) -> Host:
     return Host(hostname=block["hostname"], cpu_model=block["cpu_model"], cpus=int(block["cpus"]),
                 measured_at=block["measured_at"], kernel=block.get("kernel"), pinned_cpu=block.get("pinned_cpu"),
                 quick=bool(block.get("quick", False)), probe_seconds=block.get("probe_seconds"),
-                notes=block.get("notes", ""), extra=_unknown(block, Host.FIELDS))
+                notes=block.get("notes", ""), estimate_s=block.get("estimate_s"),
+                phase_seconds={k: float(v) for k, v in (block.get("phase_seconds") or {}).items()},
+                extra=_unknown(block, Host.FIELDS))
 
 
 def _cpu(block: Mapping[str, Any], where: str) -> CPU:

@@ -45,6 +45,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "pinned_cpu": {"type": ["integer", "null"]},
                 "quick": {"type": "boolean"},
                 "probe_seconds": {"type": "number", "minimum": 0},
+                "estimate_s": {"type": "number", "minimum": 0},  # the plan's (plan.py)
+                "phase_seconds": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},
                 "notes": {"type": "string"},
             },
         },
@@ -153,6 +155,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "min_time_s": _POSITIVE,
                 "samples": _POSITIVE_INT,
                 "statistic": {"enum": ["median", "best"]},
+                "unreached_levels": {"type": "array", "items": {"enum": ["memory"]}},
                 "points": {
                     "type": "array",
                     "items": {

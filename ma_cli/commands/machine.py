@@ -21,7 +21,11 @@ def register(subparsers: Any) -> None:
 
     probe = actions.add_parser("probe", help="measure this host (MultiMAPS, flops, triad, MPI) into a profile")
     probe.add_argument("-o", "--output", default="machine-profile.json", help="profile to write")
-    probe.add_argument("--quick", action="store_true", help="a few seconds: few sizes, short timings, small GA")
+    probe.add_argument("--quick", action="store_true", help="under 30 s: few sizes, short timings, small GA")
+    probe.add_argument("--plan", action="store_true",
+                       help="print the plan (working sets, points, estimated seconds per part) and measure nothing")
+    probe.add_argument("--budget", type=float, metavar="SECONDS",
+                       help="the probe's time budget (default 180, with --quick 30): the plan trims itself to it")
     probe.add_argument("--name", help="profile name (default: the host name)")
     probe.add_argument("--note", default="", help="free text kept in the profile (e.g. 'busy host')")
     _cache_option(probe, "override a cache level from sysfs")
@@ -109,14 +113,32 @@ def handle_probe(args: argparse.Namespace) -> int:
 
     settings = probe.ProbeSettings.quick() if args.quick else probe.ProbeSettings()
     settings = replace(settings, mpi=not args.no_mpi, fit=not args.no_fit, penalties=args.penalties,
-                       ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic)
+                       ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic,
+                       budget_s=args.budget)
     caches = _cache_overrides(args.cache, hierarchy.from_sysfs()) if args.cache else None
+    if args.plan:
+        _print_plan(probe.plan_for(caches or hierarchy.from_sysfs(), settings))
+        return 0
     result = probe.probe(settings, caches=caches, name=args.name, notes=args.note,
                          log=lambda text: print(f"ma machine probe: {text}", file=sys.stderr))
     path = result.save(args.output)
     print(f"{path}: measured in {result.host.probe_seconds} s")
     _print_fit(result)
     return 0
+
+
+def _print_plan(plan: Any) -> None:
+    from backends.machine.plan import size_text
+
+    print(plan.summary())
+    for warning in plan.warnings:
+        print(f"warning: {warning}")
+    curves: dict[str, list[Any]] = {}
+    for point in plan.points:
+        curves.setdefault("random" if point.stride is None else f"stride {point.stride}", []).append(point)
+    for label, points in curves.items():
+        print(f"  {label:<10} {len(points):>3} sizes, {size_text(points[0].size_bytes)} .. "
+              f"{size_text(points[-1].size_bytes)}, {sum(p.seconds for p in points):6.1f} s")
 
 
 def handle_fit(args: argparse.Namespace) -> int:
