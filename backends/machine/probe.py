@@ -34,7 +34,7 @@ from ma_core.programs import run_program
 
 from ..cpython import exchange as python_exchange
 from ..cpython import probe as cpython_probe
-from . import csrrows, gafit, hitrates, vectorstreams
+from . import csrrows, fitcheck, gafit, hitrates, vectorstreams
 from . import plan as plans
 from .hierarchy import from_sysfs
 from .kernels import Kernels, aligned_array, build_pingpong
@@ -365,7 +365,8 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | 
                        std_abs_rel_error=fitted_only.std_abs_rel_error,
                        per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},
                        ga={**gafit.settings_dict(ga), "fitness": result.fitness, "seconds": result.seconds,
-                           "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)})
+                           "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)},
+                       unconstrained_levels=fitcheck.unconstrained_levels(fitted, len(profile.caches)))
     return replace(profile, bandwidth_fit=fit)
 
 

@@ -27,6 +27,7 @@ from ma_core.errors import ProfileError
 
 from ..cpython import section as cpython_section
 from ..cpython.section import CPythonTerms
+from . import fitcheck
 from .eq1 import Eq1Params
 from .jsonblock import present
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
@@ -281,6 +282,8 @@ class BandwidthFit:
     std_abs_rel_error: float | None = None
     per_curve: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     ga: Mapping[str, Any] = field(default_factory=dict)
+    # levels ("L1".., "memory") whose plateau and latency no fitted point constrains (fitcheck.py)
+    unconstrained_levels: tuple[str, ...] = ()
 
     def error_table(self) -> dict[str, Any]:
         """Table-4 rows (:class:`.gafit.ErrorSummary`): the fitted points together (``fitted``), then each curve
@@ -302,7 +305,8 @@ class BandwidthFit:
         return {"latencies": list(p.c), "plateaus_gbs": _to_gbs(p.b), "penalty_f": list(p.f),
                 "penalty_x": list(p.x), "model": self.model,
                 "avg_abs_rel_error": self.avg_abs_rel_error, "std_abs_rel_error": self.std_abs_rel_error,
-                "per_curve": copy.deepcopy(dict(self.per_curve)), "ga": copy.deepcopy(dict(self.ga))}
+                "per_curve": copy.deepcopy(dict(self.per_curve)), "ga": copy.deepcopy(dict(self.ga)),
+                "unconstrained_levels": list(self.unconstrained_levels)}
 
 
 @dataclass(frozen=True)
@@ -411,6 +415,11 @@ def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
         if len(fit["penalty_f"]) != len(fit["penalty_x"]) or len(fit["penalty_f"]) >= levels:
             raise ProfileError(path, f"penalty_f and penalty_x must have the same length, below {levels}",
                                "bandwidth_fit.penalty_f")
+        names = fitcheck.level_names(len(caches))
+        for i, name in enumerate(fit.get("unconstrained_levels") or ()):
+            if name not in names:
+                raise ProfileError(path, f"expected one of {', '.join(names)}, got {name!r}",
+                                   f"bandwidth_fit.unconstrained_levels[{i}]")
     legacy = [f"cpu.{name}" for name in cpython_section.LEGACY_FIELDS if name in doc["cpu"]]
     legacy += ["network.python_exchange"] if (doc.get("network") or {}).get("python_exchange") is not None else []
     if cpython_section.SECTION in doc and legacy:
@@ -429,15 +438,17 @@ def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile
     fit = doc.get("bandwidth_fit")
     cpython = (cpython_section.from_json(doc[cpython_section.SECTION], path) if cpython_section.SECTION in doc
                else cpython_section.from_legacy(doc["cpu"], network, path))
+    points = tuple(_point(p) for p in mm["points"])
     return MachineProfile(
         name=doc["name"], host=_host(doc["host"]), caches=tuple(CacheLevel(**c) for c in doc["caches"]),
         cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path),
-        multimaps=tuple(_point(p) for p in mm["points"]),
+        multimaps=points,
         multimaps_settings=MultiMapsSettings(mm.get("min_time_s"), mm.get("samples"), mm.get("statistic"),
                                              tuple(mm.get("unreached_levels") or ()),
                                              _unknown(mm, ("points", "word_bytes", "min_time_s", "samples",
                                                            "statistic", "unreached_levels"))),
-        network=_network(network) if network else None, bandwidth_fit=_fit(fit) if fit else None, cpython=cpython)
+        network=_network(network) if network else None, bandwidth_fit=_fit(fit, points, len(doc["caches"])) if fit
+        else None, cpython=cpython)
 
 
 def _host(block: Mapping[str, Any]) -> Host:
@@ -517,12 +528,15 @@ def _point(block: Mapping[str, Any]) -> MultiMapsPoint:
                           None if rates is None else tuple(float(h) for h in rates))
 
 
-def _fit(block: Mapping[str, Any]) -> BandwidthFit:
+def _fit(block: Mapping[str, Any], points: Sequence[MultiMapsPoint], caches: int) -> BandwidthFit:
+    """The fit; a document written before the fit flagged its unconstrained levels gets them from its points."""
     params = Eq1Params(tuple(float(v) for v in block["latencies"]), _gbs(block["plateaus_gbs"]),
                        tuple(float(v) for v in block["penalty_f"]), tuple(float(v) for v in block["penalty_x"]))
+    flagged = block.get("unconstrained_levels")
     return BandwidthFit(params, block.get("model", "tikir-sc07-eq1"), block.get("avg_abs_rel_error"),
                         block.get("std_abs_rel_error"), copy.deepcopy(block.get("per_curve") or {}),
-                        copy.deepcopy(block.get("ga") or {}))
+                        copy.deepcopy(block.get("ga") or {}),
+                        fitcheck.unconstrained_levels(points, caches) if flagged is None else tuple(flagged))
 
 
 def with_block(profile: MachineProfile, where: str, block: Any) -> MachineProfile:

@@ -122,8 +122,9 @@ def handle_probe(args: argparse.Namespace) -> int:
     result = probe.probe(settings, caches=caches, name=args.name, notes=args.note,
                          log=lambda text: print(f"ma machine probe: {text}", file=sys.stderr))
     path = result.save(args.output)
-    print(f"{path}: measured in {result.host.probe_seconds} s")
+    print(f"{path}: measured in {result.host.probe_seconds} s (estimated {result.host.estimate_s} s)")
     _print_fit(result)
+    _print_flags(result)
     return 0
 
 
@@ -158,6 +159,7 @@ def handle_fit(args: argparse.Namespace) -> int:
     assert machine.bandwidth_fit is not None
     print(f"{path}: fitted in {machine.bandwidth_fit.ga['seconds']:.1f} s")
     _print_fit(machine)
+    _print_flags(machine)
     return 0
 
 
@@ -260,7 +262,16 @@ def handle_show(args: argparse.Namespace) -> int:
     if fit:
         print(f"  Equation 1: {fit.params.text(1e9, 'GB/s')}")
         _print_fit(machine)
+    _print_flags(machine)
     return 0
+
+
+def _print_flags(machine: Any) -> None:
+    """What no measurement backs: levels the probe did not reach, fit parameters no point constrains."""
+    from backends.machine import fitcheck
+
+    for warning in fitcheck.warnings(machine):
+        print(f"  FLAGGED: {warning}")
 
 
 def handle_streams(args: argparse.Namespace) -> int:
