@@ -51,6 +51,9 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     assert max(in_l1.samples_bytes_per_s) > 2 * max(beyond_l2.samples_bytes_per_s)
     assert machine.peak_flops > 1e9 and machine.cpu.isa in machine.cpu.by_isa
     assert machine.memory.vector_streams is not None  # the vector stream curve (test_maps_streams.py)
+    # the multicore block on every physical core this process may use (test_machine_multicore.py)
+    cores = machine.memory.multicore
+    assert cores is not None and cores.runs[0].cores == 1 and cores.runs[-1].cores == len(cores.runs[-1].cpus)
     assert machine.triad_bytes_per_s > 0.5e9
     assert machine.cpu.csr_rows is not None and len(machine.cpu.csr_rows.points) > 2  # the CSR curve in L1
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3

@@ -1,5 +1,6 @@
-"""Figures of a profile: MultiMAPS curves with the fitted bandwidth over them (Tikir et al. Figures 3 and 7)
-and the fit's error point by point for one stride (Figure 8)."""
+"""Figures of a profile: MultiMAPS curves with the fitted bandwidth over them (Tikir et al. Figures 3 and 7),
+the fit's error point by point for one stride (Figure 8), and the bandwidth per core against the cores reading
+at once (the multicore block; perc_framework.txt Figure 3)."""
 
 from __future__ import annotations
 
@@ -92,6 +93,35 @@ def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: st
     ax.set_ylabel("(fit - measured) / measured (%)")
     ax.set_title(f"Fit error per point, {curve}, {profile.name}: avg |error| {np.mean(np.abs(errors)):.1f} %",
                  fontsize=9)
+    fig.tight_layout()
+    target = Path(path)
+    fig.savefig(target, dpi=130)
+    plt.close(fig)
+    return target
+
+
+def plot_multicore(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
+    """Per-core bandwidth against k, the cores reading at once: one line per level (read solid, triad dashed)."""
+    from ma_core.errors import ProfileError
+
+    block = profile.memory.multicore
+    if block is None:
+        raise ProfileError(profile.name, "no multicore block to plot (ma machine multicore PROFILE)")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    levels = sorted({p.level for run in block.runs for p in run.points}, key=lambda name: (name == "memory", name))
+    for i, level in enumerate(levels):
+        rows = [(run.cores, p) for run in block.runs for p in run.points if p.level == level]
+        cores = [k for k, _ in rows]
+        ax.plot(cores, [p.read_bytes_per_s / GB for _, p in rows], "o-", color=f"C{i}", label=f"{level} read")
+        ax.plot(cores, [p.triad_bytes_per_s / GB for _, p in rows], "s--", color=f"C{i}", label=f"{level} triad")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([run.cores for run in block.runs], [str(run.cores) for run in block.runs])
+    ax.set_xlabel("cores reading at once (k)")
+    ax.set_ylabel("bandwidth per core (GB/s)")
+    ax.set_title(f"Multicore MultiMAPS on {profile.name} ({profile.host.cpu_model or '?'})", fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.2)
     fig.tight_layout()
     target = Path(path)
     fig.savefig(target, dpi=130)

@@ -51,6 +51,7 @@ class CostModel:
     random_memory_s: float = 30e-9  # one random access beyond the last cache (a TLB miss with it)
     call_s: float = 30e-6  # Python's cost of one timed kernel call
     page_bytes_per_s: float = 2e9  # first touch of an array's pages
+    process_start_s: float = 1.5  # a spawned Python process with NumPy, ready to measure
     hitsim_load_s: float = 30e-9  # one load of the hit-rate simulation (C) that hits L1
     hitsim_miss_s: float = 170e-9  # what a load that misses L1 adds
     ga_eval_s: float = 2.5e-8  # Equation 1 at one point for one individual (vectorised)
@@ -87,6 +88,7 @@ class ProbePlan:
     trimmed: tuple[str, ...] = ()  # what was given up to fit the budget
     unreached: tuple[str, ...] = ()  # levels no working set reaches (main memory where RAM is short)
     warnings: tuple[str, ...] = ()
+    multicore_counts: tuple[int, ...] = ()  # the multicore block's core counts; none: not measured
 
     @property
     def estimate_s(self) -> float:
@@ -124,6 +126,7 @@ class _Shape:
     samples: int
     random: bool
     random_beyond: bool = True  # the random curve at the largest size past the last cache too
+    multicore_counts: tuple[int, ...] = ()  # the core counts of the multicore block (none: not measured)
 
 
 def size_text(nbytes: float) -> str:
@@ -240,6 +243,21 @@ def _stream_seconds(caches: Sequence[CacheLevel], top_multiple: float, sizes: in
     return total + point_seconds(triad, samples, min_time, cost) + pages
 
 
+def _multicore_seconds(caches: Sequence[CacheLevel], counts: Sequence[int], samples: int, cost: CostModel) -> float:
+    """The multicore block (:mod:`.multicore_probe`): per core count, starting its processes, then every sample
+    of the read and the triad at each working set, an untimed pass and a timed run of at least its min_time."""
+    from .multicore_probe import MIN_TIME_S, working_sets
+
+    total = 0.0
+    for k in counts:
+        total += cost.process_start_s * (1 + k / 8)
+        for size, level in working_sets(caches, k):
+            rate = cost.memory_bytes_per_s / k if level == "memory" else cost.cache_line_bytes_per_s
+            for one in (size / rate, 4 / 3 * size / rate):  # the read, the triad (its stored array read first)
+                total += 2 * max(one, MIN_TIME_S) + samples * (one + max(one, MIN_TIME_S) + 4 * cost.call_s)
+    return total
+
+
 def _ga_seconds(points: Sequence[PlannedPoint], population: int, generations: int, cost: CostModel) -> float:
     if not population:
         return 0.0
@@ -260,6 +278,10 @@ def _trims(shape: _Shape) -> list[tuple[str, _Shape]]:
                   replace(steps[-1][1], beyond_strides=kept, beyond=(MIN_BEYOND,))))
     if shape.random:
         steps.append(("the random curve inside the last cache only", replace(steps[-1][1], random_beyond=False)))
+    ends = tuple(sorted({1, *shape.multicore_counts[-1:]}))
+    if len(shape.multicore_counts) > len(ends):
+        steps.append((f"the multicore block on {' and '.join(map(str, ends))} cores only",
+                      replace(steps[-1][1], multicore_counts=ends)))
     if shape.samples > FEW_SAMPLES:
         steps.append((f"{FEW_SAMPLES} samples a point", replace(steps[-1][1], samples=FEW_SAMPLES)))
     per_octave = shape.per_octave
@@ -267,6 +289,8 @@ def _trims(shape: _Shape) -> list[tuple[str, _Shape]]:
         per_octave /= 2
         steps.append((f"{per_octave:g} sizes per doubling",
                       replace(steps[-1][1], per_octave=per_octave, min_per_level=2)))
+    if shape.multicore_counts:
+        steps.append(("no multicore block", replace(steps[-1][1], multicore_counts=())))
     return steps
 
 
@@ -280,9 +304,13 @@ def available_memory() -> int | None:
 
 def make_plan(caches: Sequence[CacheLevel], *, quick: bool, strides: Sequence[int], samples: int, min_time: float,
               min_size: int, min_loads: int, random: bool, vector_sizes: int, population: int, generations: int,
-              mpi: bool, budget_s: float | None = None, cost: CostModel | None = None,
-              free_bytes: int | None = -1) -> ProbePlan:
-    """The plan for ``caches`` (``free_bytes`` -1: ask the OS; None: unknown, not limited)."""
+              mpi: bool, multicore_cores: int = 0, multicore_samples: int = 5, budget_s: float | None = None,
+              cost: CostModel | None = None, free_bytes: int | None = -1) -> ProbePlan:
+    """The plan for ``caches`` (``multicore_cores``: the physical cores of the multicore block, 0 without it; the
+    quick plan measures it on one and all of them, the full one on 1, 2, 4, ... too; ``free_bytes`` -1: ask the
+    OS; None: unknown, not limited)."""
+    from .multicore_probe import core_counts
+
     cost = cost or CostModel()
     budget = budget_s if budget_s is not None else (QUICK_BUDGET_S if quick else FULL_BUDGET_S)
     free = available_memory() if free_bytes == -1 else free_bytes
@@ -300,8 +328,10 @@ def make_plan(caches: Sequence[CacheLevel], *, quick: bool, strides: Sequence[in
                             f"({size_text(2 * last)}): main memory is not measured, its plateau left unconstrained")
         beyond = fits or (min(beyond),)
     beyond_strides = tuple(s for s in strides if s in ((1, 16) if quick else (1, 4, 16, 64))) or tuple(strides[:1])
+    counts = core_counts(multicore_cores) if multicore_cores else []
     shape = _Shape(per_octave=0.6 if quick else 2.0, min_per_level=2 if quick else 4, beyond=beyond,
-                   strides=tuple(strides), beyond_strides=beyond_strides, samples=samples, random=random)
+                   strides=tuple(strides), beyond_strides=beyond_strides, samples=samples, random=random,
+                   multicore_counts=tuple(sorted({1, counts[-1]}) if quick else counts) if counts else ())
     fixed = [(name, s * (cost.quick_fraction if quick else 1.0)) for name, s in cost.fixed_s]
     fixed += [(name, s * (cost.quick_fraction if quick else 1.0)) for name, s in cost.mpi_s] if mpi else []
     chosen: ProbePlan | None = None
@@ -314,7 +344,11 @@ def make_plan(caches: Sequence[CacheLevel], *, quick: bool, strides: Sequence[in
         phases = (("MultiMAPS", sum(p.seconds for p in points)), ("hit rates", _hitsim_seconds(points, caches, cost)),
                   ("streams and triad", _stream_seconds(caches, top, vector_sizes, samples, min_time, cost)),
                   *fixed, ("GA fit", _ga_seconds(points, population, generations, cost)))
-        chosen = ProbePlan(tuple(points), phases, last, budget, tuple(given_up), unreached, tuple(warnings))
+        if candidate.multicore_counts:
+            phases += (("multicore", _multicore_seconds(caches, candidate.multicore_counts, multicore_samples,
+                                                        cost)),)
+        chosen = ProbePlan(tuple(points), phases, last, budget, tuple(given_up), unreached, tuple(warnings),
+                           candidate.multicore_counts)
         if chosen.estimate_s <= budget:
             break
     assert chosen is not None

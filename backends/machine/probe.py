@@ -34,7 +34,7 @@ from ma_core.programs import run_program
 
 from ..cpython import exchange as python_exchange
 from ..cpython import probe as cpython_probe
-from . import csrrows, fitcheck, gafit, hitrates, vectorstreams
+from . import csrrows, fitcheck, gafit, hitrates, multicore_probe, vectorstreams
 from . import plan as plans
 from .hierarchy import from_sysfs
 from .kernels import Kernels, aligned_array, build_pingpong
@@ -69,6 +69,8 @@ class ProbeSettings:
     # passes over 32 KiB (under a microsecond each) before each message of the oversubscribed exchange: its work curve
     oversubscribed_work: tuple[int, ...] = (0, 4, 16, 64, 256, 1024, 4096)
     mpi: bool = True
+    multicore: bool = True  # the stride-1 read and triad on k = 1, 2, 4, ... cores at once (multicore_probe.py)
+    multicore_samples: int = 5
     fit: bool = True
     ga: gafit.GASettings = field(default_factory=gafit.GASettings)
     penalties: int | None = None  # Equation 1's p_i: None, one per cache level
@@ -78,7 +80,7 @@ class ProbeSettings:
     def quick(cls) -> ProbeSettings:
         return cls(sizes=12, llc_multiple=plans.BEYOND_QUICK[-1], min_time=2e-4, samples=5, flop_time=5e-4,
                    pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3, oversubscribed_time=5e-3,
-                   oversubscribed_work=(0, 16, 256),
+                   oversubscribed_work=(0, 16, 256), multicore_samples=3,
                    ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
                    is_quick=True)
 
@@ -90,7 +92,13 @@ def plan_for(caches: Sequence[CacheLevel], settings: ProbeSettings) -> plans.Pro
                            random=settings.random, vector_sizes=settings.sizes // 2,
                            population=settings.ga.population if settings.fit else 0,
                            generations=settings.ga.generations if settings.fit else 0, mpi=settings.mpi,
-                           budget_s=settings.budget_s)
+                           multicore_cores=_physical_cores() if settings.multicore else 0,
+                           multicore_samples=settings.multicore_samples, budget_s=settings.budget_s)
+
+
+def _physical_cores() -> int:
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return multicore_probe.pick_cpus(sorted(allowed))[1]
 
 
 def working_sets(caches: Sequence[CacheLevel], settings: ProbeSettings) -> list[int]:
@@ -433,6 +441,12 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
         with clock.phase("streams and triad"):
             memory = measure_triad(kernels, hierarchy, reach)
             memory["vector_streams"] = measure_vector_streams(kernels, hierarchy, reach)
+    if plan.multicore_counts:
+        say(f"multicore MultiMAPS: the stride-1 read and the triad on {', '.join(map(str, plan.multicore_counts))} "
+            "cores at once")
+        with clock.phase("multicore"):
+            memory["multicore"] = multicore_probe.measure(hierarchy, plan.multicore_counts,
+                                                          samples=cfg.multicore_samples, statistic=cfg.statistic)
     network = None
     if cfg.mpi:
         say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores; the Python exchange)")

@@ -27,9 +27,10 @@ from ma_core.errors import ProfileError
 
 from ..cpython import section as cpython_section
 from ..cpython.section import CPythonTerms
-from . import fitcheck
+from . import fitcheck, multicore
 from .eq1 import Eq1Params
 from .jsonblock import present
+from .multicore import Multicore
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
 
 GB = 1e9  # the document's GB/s fields, in the typed profile's bytes per second
@@ -165,11 +166,13 @@ class Memory:
     triad_bytes_per_s: float  # STREAM triad, 24 bytes per element, best run
     triad_bytes: int | None = None
     vector_streams: VectorStreams | None = None
+    multicore: Multicore | None = None  # k cores reading at once (multicore.py)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"triad_gbs": self.triad_bytes_per_s / GB,
-                **present(triad_bytes=self.triad_bytes, vector_streams=self.vector_streams), **self.extra}
+                **present(triad_bytes=self.triad_bytes, vector_streams=self.vector_streams,
+                          multicore=self.multicore), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -441,7 +444,7 @@ def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile
     points = tuple(_point(p) for p in mm["points"])
     return MachineProfile(
         name=doc["name"], host=_host(doc["host"]), caches=tuple(CacheLevel(**c) for c in doc["caches"]),
-        cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path),
+        cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path, len(doc["caches"])),
         multimaps=points,
         multimaps_settings=MultiMapsSettings(mm.get("min_time_s"), mm.get("samples"), mm.get("statistic"),
                                              tuple(mm.get("unreached_levels") or ()),
@@ -483,11 +486,14 @@ def _csr_rows(curve: Mapping[str, Any], where: str, field_name: str) -> CsrRows:
     return CsrRows(lengths, seconds)
 
 
-def _memory(block: Mapping[str, Any], where: str) -> Memory:
+def _memory(block: Mapping[str, Any], where: str, caches: int) -> Memory:
     streams = block.get("vector_streams")
+    cores = block.get("multicore")
     return Memory(triad_bytes_per_s=float(block["triad_gbs"]) * GB, triad_bytes=block.get("triad_bytes"),
                   vector_streams=None if streams is None else _vector_streams(streams, where),
-                  extra=_unknown(block, ("triad_gbs", "triad_bytes", "vector_streams")))
+                  multicore=None if cores is None else multicore.from_json(cores, fitcheck.level_names(caches),
+                                                                           where),
+                  extra=_unknown(block, ("triad_gbs", "triad_bytes", "vector_streams", "multicore")))
 
 
 def _vector_streams(block: Mapping[str, Any], where: str) -> VectorStreams:

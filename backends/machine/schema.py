@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cpython import section as cpython_section
+from . import multicore
 
 SCHEMA_NAME = "ma-machine-profile"
 SCHEMA_VERSION = 1
@@ -114,6 +115,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                                         bandwidth_gbs=_POSITIVE),
                     },
                 },
+                # k cores reading at once (backends/machine/multicore.py); optional, versioned
+                "multicore": multicore.SCHEMA,
             },
         },
         "network": {

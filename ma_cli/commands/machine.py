@@ -31,6 +31,8 @@ def register(subparsers: Any) -> None:
     _cache_option(probe, "override a cache level from sysfs")
     probe.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
     probe.add_argument("--no-mpi", action="store_true", help="skip the MPI ping-pong")
+    probe.add_argument("--no-multicore", action="store_true",
+                       help="skip the multicore MultiMAPS block (the read and triad on 1, 2, 4, ... cores at once)")
     probe.add_argument("--no-fit", action="store_true", help="skip the GA bandwidth fit")
     _ga_options(probe)
     probe.set_defaults(handler=handle_probe)
@@ -43,6 +45,11 @@ def register(subparsers: Any) -> None:
     exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (cpython.exchange)",
                              "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
+    cores = _fill_command(actions, "multicore", "the read and triad on k = 1, 2, 4, ... cores at once "
+                                                "(memory.multicore)", "samples", handle_multicore)
+    cores.add_argument("--cores", metavar="K,K,..", help="the core counts (default 1, 2, 4, ... and every "
+                                                          "physical core this process may use)")
+    cores.add_argument("--quick", action="store_true", help="3 samples a point, not 5")
     indexed = actions.add_parser("subscripts", help="measure the price of a Python program's subscript "
                                                     "(cpython.subscripts) on this host into a profile")
     indexed.add_argument("profile")
@@ -60,7 +67,8 @@ def register(subparsers: Any) -> None:
     schema = actions.add_parser("schema", help="print the profile's JSON Schema (version 1)")
     schema.set_defaults(handler=handle_schema)
 
-    plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7) and one stride's errors (Fig. 8)")
+    plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7), one stride's errors (Fig. 8) "
+                                           "and the bandwidth per core against the cores at once (multicore)")
     plot.add_argument("profile")
     plot.add_argument("-o", "--output", default="multimaps", help="file name prefix (default: multimaps)")
     plot.add_argument("--stride", type=int, default=4, help="stride of the error plot (default 4)")
@@ -112,7 +120,8 @@ def handle_probe(args: argparse.Namespace) -> int:
     from backends.machine import hierarchy, probe
 
     settings = probe.ProbeSettings.quick() if args.quick else probe.ProbeSettings()
-    settings = replace(settings, mpi=not args.no_mpi, fit=not args.no_fit, penalties=args.penalties,
+    settings = replace(settings, mpi=not args.no_mpi, multicore=not args.no_multicore, fit=not args.no_fit,
+                       penalties=args.penalties,
                        ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic,
                        budget_s=args.budget)
     caches = _cache_overrides(args.cache, hierarchy.from_sysfs()) if args.cache else None
@@ -179,6 +188,8 @@ def handle_plot(args: argparse.Namespace) -> int:
     print(figures.plot_multimaps(machine, f"{args.output}-curves.png"))
     if machine.bandwidth_fit is not None:
         print(figures.plot_errors(machine, f"{args.output}-errors-stride{args.stride}.png", f"stride {args.stride}"))
+    if machine.memory.multicore is not None:
+        print(figures.plot_multicore(machine, f"{args.output}-multicore.png"))
     return 0
 
 
@@ -237,6 +248,7 @@ def handle_show(args: argparse.Namespace) -> int:
     _print_python_terms(machine)
     print(f"  triad: {machine.triad_bytes_per_s / 1e9:.1f} GB/s")
     _print_vector_streams(machine)
+    _print_multicore(machine)
     if machine.network:
         net = machine.network
         print(f"  MPI ping-pong ({net.ranks} ranks): latency {net.latency_s * 1e6:.2f} us, "
@@ -296,6 +308,48 @@ def handle_streams(args: argparse.Namespace) -> int:
     _print_vector_streams(machine)
     print(f"written: {target}")
     return 0
+
+
+def handle_multicore(args: argparse.Namespace) -> int:
+    """``ma machine multicore``: only the multicore block of ``ma machine probe``, written into the profile's
+    memory block (which keeps every other field)."""
+    from pathlib import Path
+
+    from backends.machine import multicore, multicore_probe
+    from backends.machine.profile import with_block
+    from ma_core.errors import ProfileError
+
+    if not args.output and not Path(args.profile).exists():
+        raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
+    machine = load_profile(args.profile)
+    try:
+        counts = [int(k) for k in args.cores.split(",")] if args.cores else None
+    except ValueError:
+        raise ProfileError("--cores", f"{args.cores!r}: expected core counts, e.g. 1,2,4") from None
+    if counts is not None and (1 not in counts or min(counts) < 1):
+        raise ProfileError("--cores", f"{args.cores!r}: expected positive core counts including 1 (the reference)")
+    block = multicore_probe.measure(machine.caches, counts, samples=3 if args.quick else 5,
+                                    statistic=args.statistic or "median")
+    machine = with_block(machine, multicore.FIELD, block)
+    target = Path(args.output or args.profile)
+    machine.save(target)
+    _print_multicore(machine)
+    print(f"written: {target}")
+    return 0
+
+
+def _print_multicore(machine: Any) -> None:
+    block = machine.memory.multicore
+    if block is None:
+        print("  multicore: not measured (ma machine multicore PROFILE)")
+        return
+    print("  multicore MultiMAPS, GB/s per core (stride-1 read / triad) with k cores at once:")
+    for run in block.runs:
+        points = ", ".join(f"{p.level} {p.size_bytes >> 10} KiB {p.read_bytes_per_s / 1e9:.1f} / "
+                           f"{p.triad_bytes_per_s / 1e9:.1f}" for p in run.points)
+        print(f"    k = {run.cores:<3} {points}")
+    ratios = ", ".join(f"k={k} {r:.2f}" for k, r in block.memory_ratio())
+    print(f"    memory read per core over one core alone: {ratios}")
 
 
 def handle_exchange(args: argparse.Namespace) -> int:
