@@ -12,23 +12,13 @@ from post_fixtures import write_run
 from test_maps_predict_cli import program
 
 from backends.machine import fitcheck, gafit, hitrates, probe
+from backends.machine import profile as machines
 from backends.machine.eq1 import Eq1Params
-from backends.machine.profile import (
-    CPU,
-    GB,
-    BandwidthFit,
-    CacheLevel,
-    Host,
-    MachineProfile,
-    Memory,
-    MultiMapsPoint,
-    from_json,
-    load,
-)
+from backends.machine.profile import GB, MachineProfile
 from ma_cli.main import main
 from ma_core.errors import ProfileError
 
-CACHES = (CacheLevel(1, 4096, 4, 64), CacheLevel(2, 65536, 8, 64))
+CACHES = (machines.CacheLevel(1, 4096, 4, 64), machines.CacheLevel(2, 65536, 8, 64))
 FAST_GA = gafit.GASettings(population=60, generations=5, lamarck_every=0, lamarck_top=1, lamarck_evals=50,
                            polish_evals=0)
 
@@ -42,9 +32,9 @@ def measured(top: int) -> MachineProfile:
                 continue
             rates = tuple(hitrates.stride_hit_rates(CACHES, size, stride))
             gbs = rates[0] * 40 + (rates[1] - rates[0]) * 15 + (1 - rates[1]) * 3
-            points.append(MultiMapsPoint("stride", size, gbs * GB, stride=stride, hit_rates=rates))
-    return MachineProfile(name="cut", host=Host("h", "c", 2, "2026-01-01T00:00:00Z"), caches=CACHES, cpu=CPU(1e10),
-                          memory=Memory(5e9), multimaps=tuple(points))
+            points.append(machines.MultiMapsPoint("stride", size, gbs * GB, stride=stride, hit_rates=rates))
+    return MachineProfile(name="cut", host=machines.Host("h", "c", 2, "2026-01-01T00:00:00Z"), caches=CACHES,
+                          cpu=machines.CPU(1e10), memory=machines.Memory(5e9), multimaps=tuple(points))
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +60,14 @@ def test_the_flag_is_in_the_document_and_an_older_one_gets_it_from_its_points(in
                                                                              tmp_path: Path) -> None:
     doc = inside.to_json()
     assert doc["bandwidth_fit"]["unconstrained_levels"] == ["memory"]
-    assert load(inside.save(tmp_path / "p.json")).bandwidth_fit.unconstrained_levels == ("memory",)  # type: ignore[union-attr]
+    again = machines.load(inside.save(tmp_path / "p.json")).bandwidth_fit
+    assert again is not None and again.unconstrained_levels == ("memory",)
     del doc["bandwidth_fit"]["unconstrained_levels"]  # written before the flag existed
-    assert from_json(doc).bandwidth_fit.unconstrained_levels == ("memory",)  # type: ignore[union-attr]
+    assert machines.from_json(doc).bandwidth_fit.unconstrained_levels == ("memory",)  # type: ignore[union-attr]
     doc["bandwidth_fit"]["unconstrained_levels"] = ["L4"]
     with pytest.raises(ProfileError, match=r"field 'bandwidth_fit.unconstrained_levels\[0\]': expected one of L1, "
                                            r"L2, memory, got 'L4'"):
-        from_json(doc, "p.json")
+        machines.from_json(doc, "p.json")
 
 
 def test_show_and_predict_say_it(inside: MachineProfile, past: MachineProfile, tmp_path: Path,
@@ -100,17 +91,17 @@ def test_a_probe_that_could_not_reach_memory_says_so(inside: MachineProfile, tmp
     doc["multimaps"]["unreached_levels"] = ["memory"]
     path = tmp_path / "short.json"
     path.write_text(json.dumps(doc))
-    machine = load(path)
+    machine = machines.load(path)
     assert machine.multimaps_settings.unreached_levels == ("memory",)
     assert main(["machine", "show", str(path)]) == 0
     assert "FLAGGED: profile 'cut': the probe could not reach memory" in capsys.readouterr().out
     doc["multimaps"]["unreached_levels"] = ["L2"]
     with pytest.raises(ProfileError, match="unreached_levels"):
-        from_json(doc)
+        machines.from_json(doc)
 
 
 def test_a_hand_made_fit_without_points_is_not_flagged_by_default() -> None:
     """A typed profile built in code says what it flags; only a document without the field is derived."""
-    fit = BandwidthFit(Eq1Params((1.0, 5.0), (40 * GB, 4 * GB), (), ()))
+    fit = machines.BandwidthFit(Eq1Params((1.0, 5.0), (40 * GB, 4 * GB), (), ()))
     machine = replace(measured(0), bandwidth_fit=fit, caches=CACHES[:1])
-    assert fitcheck.warnings(machine) == [] and from_json(machine.to_json()).bandwidth_fit == fit
+    assert fitcheck.warnings(machine) == [] and machines.from_json(machine.to_json()).bandwidth_fit == fit

@@ -24,6 +24,16 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, ax: Any, path: str | os.PathLike[str]) -> Path:
+    """A log-log figure's grid, then the PNG."""
+    ax.grid(True, which="both", alpha=0.2)
+    fig.tight_layout()
+    target = Path(path)
+    fig.savefig(target, dpi=130)
+    plt.close(fig)
+    return target
+
+
 def _curves(profile: MachineProfile) -> dict[str, list[MultiMapsPoint]]:
     curves: dict[str, list[MultiMapsPoint]] = {}
     for point in sorted(profile.multimaps, key=lambda p: (p.pattern != "stride", p.stride or 0)):
@@ -65,12 +75,7 @@ def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
         title += f": fit error {100 * fit.avg_abs_rel_error:.1f} % avg"
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, ncol=2)
-    ax.grid(True, which="both", alpha=0.2)
-    fig.tight_layout()
-    target = Path(path)
-    fig.savefig(target, dpi=130)
-    plt.close(fig)
-    return target
+    return _save(plt, fig, ax, path)
 
 
 def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: str = "stride 4") -> Path:
@@ -121,9 +126,4 @@ def plot_multicore(profile: MachineProfile, path: str | os.PathLike[str]) -> Pat
     ax.set_ylabel("bandwidth per core (GB/s)")
     ax.set_title(f"Multicore MultiMAPS on {profile.name} ({profile.host.cpu_model or '?'})", fontsize=9)
     ax.legend(fontsize=7)
-    ax.grid(True, which="both", alpha=0.2)
-    fig.tight_layout()
-    target = Path(path)
-    fig.savefig(target, dpi=130)
-    plt.close(fig)
-    return target
+    return _save(plt, fig, ax, path)

@@ -331,10 +331,8 @@ def handle_multicore(args: argparse.Namespace) -> int:
     block = multicore_probe.measure(machine.caches, counts, samples=3 if args.quick else 5,
                                     statistic=args.statistic or "median")
     machine = with_block(machine, multicore.FIELD, block)
-    target = Path(args.output or args.profile)
-    machine.save(target)
     _print_multicore(machine)
-    print(f"written: {target}")
+    print(f"written: {machine.save(args.output or args.profile)}")
     return 0
 
 
