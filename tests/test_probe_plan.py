@@ -18,6 +18,12 @@ SERVER = (L1, L2, CacheLevel(3, 300 << 20, 20, 64))  # the 16-core Xeon of the i
 HERE = (CacheLevel(1, 32 << 10, 8, 64), CacheLevel(2, 512 << 10, 8, 64), CacheLevel(3, 32 << 20, 16, 64))
 
 
+@pytest.fixture(autouse=True)
+def roomy_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plans of a 300 MiB cache whatever the memory of the host running the tests (its own: the last test)."""
+    monkeypatch.setattr(plan, "available_memory", lambda: 64 << 30)
+
+
 def test_a_300_mib_last_cache_is_probed_past_twice_its_size_within_the_budget() -> None:
     full = probe.plan_for(SERVER, probe.ProbeSettings())
     assert max(full.sizes) > 2 * SERVER[-1].size_bytes and full.estimate_s <= plan.FULL_BUDGET_S
@@ -107,7 +113,8 @@ def test_the_similar_sweep_gives_the_same_hit_rates_cheaper() -> None:
     assert hitrates.similar_sweep(virtual, 2 << 20)[2] == 1
 
 
-def test_this_hosts_plans_fit_their_budgets() -> None:
+def test_this_hosts_plans_fit_their_budgets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()
     caches = hierarchy.from_sysfs()
     assert probe.plan_for(caches, probe.ProbeSettings()).estimate_s <= plan.FULL_BUDGET_S
     assert probe.plan_for(caches, probe.ProbeSettings.quick()).estimate_s <= plan.QUICK_BUDGET_S

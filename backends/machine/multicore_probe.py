@@ -96,7 +96,8 @@ def _worker(library: str, cpu: int, sizes: Sequence[int], reps: Sequence[tuple[i
             barrier: Any, results: Any, rank: int) -> None:
     """One core of a run: its own arrays, every sample in step with the others; puts (rank, seconds)."""
     try:
-        os.sched_setaffinity(0, {cpu})
+        if hasattr(os, "sched_setaffinity"):  # elsewhere the OS places the processes
+            os.sched_setaffinity(0, {cpu})
         kernels = Kernels(Path(library))
         seconds: list[tuple[list[float], list[float]]] = []
         for size, (read_reps, triad_reps) in zip(sizes, reps, strict=True):

@@ -319,9 +319,9 @@ def make_plan(caches: Sequence[CacheLevel], *, quick: bool, strides: Sequence[in
     warnings: list[str] = []
     unreached: tuple[str, ...] = ()
     if free is not None:
-        # the largest array, its random index and the triad's three arrays are not alive together; half of what
-        # is free leaves the rest of the host alone
-        fits = tuple(m for m in beyond if 3 * m * last <= free / 2)
+        # the largest array and its random index (the triad's and the stream curve's arrays are no larger, and
+        # not alive with them), twice over for safety; half of what is free leaves the rest of the host alone
+        fits = tuple(m for m in beyond if 2 * m * last <= free / 2)
         if not fits or fits[-1] < 2:
             unreached = ("memory",)
             warnings.append(f"{size_text(free)} of free memory cannot hold working sets past twice the last cache "
