@@ -144,7 +144,7 @@ def _print_plan(plan: Any) -> None:
     for warning in plan.warnings:
         print(f"warning: {warning}")
     curves: dict[str, list[Any]] = {}
-    for point in plan.points:
+    for point in sorted(plan.points, key=lambda p: (p.stride is None, p.stride or 0, p.size_bytes)):
         curves.setdefault("random" if point.stride is None else f"stride {point.stride}", []).append(point)
     for label, points in curves.items():
         print(f"  {label:<10} {len(points):>3} sizes, {size_text(points[0].size_bytes)} .. "
