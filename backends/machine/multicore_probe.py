@@ -17,6 +17,7 @@ import os
 import queue
 import statistics
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,8 @@ import numpy.typing as npt
 
 from ma_core.errors import ProbeError
 
-from . import fitcheck
-from .kernels import Kernels, aligned_array, build_kernels
+from . import levels
+from .kernels import Kernels, aligned_array, build_kernels, calibrate
 from .multicore import GB, MEMORY, VERSION
 from .profile import CacheLevel
 
@@ -75,7 +76,7 @@ def working_sets(caches: Sequence[CacheLevel], k: int) -> list[tuple[int, str]]:
     """Per-core working sets of a k-core run and the level that holds the k of them together: half the first
     private level past L1 (or L1), each core's half share of the last cache, and main memory (together twice the
     last cache, each at least 8 x the level inside the last)."""
-    names = fitcheck.level_names(len(caches))
+    names = levels.level_names(len(caches))
     last = caches[-1].size_bytes
     inner = caches[-2].size_bytes if len(caches) > 1 else caches[0].size_bytes
     private = (caches[1] if len(caches) > 2 else caches[0]).size_bytes // 2
@@ -121,10 +122,6 @@ def _worker(library: str, cpu: int, sizes: Sequence[int], reps: Sequence[tuple[i
 
 
 def _calibrate(kernels: Kernels, sizes: Sequence[int], min_time: float) -> list[tuple[int, int]]:
-    from functools import partial
-
-    from .probe import calibrate
-
     out = []
     for size in sizes:
         data, (a, b, c) = _arrays(size)

@@ -34,10 +34,10 @@ from ma_core.programs import run_program
 
 from ..cpython import exchange as python_exchange
 from ..cpython import probe as cpython_probe
-from . import csrrows, fitcheck, gafit, hitrates, multicore_probe, vectorstreams
+from . import csrrows, gafit, hitrates, levels, multicore_probe, vectorstreams
 from . import plan as plans
 from .hierarchy import from_sysfs
-from .kernels import Kernels, aligned_array, build_pingpong
+from .kernels import Kernels, aligned_array, build_pingpong, calibrate
 from .profile import GB, VECTOR_STREAMS_VERSION, BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, from_json
 from .schema import SCHEMA_NAME, SCHEMA_VERSION
 
@@ -119,14 +119,6 @@ def pinned() -> Iterator[int | None]:
         yield cpu
     finally:
         os.sched_setaffinity(0, allowed)
-
-
-def calibrate(run: Callable[[int], float], min_time: float) -> int:
-    """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
-    reps = 1
-    while (elapsed := run(reps)) < min_time:
-        reps *= 2 if elapsed * 4 > min_time else max(2, int(min_time / max(elapsed, 1e-9) / 2))
-    return reps
 
 
 def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
@@ -374,7 +366,7 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | 
                        per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},
                        ga={**gafit.settings_dict(ga), "fitness": result.fitness, "seconds": result.seconds,
                            "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)},
-                       unconstrained_levels=fitcheck.unconstrained_levels(fitted, len(profile.caches)))
+                       unconstrained_levels=levels.unconstrained_levels(fitted, len(profile.caches)))
     return replace(profile, bandwidth_fit=fit)
 
 

@@ -27,9 +27,10 @@ from ma_core.errors import ProfileError
 
 from ..cpython import section as cpython_section
 from ..cpython.section import CPythonTerms
-from . import fitcheck, multicore
+from . import multicore
 from .eq1 import Eq1Params
 from .jsonblock import present
+from .levels import level_names, unconstrained_levels
 from .multicore import Multicore
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
 
@@ -285,7 +286,7 @@ class BandwidthFit:
     std_abs_rel_error: float | None = None
     per_curve: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     ga: Mapping[str, Any] = field(default_factory=dict)
-    # levels ("L1".., "memory") whose plateau and latency no fitted point constrains (fitcheck.py)
+    # levels ("L1".., "memory") whose plateau and latency no fitted point constrains (levels.py)
     unconstrained_levels: tuple[str, ...] = ()
 
     def error_table(self) -> dict[str, Any]:
@@ -418,7 +419,7 @@ def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
         if len(fit["penalty_f"]) != len(fit["penalty_x"]) or len(fit["penalty_f"]) >= levels:
             raise ProfileError(path, f"penalty_f and penalty_x must have the same length, below {levels}",
                                "bandwidth_fit.penalty_f")
-        names = fitcheck.level_names(len(caches))
+        names = level_names(len(caches))
         for i, name in enumerate(fit.get("unconstrained_levels") or ()):
             if name not in names:
                 raise ProfileError(path, f"expected one of {', '.join(names)}, got {name!r}",
@@ -491,7 +492,7 @@ def _memory(block: Mapping[str, Any], where: str, caches: int) -> Memory:
     cores = block.get("multicore")
     return Memory(triad_bytes_per_s=float(block["triad_gbs"]) * GB, triad_bytes=block.get("triad_bytes"),
                   vector_streams=None if streams is None else _vector_streams(streams, where),
-                  multicore=None if cores is None else multicore.from_json(cores, fitcheck.level_names(caches),
+                  multicore=None if cores is None else multicore.from_json(cores, level_names(caches),
                                                                            where),
                   extra=_unknown(block, ("triad_gbs", "triad_bytes", "vector_streams", "multicore")))
 
@@ -542,7 +543,7 @@ def _fit(block: Mapping[str, Any], points: Sequence[MultiMapsPoint], caches: int
     return BandwidthFit(params, block.get("model", "tikir-sc07-eq1"), block.get("avg_abs_rel_error"),
                         block.get("std_abs_rel_error"), copy.deepcopy(block.get("per_curve") or {}),
                         copy.deepcopy(block.get("ga") or {}),
-                        fitcheck.unconstrained_levels(points, caches) if flagged is None else tuple(flagged))
+                        unconstrained_levels(points, caches) if flagged is None else tuple(flagged))
 
 
 def with_block(profile: MachineProfile, where: str, block: Any) -> MachineProfile:

@@ -190,7 +190,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "std_abs_rel_error": {"type": ["number", "null"], "minimum": 0},
                 "per_curve": {"type": "object"},
                 "ga": {"type": "object"},
-                # levels no fitted point constrains (fitcheck.py); absent in older profiles: derived on reading
+                # levels no fitted point constrains (levels.py); absent in older profiles: derived on reading
                 "unconstrained_levels": {"type": "array", "items": {"type": "string"}},
             },
         },
