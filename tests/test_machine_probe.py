@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from backends.cpython import exchange
-from backends.machine import probe, profile
+from backends.machine import plan, probe, profile
 from ma_cli.main import main
 
 
@@ -33,19 +33,27 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     assert len(sizes) >= 10 and sizes[0] == 1024
     for point in machine.multimaps:
         assert point.hit_rates is not None and point.hit_rates[-1] == 1.0
-        assert len(point.samples_bytes_per_s) == machine.multimaps_settings.samples
+        # a point whose pass is long has fewer samples (plan.FEW_SAMPLES)
+        assert len(point.samples_bytes_per_s) in (machine.multimaps_settings.samples, plan.FEW_SAMPLES)
         assert point.bandwidth_bytes_per_s == pytest.approx(float(np.median(point.samples_bytes_per_s)), rel=1e-3)
     by_key = {(p.curve, p.size_bytes): p for p in machine.multimaps}
-    # the cache levels show: an L1-resident stride-1 read beats a stride-8 read from beyond L2 (a line per load;
-    # with x86's adjacent-line prefetcher modelled at L2, every other one hits there)
+    # the quick probe reaches past twice the last cache (plan.py), with a stream of lines there for the memory plateau
+    assert sizes[-1] > 2 * machine.caches[-1].size_bytes
+    assert machine.host.estimate_s is not None and machine.host.estimate_s <= 30
+    assert {"MultiMAPS", "hit rates", "GA fit"} <= set(machine.host.phase_seconds)
+    # the cache levels show: an L1-resident stride-1 read beats a stride-16 read from memory (a line per load, and
+    # the other of its 128-byte pair fetched by x86's adjacent-line prefetcher modelled at L2 is never used)
     in_l1 = by_key[("stride 1", max(s for s in sizes if s <= machine.caches[0].size_bytes // 2))]
-    beyond_l2 = by_key[("stride 8", sizes[-1])]
+    beyond_l2 = by_key[("stride 16", sizes[-1])]
     assert in_l1.hit_rates == (1.0,) * machine.levels
     assert beyond_l2.hit_rates is not None and beyond_l2.hit_rates[0] == 0.0 and beyond_l2.hit_rates[1] <= 0.5
     # best samples: the others who share this host slow a sample down, never up
     assert max(in_l1.samples_bytes_per_s) > 2 * max(beyond_l2.samples_bytes_per_s)
     assert machine.peak_flops > 1e9 and machine.cpu.isa in machine.cpu.by_isa
     assert machine.memory.vector_streams is not None  # the vector stream curve (test_maps_streams.py)
+    # the multicore block on every physical core this process may use (test_machine_multicore.py)
+    cores = machine.memory.multicore
+    assert cores is not None and cores.runs[0].cores == 1 and cores.runs[-1].cores == len(cores.runs[-1].cpus)
     assert machine.triad_bytes_per_s > 0.5e9
     assert machine.cpu.csr_rows is not None and len(machine.cpu.csr_rows.points) > 2  # the CSR curve in L1
     # a compiled dot product's add chain: one add latency a term, slower than its two flops at the peak
@@ -102,7 +110,7 @@ def test_probe_restores_the_affinity() -> None:
 def test_working_sets_span_past_the_last_cache() -> None:
     caches = profile.CacheLevel(1, 32768, 8, 64), profile.CacheLevel(2, 1 << 25, 16, 64)
     sizes = probe.working_sets(list(caches), probe.ProbeSettings())
-    assert sizes[0] == 1024 and sizes[-1] >= 4 * (1 << 25) - 64 and len(sizes) >= 40
+    assert sizes[0] == 1024 and sizes[-1] >= 4 * (1 << 25) - 64 and len(sizes) >= 30
     assert all(s % 64 == 0 for s in sizes)
 
 

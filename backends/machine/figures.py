@@ -1,5 +1,6 @@
-"""Figures of a profile: MultiMAPS curves with the fitted bandwidth over them (Tikir et al. Figures 3 and 7)
-and the fit's error point by point for one stride (Figure 8)."""
+"""Figures of a profile: MultiMAPS curves with the fitted bandwidth over them (Tikir et al. Figures 3 and 7),
+the fit's error point by point for one stride (Figure 8), and the bandwidth per core against the cores reading
+at once (the multicore block; perc_framework.txt Figure 3)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .plan import size_text
 from .profile import GB, MachineProfile, MultiMapsPoint
 
 
@@ -22,6 +24,16 @@ def _pyplot() -> Any:
     return plt
 
 
+def _save(plt: Any, fig: Any, ax: Any, path: str | os.PathLike[str]) -> Path:
+    """A log-log figure's grid, then the PNG."""
+    ax.grid(True, which="both", alpha=0.2)
+    fig.tight_layout()
+    target = Path(path)
+    fig.savefig(target, dpi=130)
+    plt.close(fig)
+    return target
+
+
 def _curves(profile: MachineProfile) -> dict[str, list[MultiMapsPoint]]:
     curves: dict[str, list[MultiMapsPoint]] = {}
     for point in sorted(profile.multimaps, key=lambda p: (p.pattern != "stride", p.stride or 0)):
@@ -32,16 +44,9 @@ def _curves(profile: MachineProfile) -> dict[str, list[MultiMapsPoint]]:
 def _mark_caches(ax: Any, profile: MachineProfile) -> None:
     for cache in profile.caches:
         ax.axvline(cache.size_bytes, color="0.6", linestyle=":", linewidth=1)
-        ax.annotate(f"L{cache.level} {_size(cache.size_bytes)}", (cache.size_bytes, 1),
+        ax.annotate(f"L{cache.level} {size_text(cache.size_bytes)}", (cache.size_bytes, 1),
                     xycoords=("data", "axes fraction"), xytext=(2, -10), textcoords="offset points", fontsize=7,
                     color="0.4")
-
-
-def _size(nbytes: int) -> str:
-    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if nbytes >= scale:
-            return f"{nbytes / scale:.3g} {unit}"
-    return f"{nbytes} B"
 
 
 def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
@@ -70,12 +75,7 @@ def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
         title += f": fit error {100 * fit.avg_abs_rel_error:.1f} % avg"
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, ncol=2)
-    ax.grid(True, which="both", alpha=0.2)
-    fig.tight_layout()
-    target = Path(path)
-    fig.savefig(target, dpi=130)
-    plt.close(fig)
-    return target
+    return _save(plt, fig, ax, path)
 
 
 def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: str = "stride 4") -> Path:
@@ -93,7 +93,7 @@ def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: st
     fig, ax = plt.subplots(figsize=(8, 3.5))
     sizes = [p.size_bytes for p in points]
     ax.bar(range(len(sizes)), errors, color=["C3" if e < 0 else "C0" for e in errors])
-    ax.set_xticks(range(len(sizes)), [_size(s) for s in sizes], rotation=90, fontsize=6)
+    ax.set_xticks(range(len(sizes)), [size_text(s) for s in sizes], rotation=90, fontsize=6)
     ax.axhline(0, color="k", linewidth=0.8)
     ax.set_ylabel("(fit - measured) / measured (%)")
     ax.set_title(f"Fit error per point, {curve}, {profile.name}: avg |error| {np.mean(np.abs(errors)):.1f} %",
@@ -103,3 +103,27 @@ def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: st
     fig.savefig(target, dpi=130)
     plt.close(fig)
     return target
+
+
+def plot_multicore(profile: MachineProfile, path: str | os.PathLike[str]) -> Path:
+    """Per-core bandwidth against k, the cores reading at once: one line per level (read solid, triad dashed)."""
+    from ma_core.errors import ProfileError
+
+    block = profile.memory.multicore
+    if block is None:
+        raise ProfileError(profile.name, "no multicore block to plot (ma machine multicore PROFILE)")
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    levels = sorted({p.level for run in block.runs for p in run.points}, key=lambda name: (name == "memory", name))
+    for i, level in enumerate(levels):
+        rows = [(run.cores, p) for run in block.runs for p in run.points if p.level == level]
+        cores = [k for k, _ in rows]
+        ax.plot(cores, [p.read_bytes_per_s / GB for _, p in rows], "o-", color=f"C{i}", label=f"{level} read")
+        ax.plot(cores, [p.triad_bytes_per_s / GB for _, p in rows], "s--", color=f"C{i}", label=f"{level} triad")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([run.cores for run in block.runs], [str(run.cores) for run in block.runs])
+    ax.set_xlabel("cores reading at once (k)")
+    ax.set_ylabel("bandwidth per core (GB/s)")
+    ax.set_title(f"Multicore MultiMAPS on {profile.name} ({profile.host.cpu_model or '?'})", fontsize=9)
+    ax.legend(fontsize=7)
+    return _save(plt, fig, ax, path)

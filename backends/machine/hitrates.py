@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from functools import cache
 
 import numpy as np
@@ -171,8 +172,36 @@ def random_stream(index: npt.NDArray[np.uint32]) -> npt.NDArray[np.uint64]:
     return stream
 
 
-def stride_hit_rates(caches: Sequence[CacheLevel], size_bytes: int, stride: int) -> list[float]:
-    """h_1..h_n of the strided loop over ``size_bytes`` with ``stride`` 8-byte words."""
+SIMILAR_MARGIN = 8  # the sweep of a scaled simulation still spans this many times the level inside the last
+
+
+def similar_sweep(caches: Sequence[CacheLevel], size_bytes: int) -> tuple[list[CacheLevel], int, int]:
+    """A cheaper simulation with the same hit rates for a strided sweep over ``size_bytes``: the last level with
+    ``scale`` times fewer sets and the sweep ``scale`` times shorter. Each set of the last level then sees the same
+    lines in the same order (exactly the same hit rates with virtual indexing; with physical indexing the same
+    pages per page colour, so the same law of overflowing sets), and the levels inside it, which the sweep
+    overflows ``SIMILAR_MARGIN`` times or more either way, see the same misses. Returns (caches, size, scale);
+    scale 1 where no such scaling exists (one level, or a sweep not far larger than the level inside)."""
+    if len(caches) < 2:
+        return list(caches), size_bytes, 1
+    last, inner = caches[-1], caches[-2].size_bytes
+    scale = 1
+    while (size_bytes // (2 * scale) >= SIMILAR_MARGIN * inner and last.size_bytes // (2 * scale) >= 2 * inner
+           and last.sets % (2 * scale) == 0 and size_bytes % (2 * scale * last.line_bytes) == 0):
+        scale *= 2
+    if scale == 1:
+        return list(caches), size_bytes, 1
+    smaller = replace(last, size_bytes=last.size_bytes // scale)
+    return [*caches[:-1], smaller], size_bytes // scale, scale
+
+
+def stride_hit_rates(caches: Sequence[CacheLevel], size_bytes: int, stride: int, similar: bool = False) -> list[float]:
+    """h_1..h_n of the strided loop over ``size_bytes`` with ``stride`` 8-byte words (``similar``: on the
+    :func:`similar_sweep`, where the stride's step still divides the shorter sweep into the same loads)."""
+    if similar:
+        scaled, size, scale = similar_sweep(caches, size_bytes)
+        if scale > 1 and size % (stride * WORD_BYTES) == 0:
+            caches, size_bytes = scaled, size
     simulator = Simulator(caches)
     for _ in range(2):  # warm-up pass, then the one that counts
         simulator.reset_stats()

@@ -7,6 +7,7 @@ carry their own target attributes and run only where the CPU has the instruction
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -51,6 +52,14 @@ def build_hitsim(force: bool = False) -> Path:
     source = CSRC_DIR / "hitsim.c"
     command = [str(find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
     return build_c("libmahitsim.so", command, [source], "the hit-rate simulation", force)
+
+
+def calibrate(run: Callable[[int], float], min_time: float) -> int:
+    """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
+    reps = 1
+    while (elapsed := run(reps)) < min_time:
+        reps *= 2 if elapsed * 4 > min_time else max(2, int(min_time / max(elapsed, 1e-9) / 2))
+    return reps
 
 
 def aligned_array(words: int) -> npt.NDArray[np.float64]:

@@ -1,8 +1,10 @@
 """``ma machine probe``: measure a machine profile on this host.
 
-MultiMAPS (Tikir et al. SC07, Figure 2): a strided read over working sets from 1 KiB to four times the last
-cache, strides 1..64 words, plus a random-access curve; each point is repeated until one measurement lasts
-``min_time``, then measured ``samples`` times, and the median kept (every sample is stored too). The process is
+MultiMAPS (Tikir et al. SC07, Figure 2): a strided read over working sets from 1 KiB to past twice the last
+cache, strides 1..64 words, plus a random-access curve, as :mod:`.plan` lays them out within the probe's time
+budget (its estimate is said before anything runs); each point is repeated until one measurement lasts
+``min_time``, then measured ``samples`` times (fewer where one pass is long), and the median kept (every sample
+is stored too). The process is
 pinned to one core while it measures. Then the flop peak of that core (FMA chains in registers), the STREAM
 triad, the vector stream curve (:mod:`.vectorstreams`), and MPI ping-pong latency and bandwidth between two
 ranks of the environment's ``mpiexec`` (and, in rounds of exchanges, on twice as many ranks as cores:
@@ -32,9 +34,10 @@ from ma_core.programs import run_program
 
 from ..cpython import exchange as python_exchange
 from ..cpython import probe as cpython_probe
-from . import chains, csrrows, gafit, hitrates, vectorstreams
+from . import chains, csrrows, gafit, hitrates, levels, multicore_probe, vectorstreams
+from . import plan as plans
 from .hierarchy import from_sysfs
-from .kernels import Kernels, aligned_array, build_pingpong
+from .kernels import Kernels, aligned_array, build_pingpong, calibrate
 from .profile import GB, VECTOR_STREAMS_VERSION, BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, from_json
 from .schema import SCHEMA_NAME, SCHEMA_VERSION
 
@@ -48,9 +51,10 @@ LINE = 64
 class ProbeSettings:
     """What ``ma machine probe`` measures; :meth:`quick` is the test suite's setting."""
 
-    sizes: int = 48  # log-spaced working sets from min_size to llc_multiple x the last cache
+    sizes: int = 48  # twice the vector stream curve's working sets (MultiMAPS's are the plan's: plan.py)
     min_size: int = 1 << 10
-    llc_multiple: float = 4.0
+    llc_multiple: float = 4.0  # the triad's arrays and the vector stream curve's top, x the last cache (the plan's)
+    budget_s: float | None = None  # the probe's time budget (None: plan.FULL_BUDGET_S, or QUICK_BUDGET_S)
     strides: tuple[int, ...] = STRIDES
     min_loads: int = 64  # per pass: with fewer (32 measured), a point times the loop overhead, not the memory
     random: bool = True
@@ -65,6 +69,8 @@ class ProbeSettings:
     # passes over 32 KiB (under a microsecond each) before each message of the oversubscribed exchange: its work curve
     oversubscribed_work: tuple[int, ...] = (0, 4, 16, 64, 256, 1024, 4096)
     mpi: bool = True
+    multicore: bool = True  # the stride-1 read and triad on k = 1, 2, 4, ... cores at once (multicore_probe.py)
+    multicore_samples: int = 5
     fit: bool = True
     ga: gafit.GASettings = field(default_factory=gafit.GASettings)
     penalties: int | None = None  # Equation 1's p_i: None, one per cache level
@@ -72,18 +78,32 @@ class ProbeSettings:
 
     @classmethod
     def quick(cls) -> ProbeSettings:
-        return cls(sizes=12, llc_multiple=0.25, min_time=2e-4, samples=5, flop_time=5e-4,
+        return cls(sizes=12, llc_multiple=plans.BEYOND_QUICK[-1], min_time=2e-4, samples=5, flop_time=5e-4,
                    pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3, oversubscribed_time=5e-3,
-                   oversubscribed_work=(0, 16, 256),
+                   oversubscribed_work=(0, 16, 256), multicore_samples=3,
                    ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
                    is_quick=True)
 
 
+def plan_for(caches: Sequence[CacheLevel], settings: ProbeSettings) -> plans.ProbePlan:
+    """The MultiMAPS points these settings measure on ``caches``, and the estimated time of the whole probe."""
+    return plans.make_plan(caches, quick=settings.is_quick, strides=settings.strides, samples=settings.samples,
+                           min_time=settings.min_time, min_size=settings.min_size, min_loads=settings.min_loads,
+                           random=settings.random, vector_sizes=settings.sizes // 2,
+                           population=settings.ga.population if settings.fit else 0,
+                           generations=settings.ga.generations if settings.fit else 0, mpi=settings.mpi,
+                           multicore_cores=_physical_cores() if settings.multicore else 0,
+                           multicore_samples=settings.multicore_samples, budget_s=settings.budget_s)
+
+
+def _physical_cores() -> int:
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    return multicore_probe.pick_cpus(sorted(allowed))[1]
+
+
 def working_sets(caches: Sequence[CacheLevel], settings: ProbeSettings) -> list[int]:
-    """Log-spaced sizes in bytes, whole cache lines, from min_size to llc_multiple x the last cache."""
-    top = max(settings.min_size * 2, int(settings.llc_multiple * caches[-1].size_bytes))
-    sizes = np.geomspace(settings.min_size, top, settings.sizes)
-    return sorted({round(s / LINE) * LINE for s in sizes})
+    """The plan's working sets in bytes, whole cache lines, from min_size to past twice the last cache."""
+    return plan_for(caches, settings).sizes
 
 
 @contextmanager
@@ -101,67 +121,56 @@ def pinned() -> Iterator[int | None]:
         os.sched_setaffinity(0, allowed)
 
 
-def calibrate(run: Callable[[int], float], min_time: float) -> int:
-    """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
-    reps = 1
-    while (elapsed := run(reps)) < min_time:
-        reps *= 2 if elapsed * 4 > min_time else max(2, int(min_time / max(elapsed, 1e-9) / 2))
-    return reps
-
-
 def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
     """Calibrated repetitions and the seconds of ``samples`` runs of them."""
     reps = calibrate(run, min_time)
     return reps, [run(reps) for _ in range(samples)]
 
 
-def _progress(total: int, what: str) -> Any:
+def _progress(total: float, what: str, unit: str = "it") -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=what, disable=not sys.stderr.isatty(), leave=False)
+    return tqdm(total=total, desc=what, unit=unit, disable=not sys.stderr.isatty(), leave=False)
 
 
 @dataclass
 class _Job:
-    pattern: str
-    size: int
-    stride: int | None
+    planned: plans.PlannedPoint
     run: Callable[[int], float]
-    bytes_per_rep: int
     reps: int = 1
     seconds: list[float] = field(default_factory=list)
 
 
 def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings,
-                      rng: np.random.Generator) -> list[MultiMapsPoint]:
-    """Every point calibrated once, then sampled in rounds over all points, so that a burst of load from other
-    processes spoils one sample of many points rather than every sample of a few. Each sample follows an untimed
-    pass that brings the array back into the caches the previous point used."""
-    sizes = working_sets(caches, settings)
-    data = aligned_array(max(sizes) // WORD)
+                      rng: np.random.Generator, plan: plans.ProbePlan | None = None) -> list[MultiMapsPoint]:
+    """The plan's points (:func:`plan_for` unless given), every one calibrated once, then sampled in rounds over
+    all points, so that a burst of load from other processes spoils one sample of many points rather than every
+    sample of a few. Each sample follows an untimed pass that brings the array back into the caches the previous
+    point used. The progress bar counts the plan's estimated seconds."""
+    plan = plan or plan_for(caches, settings)
+    data = aligned_array(max(plan.sizes) // WORD)
     jobs: list[_Job] = []
-    for size in sizes:
-        words = size // WORD
-        for stride in settings.strides:
-            loads = -(-words // stride)
-            if loads >= settings.min_loads:
-                jobs.append(_Job("stride", size, stride, partial(kernels.stride, data, words, stride), loads * WORD))
-        if settings.random:
-            index = rng.integers(0, words, words, dtype=np.uint32)
+    for point in plan.points:
+        words = point.size_bytes // WORD
+        if point.pattern == "stride":
+            assert point.stride is not None
+            jobs.append(_Job(point, partial(kernels.stride, data, words, point.stride)))
+        else:
+            index = rng.integers(0, words, point.accesses, dtype=np.uint32)
             # both loads of an iteration count (index and data), as they do in its simulated hit rates
-            jobs.append(_Job("random", size, None, partial(kernels.random, data, index),
-                             words * (WORD + hitrates.INDEX_BYTES)))
-    with _progress(len(jobs) * (1 + settings.samples), "MultiMAPS") as bar:
+            jobs.append(_Job(point, partial(kernels.random, data, index)))
+    with _progress(round(sum(p.seconds for p in plan.points), 1), "MultiMAPS", "s") as bar:
         for job in jobs:
             job.reps = calibrate(job.run, settings.min_time)
-            bar.update()
-        for _ in range(settings.samples):
+            bar.update(job.planned.seconds / (job.planned.samples + 1))
+        for round_ in range(max(job.planned.samples for job in jobs)):
             for job in jobs:
-                job.run(1)
-                job.seconds.append(job.run(job.reps))
-                bar.update()
-    return [_point(job.pattern, job.size, job.bytes_per_rep * job.reps, job.seconds, job.stride, settings.statistic)
-            for job in jobs]
+                if round_ < job.planned.samples:
+                    job.run(1)
+                    job.seconds.append(job.run(job.reps))
+                    bar.update(job.planned.seconds / (job.planned.samples + 1))
+    return [_point(job.planned.pattern, job.planned.size_bytes, job.planned.bytes_per_pass * job.reps,
+                   job.seconds, job.planned.stride, settings.statistic) for job in jobs]
 
 
 def _point(pattern: str, size: int, nbytes: int, seconds: Sequence[float], stride: int | None,
@@ -197,8 +206,9 @@ def vector_isa(by_isa: dict[str, float]) -> str:
 
 
 def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings) -> dict[str, Any]:
-    """STREAM triad over three arrays of llc_multiple x the last cache each; 24 bytes per element, best run."""
-    words = max(1 << 12, int(settings.llc_multiple * caches[-1].size_bytes) // WORD)
+    """STREAM triad over three arrays of llc_multiple x the last cache together (every pass misses a cache that
+    holds less than half of them); 24 bytes per element, best run."""
+    words = max(1 << 12, int(settings.llc_multiple * caches[-1].size_bytes) // (3 * WORD))
     a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
     reps, seconds = _timed(lambda r: kernels.triad(a, b, c, r), settings.min_time, settings.samples)
     return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
@@ -215,11 +225,15 @@ def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], setti
         a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
         jobs.append((size, words, lambda reps, a=a, b=b, c=c: kernels.vector_add(isa, a, b, c, reps)))
     reps = [calibrate(run, settings.min_time) for _, _, run in jobs]
+    # a point whose pass is long is sampled fewer times, as MultiMAPS's (plan.py)
+    counts = [settings.samples if n > 1 or run(1) < plans.LONG_PASS_S else min(settings.samples, plans.FEW_SAMPLES)
+              for (_, _, run), n in zip(jobs, reps, strict=True)]
     seconds: list[list[float]] = [[] for _ in jobs]
-    for _ in range(settings.samples):
+    for round_ in range(settings.samples):
         for i, (_, _, run) in enumerate(jobs):
-            run(1)  # bring the arrays back into the caches the previous point used
-            seconds[i].append(run(reps[i]))
+            if round_ < counts[i]:
+                run(1)  # bring the arrays back into the caches the previous point used
+                seconds[i].append(run(reps[i]))
     points = []
     for (size, words, _), n, times in zip(jobs, reps, seconds, strict=True):
         samples = [vectorstreams.BYTES_PER_ELEMENT * words * n / s / 1e9 for s in times]
@@ -319,10 +333,10 @@ def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheL
         for point in points:
             if point.pattern == "stride":
                 assert point.stride is not None
-                rates = hitrates.stride_hit_rates(caches, point.size_bytes, point.stride)
+                rates = hitrates.stride_hit_rates(caches, point.size_bytes, point.stride, similar=True)
             else:
                 words = point.size_bytes // WORD
-                index = rng.integers(0, words, words, dtype=np.uint32)
+                index = rng.integers(0, words, plans.random_accesses(point.size_bytes, caches), dtype=np.uint32)
                 rates = hitrates.random_hit_rates(caches, point.size_bytes, index)
             out.append(replace(point, hit_rates=tuple(rates)))
             bar.update()
@@ -353,7 +367,8 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | 
                        std_abs_rel_error=fitted_only.std_abs_rel_error,
                        per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},
                        ga={**gafit.settings_dict(ga), "fitness": result.fitness, "seconds": result.seconds,
-                           "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)})
+                           "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)},
+                       unconstrained_levels=levels.unconstrained_levels(fitted, len(profile.caches)))
     return replace(profile, bandwidth_fit=fit)
 
 
@@ -370,45 +385,87 @@ def host_info(pinned_cpu: int | None, quick: bool, notes: str) -> dict[str, Any]
             "notes": notes}
 
 
+class _PhaseClock:
+    """Seconds of each part of the probe, named as the plan's estimates are (``bench/probe_plan.py`` compares)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = round(self.seconds.get(name, 0.0) + time.perf_counter() - started, 2)
+
+
 def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel] | None = None,
           name: str | None = None, notes: str = "", seed: int = 0,
           log: Callable[[str], None] | None = None) -> MachineProfile:
-    """Measure this host into a MachineProfile (quick settings for tests: :meth:`ProbeSettings.quick`)."""
+    """Measure this host into a MachineProfile (quick settings for tests: :meth:`ProbeSettings.quick`). The plan
+    (:mod:`.plan`) and its estimate are said through ``log`` before anything is measured."""
     cfg = settings or ProbeSettings()
     say = log or (lambda _text: None)
     started = time.perf_counter()
     hierarchy = list(caches) if caches else from_sysfs()
+    plan = plan_for(hierarchy, cfg)
+    say(plan.summary())
+    for warning in plan.warnings:
+        say(f"warning: {warning}")
+    # the triad and the vector stream curve reach as far past the last cache as MultiMAPS does
+    reach = replace(cfg, llc_multiple=plan.top_multiple)
     rng = np.random.default_rng(seed)
     kernels = Kernels()
+    clock = _PhaseClock()
     with pinned() as cpu:
-        say(f"MultiMAPS: {cfg.sizes} sizes x {len(cfg.strides) + int(cfg.random)} curves on cpu {cpu}")
-        points = measure_multimaps(kernels, hierarchy, cfg, rng)
-        say("flop peak and triad")
-        cpu_info = measure_flops(kernels, cfg)
+        say(f"MultiMAPS: {len(plan.sizes)} sizes, {len(plan.points)} points on cpu {cpu}")
+        with clock.phase("MultiMAPS"):
+            points = measure_multimaps(kernels, hierarchy, cfg, rng, plan)
+        say("flop peak")
+        with clock.phase("flops"):
+            cpu_info = measure_flops(kernels, cfg)
         say("SciPy's CSR product in cache, by entries per row")
-        cpu_info["csr_rows"] = csrrows.measure_csr_rows(cfg.is_quick)
+        with clock.phase("csr rows"):
+            cpu_info["csr_rows"] = csrrows.measure_csr_rows(cfg.is_quick)
         say("a compiled dot product's add chain in cache")
-        cpu_info["add_chain_s"] = chains.measure_add_chain(cfg.is_quick)
+        with clock.phase("add chain"):
+            cpu_info["add_chain_s"] = chains.measure_add_chain(cfg.is_quick)
         say("CPython terms (per-call cost, NumPy flop rate, annotation sites, subscripts)")
-        cpython = cpython_probe.measure(cfg.is_quick)
-        memory = measure_triad(kernels, hierarchy, cfg)
-        say("vector stream curve (the host's SIMD loads and stores, as NumPy's loops)")
-        memory["vector_streams"] = measure_vector_streams(kernels, hierarchy, cfg)
+        with clock.phase("cpython"):
+            cpython = cpython_probe.measure(cfg.is_quick)
+        say("triad and the vector stream curve (the host's SIMD loads and stores, as NumPy's loops)")
+        with clock.phase("streams and triad"):
+            memory = measure_triad(kernels, hierarchy, reach)
+            memory["vector_streams"] = measure_vector_streams(kernels, hierarchy, reach)
+    if plan.multicore_counts:
+        say(f"multicore MultiMAPS: the stride-1 read and the triad on {', '.join(map(str, plan.multicore_counts))} "
+            "cores at once")
+        with clock.phase("multicore"):
+            memory["multicore"] = multicore_probe.measure(hierarchy, plan.multicore_counts,
+                                                          samples=cfg.multicore_samples, statistic=cfg.statistic)
     network = None
     if cfg.mpi:
         say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores; the Python exchange)")
-        network = measure_network(cfg)
-        cpython["exchange"] = measure_python_exchange(cfg, hierarchy[-1].size_bytes, network["latency_s"],
-                                                      cpython["call_overhead_s"])
+        with clock.phase("MPI"):
+            network = measure_network(cfg)
+        with clock.phase("Python exchange"):
+            cpython["exchange"] = measure_python_exchange(cfg, hierarchy[-1].size_bytes, network["latency_s"],
+                                                          cpython["call_overhead_s"])
     say("hit rates (simulated on the hierarchy, prefetchers included)")
-    simulated = simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
+    with clock.phase("hit rates"):
+        simulated = simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
+    host = {**host_info(cpu, cfg.is_quick, notes), "estimate_s": round(plan.estimate_s, 1)}
+    multimaps = {"word_bytes": WORD, "min_time_s": cfg.min_time, "samples": cfg.samples, "statistic": cfg.statistic,
+                 **({"unreached_levels": list(plan.unreached)} if plan.unreached else {}),
+                 "points": [p.to_json() for p in simulated]}
     doc = {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "name": name or socket.gethostname(),
-           "host": host_info(cpu, cfg.is_quick, notes), "caches": [c.to_json() for c in hierarchy],
-           "cpu": cpu_info, "memory": memory, "network": network, "cpython": cpython,
-           "multimaps": {"word_bytes": WORD, "min_time_s": cfg.min_time, "samples": cfg.samples,
-                         "statistic": cfg.statistic, "points": [p.to_json() for p in simulated]}}
+           "host": host, "caches": [c.to_json() for c in hierarchy],
+           "cpu": cpu_info, "memory": memory, "network": network, "cpython": cpython, "multimaps": multimaps}
     profile = from_json(doc, f"<probe of {doc['name']}>")
     if cfg.fit:
         say(f"GA fit: population {cfg.ga.population} x {cfg.ga.generations} generations")
-        profile = fit_profile(profile, cfg.ga, cfg.penalties)
-    return replace(profile, host=replace(profile.host, probe_seconds=round(time.perf_counter() - started, 1)))
+        with clock.phase("GA fit"):
+            profile = fit_profile(profile, cfg.ga, cfg.penalties)
+    return replace(profile, host=replace(profile.host, probe_seconds=round(time.perf_counter() - started, 1),
+                                         phase_seconds=dict(clock.seconds)))

@@ -27,8 +27,11 @@ from ma_core.errors import ProfileError
 
 from ..cpython import section as cpython_section
 from ..cpython.section import CPythonTerms
+from . import multicore
 from .eq1 import Eq1Params
 from .jsonblock import present
+from .levels import level_names, unconstrained_levels
+from .multicore import Multicore
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
 
 GB = 1e9  # the document's GB/s fields, in the typed profile's bytes per second
@@ -63,16 +66,19 @@ class Host:
     quick: bool = False
     probe_seconds: float | None = None
     notes: str = ""
+    estimate_s: float | None = None  # the probe's estimate of its time, said before it started (plan.py)
+    phase_seconds: Mapping[str, float] = field(default_factory=dict)  # measured, by part of the probe
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     FIELDS = ("hostname", "cpu_model", "cpus", "kernel", "pinned_cpu", "quick", "measured_at", "notes",
-              "probe_seconds")
+              "probe_seconds", "estimate_s", "phase_seconds")
 
     def to_json(self) -> dict[str, Any]:
         return {"hostname": self.hostname, "cpu_model": self.cpu_model, "cpus": self.cpus,
                 **present(kernel=self.kernel), "pinned_cpu": self.pinned_cpu, "quick": self.quick,
-                "measured_at": self.measured_at, "notes": self.notes, **present(probe_seconds=self.probe_seconds),
-                **self.extra}
+                "measured_at": self.measured_at, "notes": self.notes,
+                **present(probe_seconds=self.probe_seconds, estimate_s=self.estimate_s,
+                          phase_seconds=dict(self.phase_seconds)), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -164,11 +170,13 @@ class Memory:
     triad_bytes_per_s: float  # STREAM triad, 24 bytes per element, best run
     triad_bytes: int | None = None
     vector_streams: VectorStreams | None = None
+    multicore: Multicore | None = None  # k cores reading at once (multicore.py)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {"triad_gbs": self.triad_bytes_per_s / GB,
-                **present(triad_bytes=self.triad_bytes, vector_streams=self.vector_streams), **self.extra}
+                **present(triad_bytes=self.triad_bytes, vector_streams=self.vector_streams,
+                          multicore=self.multicore), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -263,11 +271,12 @@ class MultiMapsSettings:
     min_time_s: float | None = None
     samples: int | None = None
     statistic: str | None = None
+    unreached_levels: tuple[str, ...] = ()  # levels no working set reached ("memory": RAM too short for 2 x LLC)
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"word_bytes": 8, **present(min_time_s=self.min_time_s, samples=self.samples, statistic=self.statistic),
-                **self.extra}
+        return {"word_bytes": 8, **present(min_time_s=self.min_time_s, samples=self.samples, statistic=self.statistic,
+                                           unreached_levels=list(self.unreached_levels)), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -280,6 +289,8 @@ class BandwidthFit:
     std_abs_rel_error: float | None = None
     per_curve: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     ga: Mapping[str, Any] = field(default_factory=dict)
+    # levels ("L1".., "memory") whose plateau and latency no fitted point constrains (levels.py)
+    unconstrained_levels: tuple[str, ...] = ()
 
     def error_table(self) -> dict[str, Any]:
         """Table-4 rows (:class:`.gafit.ErrorSummary`): the fitted points together (``fitted``), then each curve
@@ -301,7 +312,8 @@ class BandwidthFit:
         return {"latencies": list(p.c), "plateaus_gbs": _to_gbs(p.b), "penalty_f": list(p.f),
                 "penalty_x": list(p.x), "model": self.model,
                 "avg_abs_rel_error": self.avg_abs_rel_error, "std_abs_rel_error": self.std_abs_rel_error,
-                "per_curve": copy.deepcopy(dict(self.per_curve)), "ga": copy.deepcopy(dict(self.ga))}
+                "per_curve": copy.deepcopy(dict(self.per_curve)), "ga": copy.deepcopy(dict(self.ga)),
+                "unconstrained_levels": list(self.unconstrained_levels)}
 
 
 @dataclass(frozen=True)
@@ -410,6 +422,11 @@ def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
         if len(fit["penalty_f"]) != len(fit["penalty_x"]) or len(fit["penalty_f"]) >= levels:
             raise ProfileError(path, f"penalty_f and penalty_x must have the same length, below {levels}",
                                "bandwidth_fit.penalty_f")
+        names = level_names(len(caches))
+        for i, name in enumerate(fit.get("unconstrained_levels") or ()):
+            if name not in names:
+                raise ProfileError(path, f"expected one of {', '.join(names)}, got {name!r}",
+                                   f"bandwidth_fit.unconstrained_levels[{i}]")
     legacy = [f"cpu.{name}" for name in cpython_section.LEGACY_FIELDS if name in doc["cpu"]]
     legacy += ["network.python_exchange"] if (doc.get("network") or {}).get("python_exchange") is not None else []
     if cpython_section.SECTION in doc and legacy:
@@ -428,21 +445,26 @@ def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile
     fit = doc.get("bandwidth_fit")
     cpython = (cpython_section.from_json(doc[cpython_section.SECTION], path) if cpython_section.SECTION in doc
                else cpython_section.from_legacy(doc["cpu"], network, path))
+    points = tuple(_point(p) for p in mm["points"])
     return MachineProfile(
         name=doc["name"], host=_host(doc["host"]), caches=tuple(CacheLevel(**c) for c in doc["caches"]),
-        cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path),
-        multimaps=tuple(_point(p) for p in mm["points"]),
+        cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path, len(doc["caches"])),
+        multimaps=points,
         multimaps_settings=MultiMapsSettings(mm.get("min_time_s"), mm.get("samples"), mm.get("statistic"),
+                                             tuple(mm.get("unreached_levels") or ()),
                                              _unknown(mm, ("points", "word_bytes", "min_time_s", "samples",
-                                                           "statistic"))),
-        network=_network(network) if network else None, bandwidth_fit=_fit(fit) if fit else None, cpython=cpython)
+                                                           "statistic", "unreached_levels"))),
+        network=_network(network) if network else None, bandwidth_fit=_fit(fit, points, len(doc["caches"])) if fit
+        else None, cpython=cpython)
 
 
 def _host(block: Mapping[str, Any]) -> Host:
     return Host(hostname=block["hostname"], cpu_model=block["cpu_model"], cpus=int(block["cpus"]),
                 measured_at=block["measured_at"], kernel=block.get("kernel"), pinned_cpu=block.get("pinned_cpu"),
                 quick=bool(block.get("quick", False)), probe_seconds=block.get("probe_seconds"),
-                notes=block.get("notes", ""), extra=_unknown(block, Host.FIELDS))
+                notes=block.get("notes", ""), estimate_s=block.get("estimate_s"),
+                phase_seconds={k: float(v) for k, v in (block.get("phase_seconds") or {}).items()},
+                extra=_unknown(block, Host.FIELDS))
 
 
 def _cpu(block: Mapping[str, Any], where: str) -> CPU:
@@ -470,11 +492,14 @@ def _csr_rows(curve: Mapping[str, Any], where: str, field_name: str) -> CsrRows:
     return CsrRows(lengths, seconds)
 
 
-def _memory(block: Mapping[str, Any], where: str) -> Memory:
+def _memory(block: Mapping[str, Any], where: str, caches: int) -> Memory:
     streams = block.get("vector_streams")
+    cores = block.get("multicore")
     return Memory(triad_bytes_per_s=float(block["triad_gbs"]) * GB, triad_bytes=block.get("triad_bytes"),
                   vector_streams=None if streams is None else _vector_streams(streams, where),
-                  extra=_unknown(block, ("triad_gbs", "triad_bytes", "vector_streams")))
+                  multicore=None if cores is None else multicore.from_json(cores, level_names(caches),
+                                                                           where),
+                  extra=_unknown(block, ("triad_gbs", "triad_bytes", "vector_streams", "multicore")))
 
 
 def _vector_streams(block: Mapping[str, Any], where: str) -> VectorStreams:
@@ -515,12 +540,15 @@ def _point(block: Mapping[str, Any]) -> MultiMapsPoint:
                           None if rates is None else tuple(float(h) for h in rates))
 
 
-def _fit(block: Mapping[str, Any]) -> BandwidthFit:
+def _fit(block: Mapping[str, Any], points: Sequence[MultiMapsPoint], caches: int) -> BandwidthFit:
+    """The fit; a document written before the fit flagged its unconstrained levels gets them from its points."""
     params = Eq1Params(tuple(float(v) for v in block["latencies"]), _gbs(block["plateaus_gbs"]),
                        tuple(float(v) for v in block["penalty_f"]), tuple(float(v) for v in block["penalty_x"]))
+    flagged = block.get("unconstrained_levels")
     return BandwidthFit(params, block.get("model", "tikir-sc07-eq1"), block.get("avg_abs_rel_error"),
                         block.get("std_abs_rel_error"), copy.deepcopy(block.get("per_curve") or {}),
-                        copy.deepcopy(block.get("ga") or {}))
+                        copy.deepcopy(block.get("ga") or {}),
+                        unconstrained_levels(points, caches) if flagged is None else tuple(flagged))
 
 
 def with_block(profile: MachineProfile, where: str, block: Any) -> MachineProfile:

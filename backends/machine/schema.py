@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cpython import section as cpython_section
+from . import multicore
 
 SCHEMA_NAME = "ma-machine-profile"
 SCHEMA_VERSION = 1
@@ -45,6 +46,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "pinned_cpu": {"type": ["integer", "null"]},
                 "quick": {"type": "boolean"},
                 "probe_seconds": {"type": "number", "minimum": 0},
+                "estimate_s": {"type": "number", "minimum": 0},  # the plan's (plan.py)
+                "phase_seconds": {"type": "object", "additionalProperties": {"type": "number", "minimum": 0}},
                 "notes": {"type": "string"},
             },
         },
@@ -114,6 +117,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                                         bandwidth_gbs=_POSITIVE),
                     },
                 },
+                # k cores reading at once (backends/machine/multicore.py); optional, versioned
+                "multicore": multicore.SCHEMA,
             },
         },
         "network": {
@@ -155,6 +160,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "min_time_s": _POSITIVE,
                 "samples": _POSITIVE_INT,
                 "statistic": {"enum": ["median", "best"]},
+                "unreached_levels": {"type": "array", "items": {"enum": ["memory"]}},
                 "points": {
                     "type": "array",
                     "items": {
@@ -186,6 +192,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "std_abs_rel_error": {"type": ["number", "null"], "minimum": 0},
                 "per_curve": {"type": "object"},
                 "ga": {"type": "object"},
+                # levels no fitted point constrains (levels.py); absent in older profiles: derived on reading
+                "unconstrained_levels": {"type": "array", "items": {"type": "string"}},
             },
         },
         # what the CPython interpreter costs (backends/cpython/section.py); optional, versioned

@@ -136,6 +136,8 @@ def _no_field(change: WhatIf, where: str) -> BackendError:
 
 def _indexed(child: Any, index: str | None, parts: list[str], depth: int, change: WhatIf, unit: float) -> Any:
     if index is None:
+        if isinstance(child, (list, tuple)) and depth + 1 < len(parts):  # a list of blocks: the field of each
+            return type(child)(_change(item, parts, depth + 1, change, unit) for item in child)
         return _change(child, parts, depth + 1, change, unit)
     if not isinstance(child, (list, tuple)) or int(index) >= len(child):
         raise BackendError(f"--what-if {change.text!r}: {'.'.join(parts[:depth + 1])!r} is out of range")

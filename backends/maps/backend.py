@@ -9,6 +9,9 @@ Section 4):
                  saw served beyond L1 per flop x the model's flops, at a stream's bandwidth from each level
                  (:mod:`.traffic`; the profile's vector stream curve for a Python program's, :mod:`.streams`;
                  the prediction's ``measured_traffic`` and notes name those sites);
+- node:          with the profile's multicore block, a site's time in main memory (Equation 1's share) / r(k),
+                 a core's memory bandwidth with the k = min(nprocs, ranks per node, cores) ranks of its node
+                 reading at once over alone (:mod:`.node`);
 - compute:       flops / the compute rate: the FMA peak for a compiled program, the NumPy rate of the runtime
                  part (``cpython.python_flops``) for a Python one;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`; a Python
@@ -49,6 +52,7 @@ from ..signature import Signatures, check_hit_rates, site_hit_rates, site_lines_
 from . import network
 from .fallback_rates import assumed_hit_rates, given_hit_rates
 from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops, shrink_compute
+from .node import NodeShare
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
 from .streams import STREAMS, line_bandwidths
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
@@ -95,17 +99,22 @@ class MapsBackend(Backend):
                  assumed_hits: Sequence[float] | None = None, call_overhead_s: float | None = None,
                  python_flops: float | None = None, cores: int | None = None,
                  annotation_s: Mapping[str, float] | None = None, streams: str = "vector",
-                 python_exchange: bool = True, subscript_s: float | None = None) -> None:
+                 python_exchange: bool = True, subscript_s: float | None = None,
+                 ranks_per_node: int | None = None) -> None:
         """``call_overhead_s``, ``python_flops``, ``annotation_s``, ``subscript_s`` and ``python_exchange`` set the
         runtime part of a Python program (:class:`backends.cpython.runtime.Overrides`: None takes the profile's
         figure, so a what-if on it takes effect; ``python_exchange`` False prices its messages at L only); a
         compiled program has no runtime part and they do not apply to it.
         ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing).
-        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`)."""
+        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`).
+        ``ranks_per_node``: the ranks that share a node's memory (None: min(nprocs, cores); :mod:`.node`)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
         if cores is not None and cores < 0:
             raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
+        if ranks_per_node is not None and ranks_per_node < 1:
+            raise BackendError(f"maps backend: ranks per node must be >= 1, got {ranks_per_node}")
+        self.ranks_per_node = ranks_per_node
         self.runtime_overrides = cpython.Overrides(call_overhead_s, python_flops,
                                                    None if annotation_s is None else dict(annotation_s), subscript_s,
                                                    python_exchange)
@@ -143,6 +152,9 @@ class MapsBackend(Backend):
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
                                  "profile's host.cpus; 0: never)")
+        parser.add_argument("--ranks-per-node", type=int, default=None, metavar="R",
+                            help="maps: ranks sharing a node's memory bandwidth, priced by the profile's multicore "
+                                 "block (default: min(nprocs, cores))")
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
@@ -162,7 +174,7 @@ class MapsBackend(Backend):
                    assumed_hits=assumed, call_overhead_s=runtime.call_overhead_s, python_flops=runtime.python_flops,
                    cores=getattr(options, "cores", None), annotation_s=runtime.annotation_s,
                    streams=getattr(options, "streams", "vector"), python_exchange=runtime.exchange,
-                   subscript_s=runtime.subscript_s)
+                   subscript_s=runtime.subscript_s, ranks_per_node=getattr(options, "ranks_per_node", None))
 
     def runtime(self, model: ModelBuilder, machine: MachineProfile) -> cpython.PythonRuntime | None:
         """The runtime part of the traced program: the CPython interpreter's where its language includes Python
@@ -208,6 +220,9 @@ class MapsBackend(Backend):
         flop_rate = sympy.Float(rate)
         for term in model.model("flops", inline=True).terms:
             add(term.site.path, term.subroutine, "compute", term.expr / flop_rate)
+        node = NodeShare.of(machine, self.procs if self.procs.name in model.ts.variable_names() else None,
+                            self.ranks_per_node, self._cores(machine))
+        notes += node.notes
         bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
         words: dict[str, sympy.Expr] = {}
         given, stated = given_hit_rates(model.ts), []
@@ -229,7 +244,7 @@ class MapsBackend(Backend):
             used[path] = row
             words[path] = term.expr
             if row not in bandwidth_cache:
-                bandwidth_cache[row] = params.symbolic(row)
+                bandwidth_cache[row] = node.bandwidth(params, row)
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
         traffic = self._measured_traffic(model, machine, add)
         if traffic:

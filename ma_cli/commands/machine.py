@@ -21,12 +21,18 @@ def register(subparsers: Any) -> None:
 
     probe = actions.add_parser("probe", help="measure this host (MultiMAPS, flops, triad, MPI) into a profile")
     probe.add_argument("-o", "--output", default="machine-profile.json", help="profile to write")
-    probe.add_argument("--quick", action="store_true", help="a few seconds: few sizes, short timings, small GA")
+    probe.add_argument("--quick", action="store_true", help="under 30 s: few sizes, short timings, small GA")
+    probe.add_argument("--plan", action="store_true",
+                       help="print the plan (working sets, points, estimated seconds per part) and measure nothing")
+    probe.add_argument("--budget", type=float, metavar="SECONDS",
+                       help="the probe's time budget (default 180, with --quick 30): the plan trims itself to it")
     probe.add_argument("--name", help="profile name (default: the host name)")
     probe.add_argument("--note", default="", help="free text kept in the profile (e.g. 'busy host')")
     _cache_option(probe, "override a cache level from sysfs")
     probe.add_argument("--statistic", choices=("median", "best"), help="of each point's samples (default median)")
     probe.add_argument("--no-mpi", action="store_true", help="skip the MPI ping-pong")
+    probe.add_argument("--no-multicore", action="store_true",
+                       help="skip the multicore MultiMAPS block (the read and triad on 1, 2, 4, ... cores at once)")
     probe.add_argument("--no-fit", action="store_true", help="skip the GA bandwidth fit")
     _ga_options(probe)
     probe.set_defaults(handler=handle_probe)
@@ -39,6 +45,11 @@ def register(subparsers: Any) -> None:
     exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (cpython.exchange)",
                              "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
+    cores = _fill_command(actions, "multicore", "the read and triad on k = 1, 2, 4, ... cores at once "
+                                                "(memory.multicore)", "samples", handle_multicore)
+    cores.add_argument("--cores", metavar="K,K,..", help="the core counts (default 1, 2, 4, ... and every "
+                                                          "physical core this process may use)")
+    cores.add_argument("--quick", action="store_true", help="3 samples a point, not 5")
     indexed = actions.add_parser("subscripts", help="measure the price of a Python program's subscript "
                                                     "(cpython.subscripts) on this host into a profile")
     indexed.add_argument("profile")
@@ -56,7 +67,8 @@ def register(subparsers: Any) -> None:
     schema = actions.add_parser("schema", help="print the profile's JSON Schema (version 1)")
     schema.set_defaults(handler=handle_schema)
 
-    plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7) and one stride's errors (Fig. 8)")
+    plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7), one stride's errors (Fig. 8) "
+                                           "and the bandwidth per core against the cores at once (multicore)")
     plot.add_argument("profile")
     plot.add_argument("-o", "--output", default="multimaps", help="file name prefix (default: multimaps)")
     plot.add_argument("--stride", type=int, default=4, help="stride of the error plot (default 4)")
@@ -108,15 +120,35 @@ def handle_probe(args: argparse.Namespace) -> int:
     from backends.machine import hierarchy, probe
 
     settings = probe.ProbeSettings.quick() if args.quick else probe.ProbeSettings()
-    settings = replace(settings, mpi=not args.no_mpi, fit=not args.no_fit, penalties=args.penalties,
-                       ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic)
+    settings = replace(settings, mpi=not args.no_mpi, multicore=not args.no_multicore, fit=not args.no_fit,
+                       penalties=args.penalties,
+                       ga=_ga_settings(args, settings.ga), statistic=args.statistic or settings.statistic,
+                       budget_s=args.budget)
     caches = _cache_overrides(args.cache, hierarchy.from_sysfs()) if args.cache else None
+    if args.plan:
+        _print_plan(probe.plan_for(caches or hierarchy.from_sysfs(), settings))
+        return 0
     result = probe.probe(settings, caches=caches, name=args.name, notes=args.note,
                          log=lambda text: print(f"ma machine probe: {text}", file=sys.stderr))
     path = result.save(args.output)
-    print(f"{path}: measured in {result.host.probe_seconds} s")
+    print(f"{path}: measured in {result.host.probe_seconds} s (estimated {result.host.estimate_s} s)")
     _print_fit(result)
+    _print_flags(result)
     return 0
+
+
+def _print_plan(plan: Any) -> None:
+    from backends.machine.plan import size_text
+
+    print(plan.summary())
+    for warning in plan.warnings:
+        print(f"warning: {warning}")
+    curves: dict[str, list[Any]] = {}
+    for point in sorted(plan.points, key=lambda p: (p.stride is None, p.stride or 0, p.size_bytes)):
+        curves.setdefault("random" if point.stride is None else f"stride {point.stride}", []).append(point)
+    for label, points in curves.items():
+        print(f"  {label:<10} {len(points):>3} sizes, {size_text(points[0].size_bytes)} .. "
+              f"{size_text(points[-1].size_bytes)}, {sum(p.seconds for p in points):6.1f} s")
 
 
 def handle_fit(args: argparse.Namespace) -> int:
@@ -136,6 +168,7 @@ def handle_fit(args: argparse.Namespace) -> int:
     assert machine.bandwidth_fit is not None
     print(f"{path}: fitted in {machine.bandwidth_fit.ga['seconds']:.1f} s")
     _print_fit(machine)
+    _print_flags(machine)
     return 0
 
 
@@ -155,6 +188,8 @@ def handle_plot(args: argparse.Namespace) -> int:
     print(figures.plot_multimaps(machine, f"{args.output}-curves.png"))
     if machine.bandwidth_fit is not None:
         print(figures.plot_errors(machine, f"{args.output}-errors-stride{args.stride}.png", f"stride {args.stride}"))
+    if machine.memory.multicore is not None:
+        print(figures.plot_multicore(machine, f"{args.output}-multicore.png"))
     return 0
 
 
@@ -213,6 +248,7 @@ def handle_show(args: argparse.Namespace) -> int:
     _print_python_terms(machine)
     print(f"  triad: {machine.triad_bytes_per_s / 1e9:.1f} GB/s")
     _print_vector_streams(machine)
+    _print_multicore(machine)
     if machine.network:
         net = machine.network
         print(f"  MPI ping-pong ({net.ranks} ranks): latency {net.latency_s * 1e6:.2f} us, "
@@ -238,7 +274,16 @@ def handle_show(args: argparse.Namespace) -> int:
     if fit:
         print(f"  Equation 1: {fit.params.text(1e9, 'GB/s')}")
         _print_fit(machine)
+    _print_flags(machine)
     return 0
+
+
+def _print_flags(machine: Any) -> None:
+    """What no measurement backs: levels the probe did not reach, fit parameters no point constrains."""
+    from backends.machine import fitcheck
+
+    for warning in fitcheck.warnings(machine):
+        print(f"  FLAGGED: {warning}")
 
 
 def handle_streams(args: argparse.Namespace) -> int:
@@ -263,6 +308,46 @@ def handle_streams(args: argparse.Namespace) -> int:
     _print_vector_streams(machine)
     print(f"written: {target}")
     return 0
+
+
+def handle_multicore(args: argparse.Namespace) -> int:
+    """``ma machine multicore``: only the multicore block of ``ma machine probe``, written into the profile's
+    memory block (which keeps every other field)."""
+    from pathlib import Path
+
+    from backends.machine import multicore, multicore_probe
+    from backends.machine.profile import with_block
+    from ma_core.errors import ProfileError
+
+    if not args.output and not Path(args.profile).exists():
+        raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
+    machine = load_profile(args.profile)
+    try:
+        counts = [int(k) for k in args.cores.split(",")] if args.cores else None
+    except ValueError:
+        raise ProfileError("--cores", f"{args.cores!r}: expected core counts, e.g. 1,2,4") from None
+    if counts is not None and (1 not in counts or min(counts) < 1):
+        raise ProfileError("--cores", f"{args.cores!r}: expected positive core counts including 1 (the reference)")
+    block = multicore_probe.measure(machine.caches, counts, samples=3 if args.quick else 5,
+                                    statistic=args.statistic or "median")
+    machine = with_block(machine, multicore.FIELD, block)
+    _print_multicore(machine)
+    print(f"written: {machine.save(args.output or args.profile)}")
+    return 0
+
+
+def _print_multicore(machine: Any) -> None:
+    block = machine.memory.multicore
+    if block is None:
+        print("  multicore: not measured (ma machine multicore PROFILE)")
+        return
+    print("  multicore MultiMAPS, GB/s per core (stride-1 read / triad) with k cores at once:")
+    for run in block.runs:
+        points = ", ".join(f"{p.level} {p.size_bytes >> 10} KiB {p.read_bytes_per_s / 1e9:.1f} / "
+                           f"{p.triad_bytes_per_s / 1e9:.1f}" for p in run.points)
+        print(f"    k = {run.cores:<3} {points}")
+    ratios = ", ".join(f"k={k} {r:.2f}" for k, r in block.memory_ratio())
+    print(f"    memory read per core over one core alone: {ratios}")
 
 
 def handle_exchange(args: argparse.Namespace) -> int:

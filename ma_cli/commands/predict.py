@@ -91,6 +91,7 @@ def site_rows(builder: ModelBuilder, items: list[tuple[str, Any]], values: dict[
 
 
 def handle(args: argparse.Namespace) -> int:
+    from backends.machine import fitcheck
     from backends.machine import whatif as whatifs
     from backends.measured import compare
     from ma_post import ModelBuilder
@@ -135,6 +136,9 @@ def handle(args: argparse.Namespace) -> int:
     for note in prediction.notes:
         if "assumed" in note:
             print(f"ma predict: warning: {note}", file=sys.stderr)
+    for warning in fitcheck.warnings(machine):  # what no measurement of the profile backs
+        report["notes"].append(warning)
+        print(f"ma predict: warning: {warning}", file=sys.stderr)
     if args.format == "json":
         json.dump(report, sys.stdout, indent=1)
         print()
