@@ -34,6 +34,7 @@ def extensions() -> list:
                             "annotation_typing": False})
     for module in modules:
         module.extra_compile_args = list(module.extra_compile_args) + EXTRA_CFLAGS
+        module.include_dirs = [*module.include_dirs, "ma_runtime/csrc"]  # ma_vgcount.h: the Valgrind tool's fence
     return modules
 
 

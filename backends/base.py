@@ -2,9 +2,10 @@
 
 A backend turns a symbolic model of a program (:class:`ma_post.ModelBuilder`: per-site flops, loads/stores
 and messages in the program's input parameters) and a :class:`MachineProfile` into a :class:`Prediction`:
-per site, the time spent computing, moving memory and communicating, as SymPy expressions that stay
-symbolic in whatever inputs ``parameters`` leaves unbound, so the prediction evaluates at any problem
-class and process count and exports like any other model.
+per site, the time spent computing, moving memory, communicating and in the language's runtime (an interpreter's
+own work: :mod:`backends.cpython` for Python; nothing for a compiled program), as SymPy expressions that stay
+symbolic in whatever inputs ``parameters`` leaves unbound, so the prediction evaluates at any problem class and
+process count and exports like any other model.
 """
 
 from __future__ import annotations
@@ -12,53 +13,116 @@ from __future__ import annotations
 import abc
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     import argparse
 
+    import numpy as np
+    import numpy.typing as npt
     import sympy
 
     from ma_post import ModelBuilder, TraceSet
 
     from .machine.profile import MachineProfile
 
-PARTS = ("compute", "memory", "communication")
+PARTS = ("compute", "memory", "communication", "runtime")
+
+
+def _zero() -> sympy.Expr:
+    import sympy
+
+    return sympy.Integer(0)
 
 
 @dataclass(frozen=True)
 class SitePrediction:
-    """Predicted seconds per rank spent at one annotation site, split into the three parts of the PMaC
-    convolution (perc_framework.txt, Eq. 1-2). ``path`` is the site's path in the trace's site tree."""
+    """Predicted seconds per rank spent at one annotation site, split into the parts of the PMaC convolution
+    (perc_framework.txt, Eq. 1-2) and the runtime part: the seconds the language's runtime spends on its own
+    work there (the CPython interpreter's calls into compiled code, subscripts, annotations; 0 for a compiled
+    program). ``path`` is the site's path in the trace's site tree."""
 
     path: str
     compute: sympy.Expr
     memory: sympy.Expr
     communication: sympy.Expr
+    runtime: sympy.Expr = field(default_factory=_zero)
 
     @property
     def total(self) -> sympy.Expr:
-        """Sum of the three parts (a backend that overlaps them reports the overlap in its parts)."""
-        return self.compute + self.memory + self.communication
+        """Sum of the four parts (a backend that overlaps them reports the overlap in its parts)."""
+        return self.compute + self.memory + self.communication + self.runtime
 
 
 @dataclass(frozen=True)
 class Prediction:
-    """What :meth:`Backend.predict` returns: the per-site breakdown and what it was computed from."""
+    """What :meth:`Backend.predict` returns: the per-site breakdown and what it was computed from.
+
+    ``subroutines`` maps a site's path to the path of its innermost enclosing subroutine ("" for none); a backend
+    that fills it gets the per-subroutine totals (:meth:`by_subroutine`, :meth:`subroutine_total`) and the
+    comparison with the traces' measured subroutine times (:mod:`backends.measured`) in ``ma predict``."""
 
     backend: str
     machine: str
     sites: tuple[SitePrediction, ...]
     parameters: Mapping[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    subroutines: Mapping[str, str] = field(default_factory=dict)
 
-    def part(self, name: str) -> sympy.Expr:
-        """Whole-program seconds of one part (``compute``, ``memory`` or ``communication``)."""
+    def by_subroutine(self) -> dict[str, SitePrediction]:
+        """Parts summed over the sites of each subroutine (innermost enclosing one), by subroutine path."""
+        out: dict[str, list[SitePrediction]] = {}
+        for site in self.sites:
+            out.setdefault(self.subroutines.get(site.path, ""), []).append(site)
+        return {name: _summed(name, members) for name, members in out.items()}
+
+    def within(self, path: str) -> sympy.Expr:
+        """Seconds per rank of the sites at or below site path ``path`` (any region: a loop, a subroutine)."""
+        import sympy
+
+        from ma_core.errors import BackendError
+
+        inside = [s.total for s in self.sites if s.path == path or s.path.startswith(path + "/")]
+        if not inside:
+            raise BackendError(f"no predicted site lies at or below {path!r}")
+        return sympy.Add(*inside)
+
+    def subroutine_total(self, name: str) -> sympy.Expr:
+        """Seconds per rank of every site inside subroutine path ``name`` (its nested subroutines included)."""
+        import sympy
+
+        from ma_core.errors import BackendError
+
+        def inside(path: str) -> bool:
+            owner = self.subroutines.get(path, "")
+            return owner == name or owner.startswith(name + "/")
+
+        found = [s.total for s in self.sites if inside(s.path)]
+        if not found:
+            raise BackendError(f"no predicted site lies in subroutine {name!r}")
+        return sympy.Add(*found)
+
+    def per_rank(self, model: ModelBuilder, values: Mapping[str, float] | None = None,
+                 expr: sympy.Expr | None = None) -> npt.NDArray[np.float64]:
+        """The total (or ``expr``, e.g. :meth:`within` a region) at every traced rank's own inputs, ``values``
+        overriding them: the slowest rank's is the run's time."""
+        return per_rank(model, self.total if expr is None else expr, values or {})
+
+    def report_fields(self) -> dict[str, Any]:
+        """What ``ma predict --format json`` reports of this prediction besides its parts (plain JSON values, by
+        name): none by default; a backend adds what its users need to see (the maps backend: the sites whose hit
+        rates were assumed)."""
+        return {}
+
+    def part(self, name: str, within: str = "") -> sympy.Expr:
+        """Seconds per rank of one part (``compute``, ``memory``, ``communication`` or ``runtime``) over the whole
+        program, or over the sites at or below site path ``within``."""
         import sympy
 
         if name not in PARTS:
             raise ValueError(f"unknown part {name!r}: expected one of {', '.join(PARTS)}")
-        return sympy.Add(*(getattr(site, name) for site in self.sites))
+        return sympy.Add(*(getattr(site, name) for site in self.sites
+                           if not within or site.path == within or site.path.startswith(within + "/")))
 
     @property
     def total(self) -> sympy.Expr:
@@ -87,6 +151,25 @@ class Prediction:
         if missing:
             raise MAError(f"prediction by backend {self.backend!r}: no value for input(s) {', '.join(missing)}")
         return float(expr)
+
+
+def _summed(name: str, sites: list[SitePrediction]) -> SitePrediction:
+    """One site of the parts of ``sites`` added up, under path ``name``."""
+    import sympy
+
+    return SitePrediction(name, *(sympy.Add(*(getattr(s, part) for s in sites)) for part in PARTS))
+
+
+def per_rank(model: ModelBuilder, expr: sympy.Expr, values: Mapping[str, float]) -> npt.NDArray[np.float64]:
+    """An expression of a prediction at every traced rank's own inputs (``values`` override them)."""
+    import numpy as np
+
+    from ma_post.evaluation import evaluate
+
+    submodel = model.submodel("predicted", expr)
+    result = evaluate(submodel, dict(values))  # its value is the mean over ranks where their inputs differ
+    seconds = np.asarray(result.value if result.per_rank is None else result.per_rank, dtype=float)
+    return np.broadcast_to(seconds, (len(submodel.ranks),)) if seconds.ndim == 0 else seconds
 
 
 class Backend(abc.ABC):

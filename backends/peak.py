@@ -34,15 +34,17 @@ class PeakBackend(Backend):
 
         bound = {sympy.Symbol(k): v for k, v in (parameters or {}).items()}
         parts: dict[str, dict[str, sympy.Expr]] = {}
+        subroutines: dict[str, str] = {}
 
         def add(quantity: str, part: str, scale: float | sympy.Expr) -> None:
-            for site, expr in model.model(quantity, inline=True).by_site():
-                site_parts = parts.setdefault(site.path, {})
-                site_parts[part] = site_parts.get(part, sympy.Integer(0)) + expr * scale
+            for term in model.model(quantity, inline=True).terms:
+                subroutines[term.site.path] = term.subroutine
+                site_parts = parts.setdefault(term.site.path, {})
+                site_parts[part] = site_parts.get(part, sympy.Integer(0)) + term.expr * scale
 
         notes = []
         add("flops", "compute", sympy.Float(1.0 / machine.peak_flops))
-        add("loadstore", "memory", sympy.Float(WORD_BYTES / (machine.triad_gbs * 1e9)))
+        add("loadstore", "memory", sympy.Float(WORD_BYTES / machine.triad_bytes_per_s))
         if machine.network is not None:
             add("mpi_count", "communication", sympy.Float(machine.network.latency_s))
             add("mpi_bytes", "communication", sympy.Float(1.0 / machine.network.bandwidth_bytes_per_s))
@@ -52,4 +54,4 @@ class PeakBackend(Backend):
         sites = tuple(SitePrediction(path, *(as_expr(p.get(name, zero)).subs(bound)
                                              for name in ("compute", "memory", "communication")))
                       for path, p in parts.items())
-        return Prediction(self.NAME, machine.name, sites, dict(parameters or {}), tuple(notes))
+        return Prediction(self.NAME, machine.name, sites, dict(parameters or {}), tuple(notes), subroutines)

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import ma
 from examples.npb_cg import cg
 from examples.npb_cg.classes import VERIFY_EPSILON, relative_error
+from examples.npb_common.mpi import start_mpi
 
 
 def main() -> int:
@@ -53,7 +54,7 @@ def main() -> int:
     if args.noops and not args.serve:
         raise SystemExit("--noops goes with --serve (--switch alternates the no-ops itself)")
 
-    MPI = cg.start_mpi()
+    MPI = start_mpi()
     comm = MPI.COMM_WORLD
     problem, niter = cg.resolve_class(args.class_name, None)
     st = cg.setup(problem, niter, comm)

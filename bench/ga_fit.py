@@ -22,7 +22,6 @@ Run: .venv/bin/python bench/ga_fit.py [--profile P | --probe] [--repeat P2] [--f
 from __future__ import annotations
 
 import argparse
-import copy
 import sys
 import time
 from collections.abc import Mapping
@@ -58,17 +57,18 @@ VARIANTS: dict[str, dict[int, dict[str, Any]]] = {
 }  # the probe's default (every level LRU and physical, L2 adjacent-line) is the shipped profile's: the main rows
 
 
-def report(label: str, machine: MachineProfile, ga: gafit.GASettings) -> tuple[float, float]:
-    fit = probe.fit_profile(machine, ga)
+def report(label: str, machine: MachineProfile, ga: gafit.GASettings) -> tuple[MachineProfile, float, float]:
+    """The profile fitted with ``ga``, the fit's seconds and CPU seconds (and its table printed)."""
+    machine = probe.fit_profile(machine, ga)
+    fit = machine.bandwidth_fit
+    assert fit is not None
     table = fit.error_table()
     print(f"\n== {label}: GA {ga.population} x {ga.generations}, seed {ga.seed}: fit in {fit.ga['seconds']:.1f} s "
           f"({fit.ga['cpu_seconds']:.1f} s CPU), fitness (sum of |relative errors|) {fit.ga['fitness']:.2f}, "
           f"floor {100 * error_floor(machine):.2f} %")
     print(gafit.format_error_table(table))
-    print("   c = " + ", ".join(f"{v:.3g}" for v in fit.latencies) + "; b (GB/s) = "
-          + ", ".join(f"{v:.3g}" for v in fit.plateaus_gbs) + "; f = " + ", ".join(f"{v:.3g}" for v in fit.penalty_f)
-          + "; x = " + ", ".join(f"{v:.3g}" for v in fit.penalty_x))
-    return float(fit.ga["seconds"]), float(fit.ga["cpu_seconds"])
+    print(f"   {fit.params.text(1e9, 'GB/s')}")
+    return machine, float(fit.ga["seconds"]), float(fit.ga["cpu_seconds"])
 
 
 def error_floor(machine: MachineProfile) -> float:
@@ -77,7 +77,7 @@ def error_floor(machine: MachineProfile) -> float:
     groups: dict[tuple[float, ...], list[float]] = {}
     for point in machine.multimaps:
         if point.pattern == "stride" and point.hit_rates is not None:
-            groups.setdefault(tuple(round(h, 9) for h in point.hit_rates), []).append(point.bandwidth_gbs)
+            groups.setdefault(tuple(round(h, 9) for h in point.hit_rates), []).append(point.bandwidth_bytes_per_s)
     total, count = 0.0, 0
     for values in groups.values():
         y = np.sort(np.array(values))
@@ -91,16 +91,16 @@ def error_floor(machine: MachineProfile) -> float:
 def repeat_report(machine: MachineProfile, path: str) -> None:
     """The two probes' point-by-point difference, and the first probe's fit checked on the second's points."""
     other = profile.load(path)
-    print(f"\n== repeat probe {path} (measured {other.host.get('measured_at')}): |relative difference| of the "
+    print(f"\n== repeat probe {path} (measured {other.host.measured_at}): |relative difference| of the "
           f"bandwidths both measured, (this - repeat) / repeat")
     print(gafit.format_error_table(repeatability.probe_difference(machine, other)))
     fit = machine.bandwidth_fit
-    repeated = {(p.curve, p.size_bytes): p.bandwidth_gbs for p in other.multimaps}
+    repeated = {(p.curve, p.size_bytes): p.bandwidth_bytes_per_s for p in other.multimaps}
     both = [p for p in machine.multimaps if p.pattern == "stride" and p.hit_rates is not None
             and (p.curve, p.size_bytes) in repeated]
     if fit is not None and both:  # the same points, so this profile's hit rates are theirs
         errors = gafit.relative_errors([repeated[p.curve, p.size_bytes] for p in both],
-                                       fit.bandwidth_gbs([p.hit_rates or [] for p in both]))
+                                       fit.bandwidth([p.hit_rates or [] for p in both]))
         print(f"this profile's last fit on the repeat probe's bandwidths ({len(both)} stride points both measured): "
               f"average |error| {100 * gafit.summarise(errors).avg_abs_rel_error:.2f} %")
 
@@ -108,11 +108,10 @@ def repeat_report(machine: MachineProfile, path: str) -> None:
 def variant(machine: MachineProfile, changes: Mapping[int, Mapping[str, Any]]) -> tuple[MachineProfile, float]:
     """The profile with its hierarchy changed and every point's hit rates simulated again; and the seconds that
     simulation took."""
-    other = copy.deepcopy(machine)
-    other.caches = [replace(c, source="override", **changes.get(c.level, {})) for c in machine.caches]
+    caches = tuple(replace(c, source="override", **changes.get(c.level, {})) for c in machine.caches)
     started = time.perf_counter()
-    probe.simulate_hit_rates(other.multimaps, other.caches, np.random.default_rng(0))
-    return other, time.perf_counter() - started
+    points = probe.simulate_hit_rates(machine.multimaps, caches, np.random.default_rng(0))
+    return replace(machine, caches=caches, multimaps=points), time.perf_counter() - started
 
 
 def main() -> int:
@@ -135,14 +134,14 @@ def main() -> int:
         if path is None:
             parser.error("no shipped profile: pass --profile or --probe")
         machine = profile.load(path)
-    print(f"profile {machine.name}: {machine.host.get('cpu_model')}, measured {machine.host.get('measured_at')} "
-          f"({machine.host.get('notes') or 'no notes'}); {len(machine.multimaps)} MultiMAPS points; caches "
+    print(f"profile {machine.name}: {machine.host.cpu_model}, measured {machine.host.measured_at} "
+          f"({machine.host.notes or 'no notes'}); {len(machine.multimaps)} MultiMAPS points; caches "
           + ", ".join(f"L{c.level} {c.size_bytes >> 10} KiB {c.ways}-way {c.line_bytes} B {c.replacement} "
                       f"prefetch {c.prefetch}" for c in machine.caches))
-    small_seconds = report("small GA", machine, replace(SMALL, seed=args.seed))
+    machine, *small_seconds = report("small GA", machine, replace(SMALL, seed=args.seed))
     small_error = machine.bandwidth_fit.avg_abs_rel_error if machine.bandwidth_fit else None
     if not args.no_paper:
-        paper_seconds = report("paper's GA", machine, replace(PAPER, seed=args.seed))
+        machine, *paper_seconds = report("paper's GA", machine, replace(PAPER, seed=args.seed))
         fit = machine.bandwidth_fit
         assert fit is not None and small_error is not None
         print(f"\naverage |error|: paper's GA {100 * (fit.avg_abs_rel_error or 0):.2f} % in {paper_seconds[0]:.1f} s "

@@ -5,10 +5,11 @@ of the whole timed loop.
                                      [--streams vector|eq1] [--repeat N]
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4. The machine profile is
-the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPU terms (``cpu.call_overhead_s``,
-``cpu.python_flops``), the oversubscribed exchange (``network.oversubscribed``: messages on more ranks than
-cores) and the two-rank Python exchange (``network.python_exchange``) come from ``ma machine probe``, measured
-once, independently of these programs (a profile without them gets them measured here first, said so).
+the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPython terms
+(``cpython.call_overhead_s``, ``cpython.python_flops``), the oversubscribed exchange (``network.oversubscribed``:
+messages on more ranks than cores) and the two-rank Python exchange (``cpython.exchange``) come from
+``ma machine probe``, measured once, independently of these programs (a profile without them gets them measured
+here first, said so).
 
 The application signature is measured before the timed runs, never from them:
 - calls from Python into compiled code per execution of each site: ``ma run --counters ccalls`` on class S,
@@ -18,7 +19,8 @@ The application signature is measured before the timed runs, never from them:
   term of a kernel without a loadstore expression, SP's): ``ma run --counters valgrind --cache PROFILE`` at
   1 rank and one iteration (``--niter 1``) of each class it predicts, since where the data sits depends on the
   problem size (CG A takes longest under Valgrind).
-Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
+``ma signature`` makes each class's signature file of the two runs (with CG's CSR row loop stated), the same command
+a user runs. Where the trace does not carry them (the runtime side writes ``Site.hit_rates``/``Site.c_calls``), the
 prediction falls back to assumed hit rates / one call per execution and says so.
 
 For each run on more ranks than cores it also prints the oversubscribed exchange latency that would have made
@@ -56,19 +58,19 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.machine import cputerms, pymessages
+from backends.base import PARTS, per_rank
+from backends.cpython import exchange
+from backends.cpython import probe as cpython_probe
 from backends.machine import profile as profiles
+from backends.machine import whatif
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
-from backends.maps import MapsBackend, MapsPrediction, whatif
-from backends.maps.measured import per_rank
-from backends.maps.signature import Signatures, save_signature_file
+from backends.maps import MapsBackend, MapsPrediction
 from backends.maps.streams import STREAMS
-from backends.maps.tracedata import measured_c_calls, measured_subscripts, site_hit_rates, site_lines_per_flop
+from backends.signature import Signatures, load_signature_file, save_signature_file
 from ma_post import ModelBuilder
 from ma_post.traceset import load
 
 ROOT = Path(__file__).resolve().parent.parent
-PARTS = ("compute", "memory", "communication")
 FORMS = ("sum", "max", "net")  # --overlap forms printed beside the default (auto): the paper's sum and max, net
 MATVEC = "conj_loop/conj_grad/cgit/matvec"  # CG's product in the timed loop, its error printed on its own
 
@@ -116,21 +118,23 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
         origin = f"shipped ({name})"
     machine = profiles.load(path)
     measured = []
-    terms = cputerms.python_terms(machine.cpu, str(path))
-    if terms is None:
-        machine.cpu.update(cputerms.measure())
-        measured.append("CPU terms")
+    terms = machine.cpython
+    if terms is None or terms.call_overhead_s is None:
+        section = cpython_probe.measure()
+        if terms is not None and terms.exchange is not None:
+            section["exchange"] = terms.exchange.to_json()
+        machine = profiles.with_block(machine, "cpython", section)
+        measured.append("CPython terms")
     elif terms.annotation_s is None:
-        machine.cpu["annotation_s"] = cputerms.measure_annotation()
+        machine = profiles.with_block(machine, "cpython.annotation_s", cpython_probe.measure_annotation())
         measured.append("the cost of an annotated site")
-    if machine.network is not None and not (machine.network.oversubscribed or {}).get("work"):
-        machine.network.oversubscribed = measure_oversubscribed(ProbeSettings())
+    if machine.network is not None and not (machine.network.oversubscribed and machine.network.oversubscribed.work):
+        machine = profiles.with_block(machine, "network.oversubscribed", measure_oversubscribed(ProbeSettings()))
         measured.append("the oversubscribed exchange")
-    if machine.network is not None and machine.network.python_exchange is None:
-        terms = cputerms.python_terms(machine.cpu, str(path))
-        machine.network.python_exchange = pymessages.measure(
+    if machine.network is not None and (machine.cpython is None or machine.cpython.exchange is None):
+        machine = profiles.with_block(machine, exchange.FIELD, exchange.measure(
             machine.caches[-1].size_bytes, latency_s=machine.network.latency_s,
-            call_overhead_s=terms.call_overhead_s if terms else None)
+            call_overhead_s=machine.cpython.call_overhead_s if machine.cpython else None))
         measured.append("the two-rank Python exchange")
     if measured:
         path = machine.save(out / "profile-with-measured-terms.json")
@@ -140,41 +144,39 @@ def machine_profile(out: Path, given: str | None) -> tuple[profiles.MachineProfi
 
 def signature_runs(app_name: str, classes: set[str], profile_path: Path, out: Path,
                    enabled: bool) -> tuple[dict[str, Signatures], list[str]]:
-    """Per class predicted: hit rates (its size's Valgrind run) and calls per execution (class S, 2 ranks)."""
+    """Per class predicted, ``ma signature`` of its size's Valgrind run (hit rates, lines per flop) with the calls
+    per execution of class S's ccalls run and the app's CSR row loops: ``DIR/<app>-<class>.signature.json``."""
     app = APPS[app_name]
     notes: list[str] = []
-    calls: dict[str, float] = {}
-    subscripts: dict[str, float] = {}
-    rates: dict[str, dict[str, tuple[float, ...]]] = {}
-    lines: dict[str, dict[str, tuple[float, ...]]] = {}
-    if enabled:
-        trace = out / f"{app_name}-signature-ccalls"
-        done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(trace), "--",
-                  sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
-        if done.returncode == 0:
-            calls, subscripts = measured_c_calls(load(trace)), measured_subscripts(load(trace))
-        if not calls:
-            notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
-                         f"{'no c_calls in the trace' if done.returncode == 0 else done.stderr.strip()[-200:]})")
-        for klass in sorted({app.hit_rate_class[c] for c in classes}):
-            trace = out / f"{app_name}-signature-cache-{klass}"
-            started = time.perf_counter()
-            ma("run", "--counters", "valgrind", "--cache", str(profile_path), "--trace-dir", str(trace), "--",
-               sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
-            ts = load(trace)
-            rates[klass] = {s.path: r for s in ts.walk() if s.type == "loadstore" and (r := site_hit_rates(s))}
-            lines[klass] = {s.path: r for s in ts.walk() if (r := site_lines_per_flop(s))}
-            print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
-                  f"{time.perf_counter() - started:.0f} s, {len(rates[klass])} sites with hit rates", flush=True)
-            if not rates[klass]:
-                notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
-    # the app's CSR row loops, at every path of their sites (the statement is the program's, not a measurement)
-    paths = {path for found_rates in rates.values() for path in found_rates} | set(calls)
-    row_loops = {path: (stated["entries"], stated["rows"]) for path in paths
-                 if (stated := app.row_loops.get(path.rsplit("/", 1)[-1]))}
-    found = {c: Signatures(dict(rates.get(app.hit_rate_class[c], {})), dict(calls),
-                           dict(lines.get(app.hit_rate_class[c], {})), dict(row_loops), dict(subscripts))
-             for c in classes}
+    if not enabled:
+        return {c: Signatures() for c in classes}, notes
+    calls = out / f"{app_name}-signature-ccalls"
+    done = ma("run", "-n", str(app.calls_procs), "--counters", "ccalls", "--trace-dir", str(calls), "--",
+              sys.executable, "-m", app.module, "--class", "S", "--niter", "1", check=False)
+    if done.returncode != 0:
+        notes.append(f"{app_name}: no calls into compiled code measured (ma run --counters ccalls: "
+                     f"{done.stderr.strip()[-200:]})")
+    # the app's CSR row loops, at every site of their ids (the statement is the program's, not a measurement)
+    stated = [arg for site_id, rows in app.row_loops.items()
+              for arg in ("--csr-rows", site_id, rows["entries"], rows["rows"])]
+    by_size: dict[str, Signatures] = {}
+    for klass in sorted({app.hit_rate_class[c] for c in classes}):
+        trace = out / f"{app_name}-signature-cache-{klass}"
+        started = time.perf_counter()
+        ma("run", "--counters", "valgrind", "--cache", str(profile_path), "--trace-dir", str(trace), "--",
+           sys.executable, "-m", app.module, "--class", klass, "--niter", "1")
+        target = out / f"{app_name}-{klass}.signature.json"
+        ma("signature", str(trace), *(["--calls", str(calls)] if done.returncode == 0 else []), *stated,
+           "--machine", str(profile_path), "-o", str(target))
+        by_size[klass] = load_signature_file(target, profiles.load(profile_path).levels)
+        print(f"  signature run {app_name.upper()} {klass} under Valgrind with the cache: "
+              f"{time.perf_counter() - started:.0f} s, {len(by_size[klass].hit_rates)} sites with hit rates",
+              flush=True)
+        if not by_size[klass].hit_rates:
+            notes.append(f"{app_name} {klass}: the trace carries no hit rates; assumed ones used")
+        if done.returncode == 0 and not by_size[klass].c_calls:
+            notes.append(f"{app_name}: no c_calls in the ccalls run's trace")
+    found = {c: by_size[app.hit_rate_class[c]] for c in classes}
     for klass, signature in found.items():  # for `ma predict --signatures` on runs of that class
         save_signature_file(signature, out / f"{app_name}-{klass}.signature.json")
     return found, notes
@@ -204,17 +206,14 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     paper = MapsBackend(signatures=signatures, overlap="sum", streams=streams).predict(builder, machine)
     over = machine.network.oversubscribed if machine.network else None
     slower = None  # the same prediction with the oversubscribed exchange's latency doubled: its slope
-    if over and procs > int(machine.host.get("cpus") or 0):
+    if over and procs > machine.host.cpus:
         doubled = whatif.apply(machine, whatif.parse("network.oversubscribed.latency_s=*2"))
         slower = MapsBackend(signatures=signatures, streams=streams).predict(builder, doubled)
     rows = []
     subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
                    and s.path.startswith(app.timed_loop + "/")]
     for label, path in (("timed loop", app.timed_loop), (app.subroutine.rsplit("/", 1)[-1], app.subroutine)):
-        sites = [s for s in prediction.sites if s.path == path or s.path.startswith(path + "/")]
-        parts = {p: slowest(builder, sum((getattr(s, p) for s in sites), 0)) for p in PARTS}
-        parts["interpreter"] = slowest(builder, prediction.interpreter_total(path))
-        parts["compute"] -= parts["interpreter"]
+        parts = {p: slowest(builder, prediction.part(p, path)) for p in PARTS}
         rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "app": app_name, "class": klass,
                      "procs": procs, "round": round_, "region": label, "path": path,
                      "predicted": slowest(builder, prediction.within(path)),
@@ -223,7 +222,7 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
                      "predicted_sum": slowest(builder, paper.within(path)),
                      "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
                      "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
-        if over and over.get("work") and procs > int(machine.host.get("cpus") or 0):
+        if over and over.work and procs > machine.host.cpus:
             # the model's work per message, and the wall time per message that would make this prediction exact
             messages = slowest(builder, prediction.messages)
             rows[-1]["work_per_message_s"] = slowest(builder, prediction.work_per_message)
@@ -233,9 +232,9 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
         if over and slower is not None:  # the exchange latency that would make this prediction exact
             predicted = slowest(builder, prediction.within(path))
             measured = float(np.max(measured_seconds(builder, path)))
-            slope = (slowest(builder, slower.within(path)) - predicted) / over["latency_s"]
+            slope = (slowest(builder, slower.within(path)) - predicted) / over.latency_s
             if slope > 0:
-                rows[-1]["latency_exact_s"] = over["latency_s"] + (measured - predicted) / slope
+                rows[-1]["latency_exact_s"] = over.latency_s + (measured - predicted) / slope
     if app_name == "cg":
         measured_matvec = float(np.max(measured_seconds(builder, MATVEC)))
         for key, form in (("matvec_error", prediction), ("matvec_error_sum", paper)):
@@ -311,17 +310,17 @@ def main() -> int:
     out = Path(args.out).absolute()
     out.mkdir(parents=True, exist_ok=True)
     machine, profile_path, origin = machine_profile(out, args.profile)
-    terms = cputerms.python_terms(machine.cpu)
-    assert terms is not None
+    terms = machine.cpython
+    assert terms is not None and terms.python_flops is not None and terms.call_overhead_s is not None
     print(f"profile: {machine.name}, {origin}; peak {machine.peak_flops:.3g} flop/s (C sites); NumPy rate "
           f"{terms.python_flops:.3g} flop/s (Python sites); {terms.call_overhead_s * 1e9:.0f} ns per call into "
           f"compiled code; ns per annotation site: {_annotation_text(terms.annotation_s)}", flush=True)
     over = machine.network.oversubscribed if machine.network else None
     if machine.network and over:
-        print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over['latency_s'] * 1e6:.1f} us "
-              f"on {over['ranks']} ranks over {over['cores']} cores (the oversubscribed exchange)", flush=True)
-        if over.get("work"):
-            curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.0f}" for row in over["work"])
+        print(f"  messages: {machine.network.latency_s * 1e6:.2f} us on 2 ranks, {over.latency_s * 1e6:.1f} us "
+              f"on {over.ranks} ranks over {over.cores} cores (the oversubscribed exchange)", flush=True)
+        if over.work:
+            curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
             print(f"  with work between messages, us of work -> us per message: {curve}", flush=True)
     cases = [(a, c, int(p)) for a, c, p in (case.split(":") for case in args.cases.split(","))]
     signatures: dict[tuple[str, str], Signatures] = {}
@@ -343,19 +342,19 @@ def main() -> int:
     repeated = args.repeat > 1
     print(f"\n{'case':<12} " + ("run " if repeated else "") + f"{'region':<11} {'predicted s':>12} "
           f"{'measured s':>11} {'error':>8} " + " ".join(f"{name:>7}" for name in FORMS)
-          + "   share of the prediction: compute / memory / comm / interpreter")
+          + "   share of the prediction: compute / memory / comm / runtime")
     for row in rows:
         measured = row["measured"]
         for name in ("", *FORMS):
             key = f"_{name}" if name else ""
             row[f"error{key}"] = (row[f"predicted{key}"] - measured) / measured
         parts = row["parts"]
-        shares = " / ".join(f"{100 * parts[p] / row['predicted']:.0f}%" for p in (*PARTS, "interpreter"))
+        shares = " / ".join(f"{100 * parts[p] / row['predicted']:.0f}%" for p in PARTS)
         print(f"{row['case']:<12} " + (f"{row['round']:>3} " if repeated else "") + f"{row['region']:<11} "
               f"{row['predicted']:12.4g} {measured:11.4g} "
               + " ".join(f"{100 * row[f'error_{name}' if name else 'error']:+7.1f}%" for name in ("", *FORMS))
               + f"   {shares}")
-    cores = int(machine.host.get("cpus") or 0)
+    cores = machine.host.cpus
     rounds = [[r for r in rows if r["round"] == k] for k in range(1, args.repeat + 1)]
     for k, round_rows in enumerate(rounds, 1):
         summary = summarise(round_rows, cores, f"round {k}: " if repeated else "")
@@ -374,11 +373,11 @@ def main() -> int:
     for row in rows:
         if "work_per_message_s" in row and row["region"] == "timed loop":
             print(f"{label(row)}: work per message {row['work_per_message_s'] * 1e6:.1f} us (compute + memory + "
-                  f"interpreter over the whole run's messages); the prediction would be exact with "
+                  f"runtime over the whole run's messages); the prediction would be exact with "
                   f"{row.get('wait_exact_s', 0) * 1e6:+.1f} us more wait per message")
     if implied and machine.network and machine.network.oversubscribed:
         print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "
-              f"(the profile's: {machine.network.oversubscribed['latency_s'] * 1e6:.0f})")
+              f"(the profile's: {machine.network.oversubscribed.latency_s * 1e6:.0f})")
     for note in notes:
         print(f"note: {note}")
     (out / "accuracy.json").write_text(json.dumps({"profile": machine.name, "rows": rows, "summary": summary,

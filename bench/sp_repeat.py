@@ -22,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import ma  # first: loads the PMPI library before MPI starts, when annotations are on
+from examples.npb_common.mpi import start_mpi
 from examples.npb_sp import sp
 from examples.npb_sp.exact import initialize
 
@@ -34,7 +35,7 @@ def main() -> int:
     args = parser.parse_args()
     if ma.DISABLED:
         raise SystemExit("sp_repeat.py compares the runtime with the no-ops: run it under ma run, without MA_DISABLE")
-    MPI = sp.start_mpi()
+    MPI = start_mpi()
     comm = MPI.COMM_WORLD
     problem, niter = sp.resolve_class(args.class_name, args.niter)
     st = sp.setup(problem, niter, comm)

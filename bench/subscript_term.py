@@ -20,10 +20,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from backends.base import per_rank  # noqa: E402
 from backends.machine import profile as profiles  # noqa: E402
 from backends.maps import MapsBackend  # noqa: E402
-from backends.maps.measured import per_rank  # noqa: E402
-from backends.maps.signature import load_signature_file  # noqa: E402
+from backends.signature import load_signature_file  # noqa: E402
 from ma_post import ModelBuilder  # noqa: E402
 from ma_post.traceset import load  # noqa: E402
 

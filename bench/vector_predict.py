@@ -229,9 +229,9 @@ def main() -> None:
               + (", ".join(f"{level} {curve_at(curve, size):.0f}" for level, size in sizes) if curve else "none"))
     cores = 1  # the kernels run on one core (no -fopenmp)
     lanes = host_profile(machine, cores).avl_max
-    print(f"host: {machine.name} ({machine.host.get('cpu_model')}; measured {machine.host.get('measured_at', '?')}), "
-          f"{machine.cpu['isa']} peak {machine.peak_flops / 1e9:.1f} GF/s one core, {lanes} lanes, triad "
-          f"{machine.triad_gbs:.1f} GB/s; caches " + ", ".join(f"L{c.level} {c.size_bytes >> 10} KiB"
+    print(f"host: {machine.name} ({machine.host.cpu_model}; measured {machine.host.measured_at or '?'}), "
+          f"{machine.cpu.isa} peak {machine.peak_flops / 1e9:.1f} GF/s one core, {lanes} lanes, triad "
+          f"{machine.triad_bytes_per_s / 1e9:.1f} GB/s; caches " + ", ".join(f"L{c.level} {c.size_bytes >> 10} KiB"
                                                               for c in machine.caches))
     header = (f"{'kernel':<11}{'N':>8} {'build':<11}{'MV':>3}{'AVL':>5}{'set':>5}{'GB/s min/mixed/max':>20}"
               f"{'measured s':>12}" + "".join(f"{'pred ' + s:>12}{'err':>8}" for s in SCENARIOS) + f"{'best':>8}"
@@ -361,13 +361,14 @@ def print_gather(machine: MachineProfile, gather: Run, matvec: Run, rows: int) -
     whole working set (the probe's random loop has its index in cache; matvec's streams from memory), and
     matvec read the way it runs: its streams (a, colidx, q, rowstr) at the triad, its reads of p on the random
     curve at p's size (not one of Figure 4's scenarios, which give a loop one bandwidth)."""
-    random = [p for p in machine.multimaps if p.pattern == "random"]
+    random = [simd_curve.SimdPoint(p.size_bytes, p.bandwidth_bytes_per_s / 1e9) for p in machine.multimaps
+              if p.pattern == "random"]
     accesses, p_bytes = gather.trip, 8.0 * rows  # one (index, value) pair per access; the probe counts 12 bytes
     at = {name: 12.0 / (curve_at(random, size) * 1e9) for name, size in (("p", p_bytes), ("all", gather.working_set))}
     print(f"matvec's gathers alone ({accesses} reads of p[colidx[k]], p {p_bytes / 1e6:.1f} MB, colidx streamed): "
           f"{gather.seconds / accesses * 1e9:.2f} ns per read measured; the random curve says {at['p'] * 1e9:.2f} ns "
           f"at p's size ({level_name(machine, p_bytes)}), {at['all'] * 1e9:.2f} ns at the gathers' whole set")
-    streamed = (matvec.words - accesses) * 8.0 / (machine.triad_gbs * 1e9)
+    streamed = (matvec.words - accesses) * 8.0 / machine.triad_bytes_per_s
     print(f"matvec as it runs: streams {streamed * 1e3:.2f} ms at the triad + reads of p {accesses * at['p'] * 1e3:.2f}"
           f" ms = {(streamed + accesses * at['p']) * 1e3:.2f} ms; measured {matvec.seconds * 1e3:.2f} ms "
           f"({matvec.seconds / accesses * 1e9:.2f} ns per entry; its gathers alone {gather.seconds * 1e3:.2f} ms)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os as _os
 from typing import Any
 
+from ma_core.disable import annotations_disabled as _annotations_disabled
 from ma_core.errors import (
     AnnotationError,
     CounterError,
@@ -35,7 +36,7 @@ from ma_core.trace_format import MPI_TYPES
 
 __version__ = "0.1.0"
 
-DISABLED = _os.environ.get("MA_DISABLE", "").strip().lower() in ("1", "true", "yes", "on")
+DISABLED = _annotations_disabled(_os.environ)
 
 MPI_ANNOTATIONS = MPI_TYPES
 

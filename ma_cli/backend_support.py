@@ -16,9 +16,6 @@ if TYPE_CHECKING:
     from ma_post.evaluation import RankChoice
     from ma_post.report.build import PredictionSummary
 
-PARTS = ("compute", "memory", "communication")
-
-
 def add_backend_option(parser: CommandParser, what: str) -> None:
     """``--backend`` and ``--machine``, and every installed backend's own options as ``ma predict`` has them."""
     from ma_cli.commands.predict import add_backend_arguments_when_parsed
@@ -70,19 +67,16 @@ def time_function(builder: ModelBuilder, prediction: Prediction,
 def summary(builder: ModelBuilder, prediction: Prediction, values: Mapping[str, float]) -> PredictionSummary:
     """What the report shows of a prediction: per subroutine (or per site) seconds and the three parts' shares,
     predicted against measured where the trace timed the subroutines, and the total as an expression."""
-    from backends.maps import MapsPrediction
-    from backends.maps.measured import compare
+    from backends.measured import compare
     from ma_cli.commands.predict import mean_value, site_rows
     from ma_post.report.build import PredictionSummary
 
-    by_subroutine = getattr(prediction, "by_subroutine", None)
-    if callable(by_subroutine):
-        rows, by = site_rows(builder, list(by_subroutine().items()), dict(values)), "subroutine"
+    measured = []
+    if prediction.subroutines:  # the backend names each site's subroutine: it sums its sites inside any of them
+        rows, by = site_rows(builder, list(prediction.by_subroutine().items()), dict(values)), "subroutine"
+        measured = [(c.subroutine, c.predicted_s, c.measured_s) for c in compare(builder, prediction, values)]
     else:
         rows, by = site_rows(builder, [(s.path, s) for s in prediction.sites], dict(values)), "site"
-    measured = []
-    if isinstance(prediction, MapsPrediction):  # the maps backend can sum its sites inside any subroutine
-        measured = [(c.subroutine, c.predicted_s, c.measured_s) for c in compare(builder, prediction, values)]
     return PredictionSummary(backend=prediction.backend, machine=prediction.machine, total=prediction.total,
                              total_s=mean_value(builder, prediction.total, dict(values)), by=by, rows=rows,
                              measured=measured, notes=list(prediction.notes))

@@ -35,6 +35,17 @@ class CommandParser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
+def trace_command(subparsers: Any, name: str, help_text: str, description: str,
+                  *option_groups: Callable[[argparse.ArgumentParser], None]) -> CommandParser:
+    """The parser of a subcommand that reads a run's traces (``ma``'s subparsers make CommandParsers): the trace
+    directory's arguments first, then each group of options in turn."""
+    parser: CommandParser = subparsers.add_parser(name, help=help_text, description=description)
+    add_trace_arguments(parser)
+    for add_options in option_groups:
+        add_options(parser)
+    return parser
+
+
 def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace_dir", metavar="DIR", help="trace directory of a run (MA_TRACE_DIR)")
     parser.add_argument("--allow-missing", action="store_true",
@@ -44,6 +55,10 @@ def add_trace_arguments(parser: argparse.ArgumentParser) -> None:
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inline", action="store_true",
                         help="substitute derived variables by their definitions (default: keep them named)")
+    add_conditional_argument(parser)
+
+
+def add_conditional_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--conditional", choices=("literal", "observed"), default="literal",
                         help="sites that ran fewer times than their enclosing loops predict: count them as "
                              "written (literal, default) or scale by the ratio the trace shows (observed)")

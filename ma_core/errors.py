@@ -1,4 +1,32 @@
-"""The one exception tree of the project: every error raised on purpose derives from MAError."""
+"""The one exception tree of the project: every error the SDK raises on purpose derives from MAError, and every
+class of the tree is defined here (the modules that raise them import them from here).
+
+    MAError
+    ├── ExpressionError              an expression that cannot be parsed or evaluated
+    │   ├── UndefinedVariableError   it names a variable not declared where it is evaluated
+    │   └── ExpressionDomainError    division by zero, log of a non-positive number
+    ├── AnnotationError              an annotation used wrongly                       (ma, ma_runtime)
+    ├── CounterError                 a counter provider that cannot be set up         (ma_runtime.counters)
+    ├── LaunchError                  ``ma run`` could not start the job               (ma_tools.launch)
+    ├── ToolBuildError               a C part could not be built                      (ma_tools)
+    ├── TraceError                   a trace file missing, corrupt, of another schema (ma_post)
+    ├── SiteNotFoundError            a site path the trace set does not have          (ma_post)
+    ├── ModelError                   a model that cannot be built or evaluated        (ma_post)
+    │   └── IterationSumError        an expression in iter with no closed-form sum   (ma_post.itersum)
+    ├── RangeError                   a --set / --at value that is no number or range  (ma_post.studies)
+    ├── LoopmarkError                the compiler's vectorisation report failed       (ma_post.loopmark)
+    ├── SynthError                   a site tree that cannot become a synthetic trace (ma_post.interop)
+    ├── ReplayError                  SimGrid's replay missing or failed               (ma_post.interop)
+    ├── ProfileError                 a machine profile missing or with a bad field    (backends)
+    ├── BackendError                 a backend missing or not implementing the API    (backends)
+    ├── FitError                     data the bandwidth fit cannot use                (backends.machine)
+    └── ProbeError                   a measurement of the machine probe that failed   (backends.machine)
+        ├── CPUTermsError            a CPU-term kernel timed at zero or less
+        ├── PythonExchangeError      the Python exchange probe failed
+        └── SubscriptProbeError      a subscript loop timed no slower than its bare twin
+
+``ma_cli`` is the one place that turns them into a one-line message and an exit status.
+"""
 
 from __future__ import annotations
 
@@ -83,6 +111,10 @@ class ModelError(MAError):
     with no value)."""
 
 
+class IterationSumError(ModelError):
+    """An expression in ``iter`` whose sum over a loop's iterations has no closed form here."""
+
+
 class SiteNotFoundError(MAError):
     """A site asked for by path that the trace set does not have (or has more than once)."""
 
@@ -111,3 +143,39 @@ class ProfileError(MAError):
 
 class BackendError(MAError):
     """A machine backend that is not installed, cannot be imported or does not implement the interface."""
+
+
+class FitError(MAError):
+    """Data the bandwidth fit cannot use (shapes, hit rates that are not cumulative, bandwidths <= 0)."""
+
+
+class ProbeError(MAError):
+    """A measurement of the probe that failed (the MPI ping-pong, an allocation)."""
+
+
+class CPUTermsError(ProbeError):
+    """A CPU-term measurement that gave no usable figure (a kernel timed at zero or less)."""
+
+
+class PythonExchangeError(ProbeError):
+    """The Python exchange probe failed (no mpiexec, a rank's error, unreadable output)."""
+
+
+class SubscriptProbeError(ProbeError):
+    """A subscript timing that gave no usable figure (a loop timed no slower than its bare twin)."""
+
+
+class RangeError(MAError):
+    """A --set or --at value that is not a number, list or range."""
+
+
+class LoopmarkError(MAError):
+    """The compiler could not be run on the source, or the source could not be read."""
+
+
+class SynthError(MAError):
+    """The site tree cannot be turned into a synthetic trace (names the site and what is missing)."""
+
+
+class ReplayError(MAError):
+    """smpirun is missing or the replay failed (its output is in the message)."""

@@ -39,9 +39,7 @@ def site_text(ts: TraceSet, site: Site) -> str:
     if site.type == "subroutine":
         return f"subroutine {site.id}"
     text = f"{site.type} {site.id}: {site.expr if site.expr is not None else '?'}"
-    if site.count_expr is not None and site.count_expr.strip() != "1":
-        text += f" (count {site.count_expr})"
-    return text
+    return text + (f" (count {site.count_text})" if site.count_text else "")
 
 
 def _values(ts: TraceSet, site: Site) -> str:

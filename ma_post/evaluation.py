@@ -4,6 +4,12 @@ Numbers are float64 with the semantics of the exported code (the same NumPy prin
 agrees with the exported Python, C and Octave functions. Inputs not given are taken from the trace:
 an input with the same value on every rank is a scalar; a rank-dependent one (e.g. a local size) gives a
 result per traced rank, reduced to the mean, min or max over ranks, or taken at one rank.
+
+A model in ``rank`` itself (a neighbour count ``min(rank, 1) + min(nprocs - 1 - rank, 1)``) is evaluated on
+every rank of the *evaluated* job: ``nprocs`` given (``--set nprocs=1024``: ranks 0..1023), else the traced one,
+and reduced over those ranks the same way. A rank outside the job (``rank >= nprocs``) is an error, and so is an
+input that differs between the traced ranks without being an expression of ``rank`` when the job has another
+size: its value on the new ranks is unknown.
 """
 
 from __future__ import annotations
@@ -39,9 +45,15 @@ class NumericModel(Protocol):
     @property
     def cache(self) -> dict[str, Any]: ...
 
+    @property
+    def size(self) -> int: ...
+
     def inlined(self) -> sympy.Expr: ...
 
 RankChoice = int | str | None  # None: per rank + mean; "mean" | "min" | "max"; or a rank number
+RANK = "rank"  # the variable of a process's rank (the name peer= expressions use)
+PROCS = "nprocs"  # the variable of the job's process count
+_RANK_CHUNK = 1 << 16  # ranks evaluated at once over a large job
 
 
 @dataclass
@@ -53,15 +65,33 @@ class Evaluation:
     ranks: np.ndarray | None = None
     from_trace: dict[str, str] = field(default_factory=dict)  # input -> how its value was taken from the trace
     unused: list[str] = field(default_factory=list)  # given values the model does not depend on
+    # Over the ranks of an evaluated job of another size (a model in ``rank``): per grid point, the smallest and
+    # largest value and the rank of the largest (``per_rank`` is None then: each point may have its own ranks).
+    job_spread: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def worst_rank(self) -> tuple[int, Any] | None:
         """(rank, value) of the rank with the largest value, when the result depends on the rank."""
+        if self.job_spread is not None:
+            _, high, at = (np.asarray(a).reshape(-1) for a in self.job_spread)
+            idx = int(np.nanargmax(high))
+            return int(at[idx]), float(high[idx])
         if self.per_rank is None or self.ranks is None:
             return None
         flat = self.per_rank.reshape(len(self.ranks), -1)
         score = np.nanmax(flat, axis=1)
         idx = int(np.nanargmax(score))
         return int(self.ranks[idx]), self.per_rank[idx]
+
+    def spread(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Per grid point (flattened): the smallest and the largest value over the ranks and the rank of the
+        largest; None when the result does not depend on the rank."""
+        if self.job_spread is not None:
+            return tuple(np.asarray(a, dtype=float).reshape(-1) for a in self.job_spread)  # type: ignore[return-value]
+        if self.per_rank is None or self.ranks is None:
+            return None
+        flat = np.asarray(self.per_rank).reshape(len(self.ranks), -1)
+        at = self.ranks[np.nanargmax(np.where(np.isnan(flat), -np.inf, flat), axis=0)]
+        return np.nanmin(flat, axis=0), np.nanmax(flat, axis=0), at.astype(float)
 
 
 def numeric_function(model: NumericModel) -> Callable[..., Any]:
@@ -99,9 +129,20 @@ def _call(model: NumericModel, arrays: list[Any]) -> Any:
     return np.broadcast_to(np.asarray(result, dtype=float), shape).copy() if shape else float(result)
 
 
-def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None) -> Evaluation:
-    """Evaluate ``model`` with ``values`` (scalars or broadcastable arrays); missing inputs from the trace."""
+def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None,
+             procs_name: str = PROCS) -> Evaluation:
+    """Evaluate ``model`` with ``values`` (scalars or broadcastable arrays); missing inputs from the trace.
+
+    ``procs_name`` names the job's process count: given, it sets the ranks a model in ``rank`` is evaluated on.
+    """
     given = {name: np.asarray(value, dtype=float) for name, value in values.items()}
+    if isinstance(rank, str) and rank not in ("mean", "min", "max"):
+        raise ModelError(f"rank must be a rank number, 'mean', 'min' or 'max', not {rank!r}")
+    job = _job_size(model, given, procs_name)
+    if RANK in given:
+        _check_ranks(given[RANK], job, procs_name)
+    if RANK in model.inputs and RANK not in given:
+        return _over_the_job(model, given, rank, job, procs_name)
     unused = sorted(set(given) - set(model.inputs))
     grid_shape = np.broadcast_shapes(*(v.shape for v in given.values())) if given else ()
     arrays: list[Any] = []
@@ -111,11 +152,8 @@ def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice
         if name in given:
             arrays.append(given[name])
             continue
-        traced = model.trace_values.get(name)
-        if traced is None or not np.isfinite(traced).any():
-            raise ModelError(f"{model.quantity}: input {name!r} has no value in the trace; give it "
-                             f"(--set {name}=...)")
-        present = traced[np.isfinite(traced)]
+        present = _traced(model, name)
+        traced = model.trace_values[name]
         if np.all(present == present[0]):
             arrays.append(np.asarray(float(present[0])))
             from_trace[name] = f"{_fmt(present[0])} (traced)"
@@ -137,10 +175,118 @@ def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice
     per_rank = np.asarray(_call(model, arrays), dtype=float)
     per_rank = np.broadcast_to(per_rank, (len(model.ranks), *tuple(grid_shape))).copy()
     reducer = {"min": np.nanmin, "max": np.nanmax}.get(rank if isinstance(rank, str) else "", np.nanmean)
-    if isinstance(rank, str) and rank not in ("mean", "min", "max"):
-        raise ModelError(f"rank must be a rank number, 'mean', 'min' or 'max', not {rank!r}")
     value = reducer(per_rank, axis=0)
     return Evaluation(value if np.ndim(value) else float(value), per_rank, model.ranks, from_trace, unused)
+
+
+def _traced(model: NumericModel, name: str) -> np.ndarray:
+    """The input's traced values on the ranks that declared it; ModelError when none did."""
+    traced = model.trace_values.get(name)
+    if traced is None or not np.isfinite(traced).any():
+        raise ModelError(f"{model.quantity}: input {name!r} has no value in the trace; give it (--set {name}=...)")
+    return traced[np.isfinite(traced)]
+
+
+def _job_size(model: NumericModel, given: Mapping[str, np.ndarray], procs_name: str) -> np.ndarray:
+    """Processes of the evaluated job: ``procs_name`` given, else traced (its value, or the traced job's size)."""
+    if procs_name in given:
+        size = given[procs_name]
+        if np.any(~np.isfinite(size)) or np.any(size < 1) or np.any(size != np.round(size)):
+            raise ModelError(f"{procs_name} is a number of processes: a whole number >= 1")
+        return size
+    traced = model.trace_values.get(procs_name)
+    if traced is not None and np.isfinite(traced).any():
+        return np.asarray(float(np.nanmax(traced)))
+    return np.asarray(float(model.size or len(model.ranks)))
+
+
+def _check_ranks(ranks: np.ndarray, job: np.ndarray, procs_name: str) -> None:
+    """A rank of the evaluated job is a whole number in 0..nprocs-1."""
+    ranks, job = np.broadcast_arrays(ranks, job)
+    bad = (ranks < 0) | (ranks >= job) | (ranks != np.round(ranks))
+    if bad.any():
+        at = np.flatnonzero(bad.reshape(-1))[0]
+        raise ModelError(f"rank {_fmt(ranks.reshape(-1)[at])} is not a rank of a job of {procs_name}="
+                         f"{_fmt(job.reshape(-1)[at])} processes (ranks 0..{_fmt(job.reshape(-1)[at] - 1)})")
+
+
+def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankChoice, job: np.ndarray,
+                  procs_name: str) -> Evaluation:
+    """A model in ``rank``: evaluated on every rank 0..P-1 of the job at each grid point, then reduced."""
+    if procs_name in given and procs_name not in model.inputs:
+        given = {k: v for k, v in given.items() if k != procs_name}  # it sets the ranks, not a model input
+    unused = sorted(set(given) - set(model.inputs))
+    grid_shape = np.broadcast_shapes(job.shape, *(v.shape for v in given.values()))
+    sizes = np.broadcast_to(job, grid_shape)
+    traced_size = float(model.size or len(model.ranks))
+    inputs: dict[str, np.ndarray] = {}
+    from_trace = {RANK: (f"0..{_fmt(sizes.max() - 1)} (every rank of the evaluated job)" if sizes.min() == sizes.max()
+                         else "every rank of the evaluated job (0..nprocs-1)")}
+    per_traced_rank: list[str] = []
+    for name in model.inputs:
+        if name == RANK:
+            continue
+        if name in given:
+            inputs[name] = np.broadcast_to(given[name], grid_shape)
+            continue
+        present = _traced(model, name)
+        if np.all(present == present[0]):
+            inputs[name] = np.broadcast_to(np.asarray(float(present[0])), grid_shape)
+            from_trace[name] = f"{_fmt(present[0])} (traced)"
+        elif np.all(sizes == traced_size) and len(model.ranks) == traced_size:
+            per_traced_rank.append(name)
+            from_trace[name] = f"{_fmt(present.min())}..{_fmt(present.max())} (per traced rank)"
+        else:
+            raise ModelError(f"{model.quantity}: input {name!r} differs between the traced ranks "
+                             f"({_fmt(present.min())}..{_fmt(present.max())}) and is not an expression of {RANK}: "
+                             f"its value on the ranks of a {procs_name}={_fmt(sizes.max())} job is unknown; declare "
+                             f"it as an expression of {RANK} and {procs_name} (ma.assign, "
+                             "ma_def_variable_assign_int) or give it (--set)")
+    if isinstance(rank, int) and not isinstance(rank, bool):
+        _check_ranks(np.asarray(float(rank)), sizes, procs_name)
+    value = np.empty(grid_shape)
+    low, high, high_at = np.empty(grid_shape), np.empty(grid_shape), np.empty(grid_shape)
+    order = {name: np.argsort(model.ranks) for name in per_traced_rank}
+    for size in np.unique(sizes):
+        where = sizes == size
+        points = {name: array[where] for name, array in inputs.items()}
+        if isinstance(rank, int) and not isinstance(rank, bool):
+            chosen = _ranks_values(model, points, np.asarray([float(rank)]), per_traced_rank, order)
+            value[where] = low[where] = high[where] = chosen[0]
+            high_at[where] = rank
+            continue
+        total, lo, hi, at = np.zeros(where.sum()), None, None, None
+        for start in range(0, int(size), _RANK_CHUNK):
+            ranks = np.arange(start, min(int(size), start + _RANK_CHUNK), dtype=float)
+            chunk = _ranks_values(model, points, ranks, per_traced_rank, order)
+            total += np.nansum(chunk, axis=0)
+            chunk_lo, chunk_hi = np.nanmin(chunk, axis=0), np.nanmax(chunk, axis=0)
+            chunk_at = ranks[np.argmax(np.where(np.isnan(chunk), -np.inf, chunk), axis=0)]
+            if lo is None or hi is None or at is None:
+                lo, hi, at = chunk_lo, chunk_hi, chunk_at
+            else:
+                at = np.where(chunk_hi > hi, chunk_at, at)
+                lo, hi = np.fmin(lo, chunk_lo), np.fmax(hi, chunk_hi)
+        low[where], high[where], high_at[where] = lo, hi, at
+        value[where] = {"min": lo, "max": hi}.get(rank if isinstance(rank, str) else "", total / size)
+    result: Any = value if value.ndim else float(value)
+    return Evaluation(result, from_trace=from_trace, unused=unused, job_spread=(low, high, high_at))
+
+
+def _ranks_values(model: NumericModel, points: Mapping[str, np.ndarray], ranks: np.ndarray,
+                  per_traced_rank: list[str], order: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The model on ``ranks`` (axis 0) at each grid point (axis 1)."""
+    arrays: list[Any] = []
+    for name in model.inputs:
+        if name == RANK:
+            arrays.append(ranks[:, None])
+        elif name in per_traced_rank:  # the traced job itself: rank r's own traced value
+            traced = model.trace_values[name][order[name]]
+            arrays.append(traced[ranks.astype(np.int64)][:, None])
+        else:
+            arrays.append(np.asarray(points[name], dtype=float)[None, :])
+    n_points = len(next(iter(points.values()))) if points else 1
+    return np.broadcast_to(np.asarray(_call(model, arrays), dtype=float), (len(ranks), n_points))
 
 
 def evaluate_at_trace(model: NumericModel) -> np.ndarray:

@@ -55,10 +55,10 @@ def _scope_lines(ts: TraceSet, scope: Site, depth: int, lines: list[str], printe
 def site_line(site: Site, depth: int) -> str:
     if site.type == "subroutine":
         return f"{depth}:subroutine:{site.id}"
-    line = f"{depth}:{site.type}:{site.expr if site.expr is not None else ''}"
-    if site.count_expr is not None and site.count_expr.strip() != "1":
-        line += f":count={site.count_expr}"
-    return line
+    fields = [str(depth), site.type, site.expr if site.expr is not None else ""]
+    if site.count_text:
+        fields.append(f"count={site.count_text}")
+    return ":".join(fields)
 
 
 def format_ir(ts: TraceSet, *, inputs: bool = False, subroutines: bool = True) -> str:

@@ -11,22 +11,18 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ma_core.errors import MAError
+from ma_core.errors import LoopmarkError
+from ma_core.programs import run_program
 
 DEFAULT_FLAGS = ("-O3", "-march=x86-64-v3", "-fopenmp")
 _LOOP = re.compile(r"\b(for|while)\s*\(|\bdo\s*\{")
 _OMP = re.compile(r"^\s*#\s*pragma\s+omp\s+(.*)$")
 _GCC = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<kind>optimized|missed|note): (?P<msg>.*)$")
 _CLANG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): remark: (?P<msg>.*?) \[-Rpass(?P<pass>[-a-z]*)=")
-
-
-class LoopmarkError(MAError):
-    """The compiler could not be run on the source, or the source could not be read."""
 
 
 @dataclass
@@ -95,13 +91,7 @@ def source_loops(source: Path, openmp: bool) -> dict[int, Loopmark]:
 
 
 def _run(argv: list[str]) -> str:
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise LoopmarkError(f"cannot run {' '.join(argv)}: {exc}") from None
-    if done.returncode != 0:
-        raise LoopmarkError(f"{' '.join(argv)} failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-    return done.stderr
+    return run_program(argv, LoopmarkError, "the vectorisation report", timeout=300).stderr
 
 
 def compiler_report(source: Path, compiler: str, flags: tuple[str, ...] = DEFAULT_FLAGS) -> str:

@@ -4,9 +4,12 @@ The model of a quantity is the sum over the sites of that type of
 
     (the site's expression) x (the trip-count expressions of its enclosing loops) x (repeat factors)
 
-and, for MPI quantities, also the site's ``count_expr`` (messages per call). A *repeat factor* k is used
-when a site runs exactly k times per execution of its parent on every rank (e.g. a subroutine called
-twice in each iteration). When the trace shows a site running a fraction of the times its enclosing
+and, for MPI quantities, also the site's ``count_expr`` (messages per call). Inside a loop an expression may use
+``iter``, the iteration (from 0) of the innermost enclosing loop; there the product by the trip count becomes
+the exact sum over the iterations (ma_post.itersum: ``1 + min(iter, 1)`` over ``n`` iterations is ``2*n - 1``),
+loop by loop from the site outwards, so a trip count that depends on an outer loop's ``iter`` is summed too.
+A *repeat factor* k is used when a site runs exactly k times per execution of its parent on every rank (e.g.
+a subroutine called twice in each iteration). When the trace shows a site running a fraction of the times its enclosing
 loops predict (inside an ``if``) or a varying number of times, the model keeps the literal factor 1 and
 records a note; ``conditional="observed"`` uses the observed ratio instead (exact at the traced
 parameters, an assumption elsewhere).
@@ -31,6 +34,7 @@ import sympy
 from ma_core.errors import ModelError
 
 from .evaluation import evaluate, evaluate_at_trace
+from .itersum import ITER, IterationSumError, sum_over_iterations
 from .quantities import BASE_QUANTITIES, DEFAULT_QUANTITIES, RATIOS, known_quantities, normalise_quantity
 from .sympy_expr import symbol, to_sympy, to_text
 from .traceset import Site, SiteKey, TraceSet, rank_ranges
@@ -41,7 +45,7 @@ class Note:
     """Something the user should know about how the model was built."""
 
     kind: str  # conditional, repeated, varying, loop_mismatch, calls, threads, expr_differs, no_expr,
-    #            undeclared, rank_dependent, check
+    #            undeclared, rank_dependent, check, iteration
     path: str
     message: str
     key: SiteKey | None = None  # the site it is about (a model keeps the notes on its sites and their ancestors)
@@ -52,16 +56,18 @@ class Note:
 
 @dataclass
 class Term:
-    """The contribution of one site: ``value * multiplier``."""
+    """The contribution of one site: ``value * multiplier``, or ``total`` where the value depends on the
+    iteration (``iter``) and is summed over the enclosing loops instead."""
 
     site: Site
     value: sympy.Expr
-    multiplier: sympy.Expr
+    multiplier: sympy.Expr  # the site's calls per rank
     subroutine: str  # path of the innermost enclosing subroutine, "" outside any
+    total: sympy.Expr | None = None
 
     @property
     def expr(self) -> sympy.Expr:
-        return self.value * self.multiplier
+        return self.value * self.multiplier if self.total is None else self.total
 
 
 @dataclass
@@ -102,6 +108,7 @@ class Model:
     check: ModelCheck | None = None
     parts: tuple[Model, Model] | None = None  # numerator and denominator of a ratio
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # compiled numeric functions
+    size: int = 0  # processes of the traced job (its ranks are 0..size-1; ``ranks`` are those traced)
 
     def inlined(self) -> sympy.Expr:
         """The expression in input parameters only."""
@@ -149,8 +156,13 @@ class ModelBuilder:
         self.notes: list[Note] = []
         self._multipliers: dict[SiteKey, sympy.Expr] = {(): sympy.Integer(1)}
         self._entries: dict[SiteKey, sympy.Expr] = {}  # calls of a site per rank: a loop's without its trips
-        self._analyse()
+        self._factors: dict[SiteKey, sympy.Expr] = {}  # calls of a site per execution of its parent's body
+        self._trips: dict[SiteKey, sympy.Expr] = {}  # trip-count expression of every loop
+        # ``iter`` is the iteration of the innermost loop, unless the program declared a variable of that name.
+        self._iter_declared = any(name == ITER for name, _ in ts.variables)
         self._definitions = self._collect_definitions()
+        self._iter_names = self._iter_dependent()
+        self._analyse()
 
     # --- structure ------------------------------------------------------------------------------
     def _analyse(self) -> None:
@@ -183,13 +195,15 @@ class ModelBuilder:
         if note is not None and not declaration:
             self.notes.append(note)
             noted = note.kind == "conditional"
-        multiplier = self._multipliers[parent] * factor
         if parent == () and len(ts.thread_ids) > 1:
-            multiplier = multiplier * self._thread_factor(site)
+            factor = factor * self._thread_factor(site)
         calls_model = model_body[parent] * float(factor)
+        self._factors[site.key] = factor
+        multiplier = self._summed(self._multipliers[parent] * factor, parent, factor, site.path)
         self._entries[site.key] = multiplier
         if site.type == "loop":
-            multiplier = multiplier * self._trip_expr(site)
+            self._trips[site.key] = trips = self._trip_expr(site)
+            multiplier = self._summed(multiplier * trips, site.key, sympy.Integer(1), site.path)
             meas, pred = site.measured, site.predicted
             all_measured = (meas.n == site.calls) & (site.calls > 0)
             body_execs[site.key] = np.where(all_measured, meas.sum, pred.sum)
@@ -225,6 +239,40 @@ class ModelBuilder:
                                        f"the enclosing trip counts predict {_fmt(float(calls_model[differ].mean()))} "
                                        f"calls but the trace has {_fmt(float(site.calls[differ].mean()))} "
                                        f"(ranks {rank_ranges(ranks)})"))
+
+    def _over_run(self, key: SiteKey, per_execution: sympy.Expr, path: str) -> sympy.Expr:
+        """``per_execution`` (an expression per execution of the body of site ``key``, in the ``iter`` of the
+        innermost loop there) added up over the run: summed over each enclosing loop's iterations, times each
+        site's calls per execution of its parent's body, from ``key`` out to the top."""
+        total = per_execution
+        while key:
+            if key in self._trips:
+                total = self._resolve(total, path, self._iter_names)
+                trips = self._resolve(self._trips[key], self.ts.sites[key].path, self._iter_names)
+                if self._iter_declared:
+                    total = total * trips
+                else:
+                    try:
+                        total = sum_over_iterations(total, trips)
+                    except IterationSumError as exc:
+                        self.notes.append(Note("iteration", path, f"{exc}; the model multiplies by the trip count "
+                                                                  "and keeps iter as a parameter"))
+                        total = total * trips
+            total = total * self._factors[key]
+            key = self.ts.sites[key].parent or ()
+        return total
+
+    def _summed(self, product: sympy.Expr, key: SiteKey, per_execution: sympy.Expr, path: str) -> sympy.Expr:
+        """``product`` (of trip counts and factors) unless a trip count in it uses ``iter``: then the sum over the
+        iterations of ``per_execution`` at the body of ``key``."""
+        if self._iter_declared or symbol(ITER) not in product.free_symbols:
+            return product
+        return self._over_run(key, per_execution, path)
+
+    def _uses_iter(self, site: Site) -> bool:
+        """Whether the site's expression uses the iteration of its loop (``iter``, not a declared variable)."""
+        texts = [site.expr, site.count_expr, *site.other_exprs]
+        return not self._iter_declared and any(text and symbol(ITER) in to_sympy(text).free_symbols for text in texts)
 
     def _thread_factor(self, site: Site) -> sympy.Expr:
         """Per-rank totals add up the threads: a top-level site that runs on k threads counts k times."""
@@ -280,8 +328,8 @@ class ModelBuilder:
     def _check_varying(self, site: Site) -> bool:
         pred = site.predicted
         varies = (pred.n > 0) & (pred.min != pred.max)
-        if not varies.any():
-            return False
+        if not varies.any() or self._uses_iter(site):
+            return False  # (a value in iter varies by design: the model sums it over the iterations)
         ranks = self.ts.ranks[varies.any(axis=1)]
         self.notes.append(Note("varying", site.path,
                                f"the value of {site.expr!r} changes between calls "
@@ -299,6 +347,22 @@ class ModelBuilder:
                 out.setdefault(name, []).append((scope, var.expr))
                 for other in sorted(var.other_exprs):
                     out[name].append((scope, other))
+        return out
+
+    def _iter_dependent(self) -> set[str]:
+        """Derived variables whose definition uses ``iter`` (directly or through another): the model inlines them,
+        so that the sum over the iterations sees the iteration."""
+        if self._iter_declared:
+            return set()
+        out: set[str] = set()
+        grown = True
+        while grown:
+            grown = False
+            for name, defs in self._definitions.items():
+                if name not in out and any({ITER, *out} & {s.name for s in to_sympy(text).free_symbols}
+                                           for _, text in defs):
+                    out.add(name)
+                    grown = True
         return out
 
     def _conflicting(self) -> set[str]:
@@ -342,7 +406,8 @@ class ModelBuilder:
             expr = num.expr / den.expr if den.expr != 0 else sympy.nan
             model = Model(q, expr, sorted(set(num.inputs) | set(den.inputs)), defs, [],
                           _unique_notes(num.notes + den.notes),
-                          {**num.trace_values, **den.trace_values}, self.ts.ranks, inline, parts=(num, den))
+                          {**num.trace_values, **den.trace_values}, self.ts.ranks, inline, parts=(num, den),
+                          size=self.ts.size)
             return model
         if q not in BASE_QUANTITIES:
             raise ModelError(f"unknown quantity {quantity!r}; known: {', '.join(known_quantities())} "
@@ -359,14 +424,20 @@ class ModelBuilder:
             if value is None:
                 notes.append(Note("no_expr", site.path, "no expression: left out of the model"))
                 continue
-            value = self._resolve(value, site.path, all_derived if inline else conflicting)
-            multiplier = self._resolve(self._multipliers[site.key], site.path, all_derived if inline else conflicting)
-            terms.append(Term(site, value, multiplier, self._subroutine_of(site)))
+            names = (all_derived if inline else conflicting) | self._iter_names
+            value = self._resolve(value, site.path, names)
+            multiplier = self._resolve(self._multipliers[site.key], site.path, names)
+            total = None
+            if not self._iter_declared and symbol(ITER) in value.free_symbols:
+                total = self._resolve(self._over_run(site.parent or (), value * self._factors[site.key], site.path),
+                                      site.path, names)
+            terms.append(Term(site, value, multiplier, self._subroutine_of(site), total))
         expr = sympy.Add(*(t.expr for t in terms)) if terms else sympy.Integer(0)
         notes = [n for n in self.notes if n.key is None or any(t.site.key[:len(n.key)] == n.key for t in terms)] + notes
         definitions = {} if inline else self._definitions_for(expr, conflicting)
         inputs, trace_values = self._inputs(expr, definitions, notes)
-        unchecked = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline)
+        unchecked = Model(q, expr, inputs, definitions, terms, notes, trace_values, self.ts.ranks, inline,
+                          size=self.ts.size)
         check = self._check(unchecked, types, what)
         bad = np.isin(check.ranks, check.disagreeing_ranks())
         if bad.any():
@@ -384,7 +455,7 @@ class ModelBuilder:
         if inline:
             expr = self._resolve(expr, "", set(self._definitions))
         inputs, values = self._inputs(expr, definitions, notes)
-        return Model(name, expr, inputs, definitions, [], notes, values, self.ts.ranks, inline)
+        return Model(name, expr, inputs, definitions, [], notes, values, self.ts.ranks, inline, size=self.ts.size)
 
     def executions(self, site: Site, *, inline: bool = True) -> sympy.Expr:
         """Executions per rank of the site's body, as an expression: its calls, times the trip count for a loop."""

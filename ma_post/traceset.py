@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Self, TypeVar, overload
 
 import numpy as np
 
@@ -40,6 +40,7 @@ FIELD = {name: i for i, name in enumerate(FIELDS)}
 _MINMAX = [i for i, name in enumerate(FIELDS) if name.endswith(("_min", "_max"))]
 
 MPI_TYPES: frozenset[str] = frozenset(trace_format.MPI_TYPES)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,38 @@ class Stats:
         return total / n if n else float("nan")
 
 
+class _Aggregate(Generic[T]):
+    """A read-only attribute of a Site: its aggregate of one quantity of the trace (the class gives the view)."""
+
+    def __init__(self, name: str, doc: str | None = None) -> None:
+        self.name = name
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, site: None, owner: type) -> Self: ...
+    @overload
+    def __get__(self, site: Site, owner: type) -> T: ...
+    def __get__(self, site: Site | None, owner: type) -> Self | T:
+        return self if site is None else self.view(site)
+
+    def view(self, site: Site) -> T:
+        raise NotImplementedError
+
+
+class _Field(_Aggregate[np.ndarray]):
+    """One field of the trace, an array of shape (ranks, threads)."""
+
+    def view(self, site: Site) -> np.ndarray:
+        return site._field(self.name)
+
+
+class _Statistics(_Aggregate[Stats]):
+    """Per-call statistics of one quantity (the fields ``<name>_n``, ``_min``, ``_max``, ``_sum``)."""
+
+    def view(self, site: Site) -> Stats:
+        return site._stats(self.name)
+
+
 @dataclass
 class Site:
     """One annotation site (union over ranks and threads) and views of its aggregates."""
@@ -97,6 +130,11 @@ class Site:
     _data: np.ndarray | None = field(default=None, repr=False)  # view (fields, ranks, threads)
 
     @property
+    def count_text(self) -> str | None:
+        """The count expression of an MPI site when it asserts other than one message per call, else None."""
+        return self.count_expr if self.count_expr is not None and self.count_expr.strip() != "1" else None
+
+    @property
     def depth(self) -> int:
         """Number of sites from the root down to this one (top-level sites are 1)."""
         return len(self.key)
@@ -114,61 +152,22 @@ class Site:
         """(ranks, threads) bool: where this site appears in the trace."""
         return self._field("calls") > 0
 
-    @property
-    def calls(self) -> np.ndarray:
-        return self._field("calls")
-
-    @property
-    def passes(self) -> np.ndarray:
-        """Calls whose measurement was within the tolerance of the prediction."""
-        return self._field("pass")
-
-    @property
-    def fails(self) -> np.ndarray:
-        return self._field("fail")
-
-    @property
-    def unmeasured(self) -> np.ndarray:
-        """Calls with a prediction but no measurement (no counter, MPI not profiled, an exception)."""
-        return self._field("unmeasured")
-
-    @property
-    def mismatches(self) -> np.ndarray:
-        """Calls where the program's own value differed from the evaluated expression."""
-        return self._field("mismatch")
-
-    @property
-    def wall_ns(self) -> np.ndarray:
-        return self._field("wall_ns")
-
-    @property
-    def cpu_ns(self) -> np.ndarray:
-        return self._field("cpu_ns")
-
-    @property
-    def predicted(self) -> Stats:
-        """The expression's value per call (bytes per message for an MPI site)."""
-        return self._stats("pred")
-
-    @property
-    def measured(self) -> Stats:
-        return self._stats("meas")
-
-    @property
-    def count_predicted(self) -> Stats:
-        """MPI sites: the count expression's value per call (messages)."""
-        return self._stats("cpred")
-
-    @property
-    def count_measured(self) -> Stats:
-        """MPI sites: the messages the PMPI library counted per call."""
-        return self._stats("cmeas")
+    calls = _Field("calls")
+    passes = _Field("pass", "Calls whose measurement was within the tolerance of the prediction.")
+    fails = _Field("fail")
+    unmeasured = _Field("unmeasured", "Calls with a prediction but no measurement (no counter, MPI not profiled, "
+                                      "an exception).")
+    mismatches = _Field("mismatch", "Calls where the program's own value differed from the evaluated expression.")
+    wall_ns = _Field("wall_ns")
+    cpu_ns = _Field("cpu_ns")
+    predicted = _Statistics("pred", "The expression's value per call (bytes per message for an MPI site).")
+    measured = _Statistics("meas")
+    count_predicted = _Statistics("cpred", "MPI sites: the count expression's value per call (messages).")
+    count_measured = _Statistics("cmeas", "MPI sites: the messages the PMPI library counted per call.")
 
     # --- the measured signature (node fields `cache`, `c_calls`, `subscripts`; docs/trace-format.md) -------------
-    @property
-    def cache_accesses(self) -> np.ndarray:
-        """(ranks, threads): cache-line accesses of the calls the cache simulation measured (0 where none)."""
-        return self._field("cache_accesses")
+    cache_accesses = _Field("cache_accesses", "(ranks, threads): cache-line accesses of the calls the cache "
+                                              "simulation measured (0 where none).")
 
     @property
     def cache_hits(self) -> np.ndarray:
@@ -202,20 +201,19 @@ class Site:
         sites below it, summed over all its executions on every rank and thread of the trace (a signature run:
         the one rank's total). Per execution: ``c_calls / site.calls[measured].sum()`` (``c_calls_per_rank``
         for each rank's). None when not measured."""
-        measured = self._field("ccalls_n") > 0
-        if not measured.any():
-            return None
-        return int(self._field("ccalls")[measured].sum())
+        return self._measured_total("ccalls")
 
     @property
     def subscripts(self) -> int | None:
         """Subscript instructions of the program's code inside the site (``ma run --counters ccalls``), inclusive
         and summed like :attr:`c_calls`. None when not measured (also on traces written before the counter
         counted them)."""
-        measured = self._field("subscripts_n") > 0
-        if not measured.any():
-            return None
-        return int(self._field("subscripts")[measured].sum())
+        return self._measured_total("subscripts")
+
+    def _measured_total(self, name: str) -> int | None:
+        """The sum of a counter's field over the calls that measured it (its ``<name>_n`` field), None if none."""
+        measured = self._field(f"{name}_n") > 0
+        return int(self._field(name)[measured].sum()) if measured.any() else None
 
     @property
     def c_calls_per_rank(self) -> np.ndarray:

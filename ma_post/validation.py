@@ -10,8 +10,9 @@ Numbers per site (MA paper Figure 8, ``id:type:predicted:measured:error_rate:PAS
   every call of a rank (the usual case) the bound is exact — the larger error of the smallest and the
   largest measured value; otherwise it is the error of the rank's means.
 
-``--tolerance T`` re-judges every site from the trace with relative tolerance T: a site fails when some
-rank's per-call error bound exceeds T.
+``--tolerance T`` (or ``flop=0.001,loadstore=0.05``, the syntax of ``MA_TOLERANCE``) re-judges every call from
+the trace (ma_post.rejudge): the lines' PASS/FAIL counts, the statuses, the table, the JSON and the exit status
+all follow it. Calls the trace cannot judge one by one take their rank's verdict, and the notes say how many.
 
 A run that did not end cleanly (a rank failed, was stopped or left no trace) is *incomplete*: the report says
 why (ma_post.completeness), and a site no call of which ended before the run did is INTERRUPTED, not
@@ -27,7 +28,10 @@ from typing import Any
 
 import numpy as np
 
+from ma_core.tolerance import Tolerance, parse_tolerance
+
 from .completeness import incomplete_run
+from .rejudge import rejudge
 from .traceset import Anomaly, Site, Stats, TraceSet, is_mpi, rank_ranges
 
 PASS, FAIL, UNMEASURED, INTERRUPTED = "PASS", "FAIL", "UNMEASURED", "INTERRUPTED"
@@ -52,6 +56,7 @@ class SiteResult:
     count_predicted: tuple[float, float, float] | None = None  # MPI: messages per call
     count_measured: tuple[float, float, float] | None = None
     first_fail: tuple[int, dict[str, Any]] | None = None
+    by_rank_verdict: int = 0  # re-judged calls that took their rank's verdict (the trace cannot judge each)
 
     @property
     def id(self) -> str:
@@ -98,7 +103,7 @@ class Attribution:
 class Report:
     traceset: TraceSet
     results: list[SiteResult]
-    tolerance: float | None  # the --tolerance used for judging, None: the runtime's verdicts
+    tolerance: Tolerance | None  # the --tolerance used for judging, None: the runtime's verdicts
     attribution: list[Attribution] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)  # why the run is incomplete; empty when it is not
 
@@ -133,14 +138,14 @@ class Report:
         return not self.failed
 
 
-def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool = True,
+def validate(ts: TraceSet, *, tolerance: float | str | Tolerance | None = None, attribution: bool = True,
              kinds: Collection[str] | None = None) -> Report:
     """Validation report of every assertion site of ``ts`` (with ``kinds``, of the sites of those annotation
-    types only, e.g. ``{"flop", "loop"}``)."""
+    types only, e.g. ``{"flop", "loop"}``). ``tolerance``: judge every call again with this relative tolerance
+    (a number for every type, or ``"flop=0.001,loadstore=0.05"``); None keeps the runtime's verdicts."""
     from ma_core.errors import MAError
 
-    if tolerance is not None and (not math.isfinite(tolerance) or tolerance < 0):
-        raise MAError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
+    tolerance = as_tolerance(tolerance)
     present = {site.type for site in ts.walk() if site.is_assertion}
     unknown = sorted(set(kinds or ()) - present)
     if unknown:
@@ -153,6 +158,20 @@ def validate(ts: TraceSet, *, tolerance: float | None = None, attribution: bool 
     if attribution:
         report.attribution = attribute_errors(ts)
     return report
+
+
+def as_tolerance(tolerance: float | str | Tolerance | None) -> Tolerance | None:
+    """A number, a ``MA_TOLERANCE`` spec or a Tolerance as a Tolerance (MAError for a bad one)."""
+    from ma_core.errors import MAError
+
+    if tolerance is None or isinstance(tolerance, Tolerance):
+        return tolerance
+    if isinstance(tolerance, str):
+        return parse_tolerance(tolerance, source="tolerance")
+    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float)) or not math.isfinite(tolerance) \
+            or tolerance < 0:
+        raise MAError(f"tolerance must be a finite number >= 0, not {tolerance!r}")
+    return Tolerance(float(tolerance))
 
 
 def _triple(stats: Stats) -> tuple[float, float, float]:
@@ -187,7 +206,7 @@ def _bound(pred: Stats, meas: Stats) -> np.ndarray:
     return np.where(m.n > 0, bound, np.nan)
 
 
-def _site_result(ts: TraceSet, site: Site, tolerance: float | None, cut_off: bool) -> SiteResult:
+def _site_result(ts: TraceSet, site: Site, tolerance: Tolerance | None, cut_off: bool) -> SiteResult:
     pred, meas = site.predicted, site.measured
     bound = _bound(pred, meas)
     count_pred = count_meas = None
@@ -195,15 +214,23 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None, cut_off: boo
         cpred, cmeas = site.count_predicted, site.count_measured
         count_pred, count_meas = _triple(cpred), _triple(cmeas)
         bound = np.fmax(bound, _bound(cpred, cmeas))
-    passes, fails = int(site.passes.sum()), int(site.fails.sum())
+        nothing = (cpred.per_rank().max == 0) & (cmeas.per_rank().max == 0)
+        bound = np.where(nothing, 0.0, bound)  # no message asserted, none made: whatever the size
+    if tolerance is None:
+        passes_per_rank, fails_per_rank = site.passes.sum(axis=1), site.fails.sum(axis=1)
+        by_rank_verdict = 0
+    else:
+        verdicts = rejudge(site, tolerance.for_type(site.type), ts.tolerance(site.type))
+        passes_per_rank, fails_per_rank = verdicts.passes, verdicts.fails
+        by_rank_verdict = int(verdicts.by_cell.sum())
+    passes, fails = int(passes_per_rank.sum()), int(fails_per_rank.sum())
     unmeasured = int(site.unmeasured.sum())
     p_triple, m_triple = _triple(pred), _triple(meas)
     worst_rank, worst_error = None, math.nan
     if np.isfinite(bound).any() or np.isinf(bound).any():
         idx = int(np.nanargmax(np.where(np.isnan(bound), -1.0, bound)))
         worst_rank, worst_error = int(ts.ranks[idx]), float(bound[idx])
-    fail_per_rank = site.fails.sum(axis=1)
-    failing = ts.ranks[fail_per_rank > 0] if tolerance is None else ts.ranks[np.nan_to_num(bound, nan=0.0) > tolerance]
+    failing = ts.ranks[fails_per_rank > 0]
     if meas.n.sum() == 0 and not (count_meas and count_meas[0] == count_meas[0]):
         # A site is in the tree from its first entry and counts a call when the call ends: in a run that
         # ended early, a site without calls was entered and cut off.
@@ -221,7 +248,8 @@ def _site_result(ts: TraceSet, site: Site, tolerance: float | None, cut_off: boo
         failing_ranks=failing.tolist(), status=status,
         unmeasured_reason=(_INTERRUPTED_REASON if status == INTERRUPTED else
                            _unmeasured_reason(ts, site) if status == UNMEASURED or unmeasured else None),
-        count_predicted=count_pred, count_measured=count_meas, first_fail=first_fail)
+        count_predicted=count_pred, count_measured=count_meas, first_fail=first_fail,
+        by_rank_verdict=by_rank_verdict)
 
 
 _INTERRUPTED_REASON = "no call had ended when the run did (cut off by the end of an incomplete run)"
@@ -248,8 +276,11 @@ def attribute_errors(ts: TraceSet) -> list[Attribution]:
             continue
         with np.errstate(invalid="ignore", divide="ignore"):
             p_mean = site.predicted.mean_per_rank()
-        predicted = float(np.nansum(np.where(meas.n > 0, p_mean * meas.n, 0.0)))
-        own[site.key] = Contribution(site, predicted, float(meas.sum.sum()))
+        counted = meas.n > 0
+        if is_mpi(site.type):  # a rank that asserted no message and made none has no error, whatever the size
+            counted &= ~((site.count_predicted.per_rank().max == 0) & (site.count_measured.per_rank().max == 0))
+        predicted = float(np.nansum(np.where(counted, p_mean * meas.n, 0.0)))
+        own[site.key] = Contribution(site, predicted, float(np.where(counted, meas.sum, 0.0).sum()))
     out = []
     containers = [ts.root] + [s for s in ts.walk() if s.type in ("subroutine", "loop")]
     for container in containers:
@@ -345,7 +376,7 @@ def format_table(report: Report) -> str:
 
 def summary_line(report: Report) -> str:
     n_pass = sum(1 for r in report.results if r.status == PASS)
-    judged = (f"tolerance {report.tolerance:g} (re-judged from the trace)" if report.tolerance is not None
+    judged = (f"tolerance {report.tolerance.text()} (re-judged from the trace)" if report.tolerance is not None
               else "the runtime's tolerance")
     line = (f"{len(report.results)} assertions: {n_pass} PASS, {len(report.failed)} FAIL, "
             f"{len(report.unmeasured)} UNMEASURED")
@@ -383,6 +414,9 @@ def _notes(report: Report, *, unmeasured: bool = True) -> list[str]:
                        f"{r.mismatch} calls{detail}")
         if r.status == FAIL and r.failing_ranks:
             out.append(f"fail: {r.site.path}: ranks {rank_ranges(r.failing_ranks)}")
+        if r.by_rank_verdict:
+            out.append(f"re-judged: {r.site.path}: {r.by_rank_verdict} of {r.passes + r.fails} calls took their "
+                       "rank's verdict (the trace keeps each rank's smallest and largest measurement, not every call)")
     for site in ts.walk():
         if site.type == "assign" and site.mismatches.sum():
             out.append(f"mismatch: derived variable {site.id} = {site.expr}: the program's value differed in "
@@ -435,6 +469,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "unmeasured_reason": r.unmeasured_reason, "worst_rank": r.worst_rank,
             "worst_error": _json_number(r.worst_error), "failing_ranks": r.failing_ranks,
             "first_fail": None if r.first_fail is None else {"rank": r.first_fail[0], **r.first_fail[1]},
+            "by_rank_verdict": r.by_rank_verdict,
             "line_text": format_line(r),
         })
     return {
@@ -444,7 +479,7 @@ def to_json(report: Report) -> dict[str, Any]:
                   "incomplete": report.incomplete,
                   "first_failure": None if ts.run_record is None or ts.run_record.first_failure is None
                   else dict(ts.run_record.first_failure.entry)},
-        "tolerance": report.tolerance,
+        "tolerance": None if report.tolerance is None else report.tolerance.to_json(),
         "summary": {"assertions": len(report.results), "pass": sum(r.status == PASS for r in report.results),
                     "fail": len(report.failed), "unmeasured": len(report.unmeasured),
                     "interrupted": len(report.interrupted), "anomalies": len(report.anomalies),

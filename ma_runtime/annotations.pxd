@@ -28,6 +28,10 @@ cdef extern from *:
     }
     """
     const unsigned long long *ma_view_data(object view)
+# The SDK fence of the Valgrind tool (ma_runtime/csrc/ma_vgcount.h): two client requests with no memory access.
+cdef extern from "ma_vgcount.h":
+    void MA_VG_SDK_ENTER() nogil
+    void MA_VG_SDK_LEAVE() nogil
 cdef extern from "Python.h":
     unsigned long ma_thread_ident "PyThread_get_thread_ident" ()
     Py_ssize_t ma_length_hint "PyObject_LengthHint" (object o, Py_ssize_t default) except -1
@@ -42,6 +46,8 @@ cdef int _LAST_PREDICTED, _LAST_COUNTED, _LAST_MPI, _LAST_MPI_MEASURED, _NO_VERD
 cdef inline bint on_main_thread() noexcept
 cdef inline ThreadState current_state()
 cdef inline long long now() noexcept
+cdef inline void sdk_enter() noexcept
+cdef inline void sdk_leave() noexcept
 cdef inline Py_ssize_t trips_left(object items) except -1
 cdef inline Node child_of(ThreadState state, object id)
 cdef inline void init(Region region, int kind, object id, object expr, object value, object count)

@@ -30,6 +30,7 @@ from typing import Any, Literal, TypeVar
 
 from ma_core.errors import AnnotationError
 
+from . import fence as _fence
 from . import tree as _tree
 from .decorate import in_subroutine
 from .mars import thread_state
@@ -79,6 +80,31 @@ def now() -> int:
     if cython.compiled:
         return ma_monotonic_ns()  # type: ignore[name-defined]  # noqa: F821
     return perf_counter_ns()
+
+
+def sdk_enter() -> None:
+    """The program calls into the runtime: under the Valgrind tool, counting stops here (fence.py)."""
+    if cython.compiled:
+        MA_VG_SDK_ENTER()  # type: ignore[name-defined]  # noqa: F821
+    else:
+        _fence.enter()
+
+
+def sdk_leave() -> None:
+    """Back to the program: counting goes on from here."""
+    if cython.compiled:
+        MA_VG_SDK_LEAVE()  # type: ignore[name-defined]  # noqa: F821
+    else:
+        _fence.leave()
+
+
+def enter_runtime() -> None:
+    """``sdk_enter`` for the runtime's Python code outside this module (api.py)."""
+    sdk_enter()
+
+
+def leave_runtime() -> None:
+    sdk_leave()
 
 
 def trips_left(items: Iterator[Any]) -> int:
@@ -142,62 +168,70 @@ class Region:
         init(self, _PLAIN, id, expr, value, None)
 
     def __enter__(self) -> Any:
-        # Anything but the common path is a call (new_site, refresh, cpu_now, counter_start, ...), so that
-        # the code of the common path stays a few contiguous cache lines.
-        state = current_state()
-        if not state.enabled:
-            self.node = None
+        sdk_enter()  # the runtime's work is not the program's (fence.py)
+        try:
+            # Anything but the common path is a call (new_site, refresh, cpu_now, counter_start, ...), so that
+            # the code of the common path stays a few contiguous cache lines.
+            state = current_state()
+            if not state.enabled:
+                self.node = None
+                return self
+            node = child_of(state, self.id)
+            # The site of this call is the node of this class, id, expression (and count); a mismatch on any
+            # of them takes the slow path, which creates the node or reports the changed expression.
+            if (node is None or node.owner is not type(self) or node.expr_text is not self.expr
+                    or node.count_raw is not self.count):
+                node = new_site(self, state)
+            if node.expression is not None and (node.cache_version != state.version or self.value is not None):
+                refresh(self, state, node)
+            if node.region is None:
+                node.region = self  # kept for the site's next call (make)
+            self.node = node
+            self.state = state
+            self.outer = state.top
+            state.top = self
+            state.current = node
+            if node.track_cpu:
+                self.c0 = cpu_now()
+            kind = self.kind
+            if kind == _MPI:
+                mpi_start(self, node)
+            self.t0 = now()
+            if kind == _COUNTER:  # last: the counter encloses as little of this code as possible
+                counter_start(self, node)
             return self
-        node = child_of(state, self.id)
-        # The site of this call is the node of this class, id, expression (and count); a mismatch on any
-        # of them takes the slow path, which creates the node or reports the changed expression.
-        if (node is None or node.owner is not type(self) or node.expr_text is not self.expr
-                or node.count_raw is not self.count):
-            node = new_site(self, state)
-        if node.expression is not None and (node.cache_version != state.version or self.value is not None):
-            refresh(self, state, node)
-        if node.region is None:
-            node.region = self  # kept for the site's next call (make)
-        self.node = node
-        self.state = state
-        self.outer = state.top
-        state.top = self
-        state.current = node
-        if node.track_cpu:
-            self.c0 = cpu_now()
-        kind = self.kind
-        if kind == _MPI:
-            mpi_start(self, node)
-        self.t0 = now()
-        if kind == _COUNTER:  # last: the counter encloses as little of this code as possible
-            counter_start(self, node)
-        return self
+        finally:
+            sdk_leave()
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> Literal[False]:
-        node = self.node
-        if node is None:
+        sdk_enter()
+        try:
+            node = self.node
+            if node is None:
+                return False
+            kind = self.kind
+            if kind == _COUNTER:  # first, for the same reason
+                counter_stop(self)
+            elif kind == _MPI:
+                mpi_stop(self, node)
+            t1 = now()
+            state = self.state
+            if (exc_type is None and state.top is self and self.undo is None and not node.track_cpu
+                    and t1 <= state.flush_deadline):
+                # The common case: the innermost annotation ends normally with nothing to restore.
+                state.top = self.outer
+                self.outer = None
+                self.node = None
+                state.current = node.parent  # type: ignore[assignment]  # (a node that closes has a parent)
+                node.calls += 1
+                node.wall_ns += t1 - self.t0
+                complete(self, node)
+            else:
+                self.finish(exc_type, t1, cpu_now() if node.track_cpu else 0)
             return False
-        kind = self.kind
-        if kind == _COUNTER:  # first, for the same reason
-            counter_stop(self)
-        elif kind == _MPI:
-            mpi_stop(self, node)
-        t1 = now()
-        state = self.state
-        if (exc_type is None and state.top is self and self.undo is None and not node.track_cpu
-                and t1 <= state.flush_deadline):
-            # The common case: the innermost annotation ends normally with nothing to restore.
-            state.top = self.outer
-            self.outer = None
-            self.node = None
-            state.current = node.parent  # type: ignore[assignment]  # (a node that closes has a parent)
-            node.calls += 1
-            node.wall_ns += t1 - self.t0
-            complete(self, node)
-        else:
-            self.finish(exc_type, t1, cpu_now() if node.track_cpu else 0)
-        return False
+        finally:
+            sdk_leave()
 
     def finish(self, exc_type: type[BaseException] | None, t1: int, c1: int, unbalanced: bool = False) -> None:
         """Close this annotation in any situation: pop it (and what is open above it), restore the scope,
@@ -382,8 +416,10 @@ class _Counting:
         return self
 
     def __next__(self) -> Any:
-        item = next(self.items)  # StopIteration ends the loop before it is counted
+        item = next(self.items)  # StopIteration ends the loop before it is counted (the program's own work)
+        sdk_enter()
         self.loop.n += 1
+        sdk_leave()
         return item
 
 
@@ -403,11 +439,15 @@ class loop(Region):
         The plain range iterator is handed out, so iterating costs nothing extra: at the end, the
         iterations started are its length minus what it has left.
         """
-        values = _range(*args)
-        self.length = len(values)
-        self.items = iter(values)
-        self.n = _FROM_RANGE
-        return self.items  # type: ignore[no-any-return]
+        sdk_enter()
+        try:
+            values = _range(*args)
+            self.length = len(values)
+            self.items = iter(values)
+            self.n = _FROM_RANGE
+            return self.items  # type: ignore[no-any-return]
+        finally:
+            sdk_leave()
 
     def iter(self, iterable: Iterable[T]) -> Iterator[T]:
         """Iterate ``iterable``, counting the iterations actually started."""
@@ -415,6 +455,14 @@ class loop(Region):
 
     def end(self, n: int) -> None:
         """Measured trip count, as the paper's ``ma_loop_end(id, n)``."""
+        sdk_enter()
+        try:
+            self.count_trips(n)
+        finally:
+            sdk_leave()
+
+    def count_trips(self, n: int) -> None:
+        """``end`` inside the fence: check and keep the trip count."""
         if type(n) is not int:
             if isinstance(n, bool) or not hasattr(n, "__index__"):
                 raise AnnotationError(f"loop {self.id!r}: end() takes the number of iterations, not {n!r}")
@@ -585,11 +633,13 @@ def new_region(cls: type) -> Region:
 
 def make(cls: type, kind: int, id: str, expr: str, value: Number | None, count: Any) -> Region:
     """The annotation object of one call: the site's own when free, else a new one."""
+    sdk_enter()  # (nothing here raises: no try)
     region = reused(cls, id)
     if region is None:
         region = new_region(cls)
     init(region, kind, id, expr, value, count)
     region.n = _NOT_REPORTED  # (loops read it)
+    sdk_leave()
     return region
 
 
@@ -609,26 +659,30 @@ def partnered(region: Region, peer: str | None) -> Any:
     global _peer_limit
     if peer is None:
         return region
-    if type(peer) is not str:
-        return with_peer(region, peer)  # raises the AnnotationError
-    if _peer_limit < 0:
-        _peer_limit = check_limit()
-    if _peer_limit:
-        # A site whose checks of this expression are done says so itself: the common call makes no key (an
-        # id(), a tuple and its hash are lines of code and data fetched again in situ).
-        state = current_state()
-        node = child_of(state, region.id)
-        site = node if node is not None and node.owner is type(region) else None
-        if site is not None and site.peers_done is peer:
-            return region
-        key = (id(state.current), type(region), region.id, peer)
-        done = _peer_calls.get(key, 0)
-        if done >= _peer_limit:
-            if site is not None:
-                site.peers_done = peer
-            return region
-        _peer_calls[key] = done + 1
-    return with_peer(region, peer)
+    sdk_enter()
+    try:
+        if type(peer) is not str:
+            return with_peer(region, peer)  # raises the AnnotationError
+        if _peer_limit < 0:
+            _peer_limit = check_limit()
+        if _peer_limit:
+            # A site whose checks of this expression are done says so itself: the common call makes no key (an
+            # id(), a tuple and its hash are lines of code and data fetched again in situ).
+            state = current_state()
+            node = child_of(state, region.id)
+            site = node if node is not None and node.owner is type(region) else None
+            if site is not None and site.peers_done is peer:
+                return region
+            key = (id(state.current), type(region), region.id, peer)
+            done = _peer_calls.get(key, 0)
+            if done >= _peer_limit:
+                if site is not None:
+                    site.peers_done = peer
+                return region
+            _peer_calls[key] = done + 1
+        return with_peer(region, peer)
+    finally:
+        sdk_leave()
 
 
 def flop_call(id: str, expr: str, value: Number | None = None) -> flop:

@@ -18,6 +18,7 @@ PMPI_NAME = "mapmpi"  # libmapmpi.so: the MPI wrapper library
 C_RUNTIME_NAME = "ma"  # libma.so: the C runtime
 VALGRIND_DIR = "valgrind"  # the Valgrind tool, its VALGRIND_LIB directory and its client shim
 STAMP_SUFFIX = ".stamp"
+SOURCE_DIR = Path(__file__).resolve().parent  # the runtime's package: its C sources are in csrc/ (and counters/vgtool/)
 
 
 def build_dir() -> Path:

@@ -7,28 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma_core.errors import AnnotationError
-
-
-def parse_tolerance(spec: str) -> tuple[float, dict[str, float]]:
-    """``"0.05"`` or ``"flop=0.2,loadstore=0.1"`` or ``"0.01,flop=0.2"`` -> (default, per type)."""
-    default = 0.0
-    by_type: dict[str, float] = {}
-    for part in (p.strip() for p in spec.split(",")):
-        if not part:
-            continue
-        name, _, number = part.rpartition("=")
-        try:
-            value = float(number)
-        except ValueError:
-            raise AnnotationError(f"MA_TOLERANCE={spec!r}: {number!r} is not a number "
-                                  "(expected e.g. 0.05 or flop=0.2,loadstore=0.1)") from None
-        if value < 0:
-            raise AnnotationError(f"MA_TOLERANCE={spec!r}: a tolerance cannot be negative")
-        if name:
-            by_type[name.strip()] = value
-        else:
-            default = value
-    return default, by_type
+from ma_core.tolerance import parse_tolerance
 
 
 @dataclass
@@ -45,7 +24,7 @@ class Settings:
 
     @classmethod
     def from_environment(cls) -> Settings:
-        default, by_type = parse_tolerance(os.environ.get("MA_TOLERANCE", ""))
+        tolerance = parse_tolerance(os.environ.get("MA_TOLERANCE", ""), error=AnnotationError)
         flush_text = os.environ.get("MA_FLUSH_SECONDS", "5")
         try:
             flush = float(flush_text)
@@ -58,8 +37,8 @@ class Settings:
             cpu_time=cpu_time,
             trace_dir=Path(os.environ.get("MA_TRACE_DIR", "ma-traces")).absolute(),
             counters=os.environ.get("MA_COUNTERS", "auto").strip() or "auto",
-            tolerance=default,
-            tolerance_by_type=by_type,
+            tolerance=tolerance.default,
+            tolerance_by_type=dict(tolerance.by_type),
             flush_seconds=flush,
             run_id=os.environ.get("MA_RUN_ID") or None,
         )

@@ -84,6 +84,7 @@ class Runtime:
             self.readers[kind], self.measures[kind] = self._pick_reader(kind)
         self.new_node = NodeFactory(self.settings, self.readers)
         self.new_node.site_probe = sitecounts_probe(self.providers)
+        _fence_the_runtime(self.providers)
         self.pmpi, self.mpi_reason = _open_pmpi()
         self.mpi_live = False
         atexit.register(self.finish, COMPLETE)
@@ -133,7 +134,8 @@ class Runtime:
                 raise _annotation_error(f"ma.variable({name!r}, ...): value must be a number, not {value!r}")
             evaluated: Number = value  # type: ignore[assignment]
         else:
-            evaluated = parse_expression(expr_text).evaluate(state.env)
+            expression = parse_expression(expr_text)
+            evaluated = expression.evaluate(state.env_for(expression.symbols))
             if value is not None and not _is_number(value):
                 raise _annotation_error(f"ma.assign({name!r}, ...): value must be a number, not {value!r}")
         scope_frame = state.scope_frame()
@@ -273,6 +275,18 @@ def sitecounts_probe(providers: list[Any]) -> Callable[[Node], None] | None:
 
             return cache_probe_factory(provider.cache_read, lambda: getattr(_local, "state", None))
     return None
+
+
+def _fence_the_runtime(providers: list[Any]) -> None:
+    """Under the Valgrind tool, the plain-Python runtime brackets its work with the tool's fence (fence.py; the
+    compiled runtime always does, inline)."""
+    for provider in providers:
+        if provider.name == "valgrind":
+            requests = provider.fence()
+            if requests is not None:
+                from . import fence
+
+                fence.activate(*requests)
 
 
 def _site_counts(runtime: Runtime, threads: list[dict[str, Any]]) -> None:

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import threading
-from operator import length_hint
 from types import TracebackType
 from typing import Any, Literal
 
 from ma_core.errors import AnnotationError
 from ma_core.expr import parse_expression
 from ma_core.trace_format import PEER_KEYS
+
+from .threadstate import current_iteration
 
 
 class PeerRecord:
@@ -69,7 +70,6 @@ class PeerRecord:
         return dict(zip(PEER_KEYS, values, strict=True))
 
 
-_FROM_RANGE = -2  # loop.n while lp.range counts (annotations.py)
 _records: dict[tuple[int, int], PeerRecord] = {}  # (id(node), thread index) -> record; nodes live as long
 _lock = threading.Lock()
 
@@ -154,18 +154,6 @@ class PeerCheck:
         if record.first_fail is None:
             record.first_fail = {"call": node.calls, "rank": runtime.rank, "expected": _as_int(expected),
                                  "actual": wrong[0]}
-
-
-def current_iteration(frame: Any) -> int | None:
-    """The iteration (from 0) the innermost loop open at ``frame`` or above it is in, when the loop counts its
-    iterations (``lp.range``, ``lp.iter``); None otherwise."""
-    while frame is not None and getattr(frame, "TYPE", None) != "loop":
-        frame = getattr(frame, "outer", None)
-    if frame is None:
-        return None
-    if frame.n == _FROM_RANGE:
-        return int(frame.length - length_hint(frame.items)) - 1
-    return int(frame.n) - 1 if frame.n >= 1 else None
 
 
 def _as_int(value: Any) -> Any:

@@ -14,7 +14,7 @@ cdef class Node:
     cdef public object last_predicted, last_count
     cdef public Node parent
     cdef public int verdict, last_kind
-    cdef public bint track_cpu
+    cdef public bint track_cpu, uses_iter
     cdef public Py_ssize_t group
     # MPI sites: the PMPI library's totals (a uint64 memoryview) and its buffer, read at every call
     cdef public object counters
@@ -33,6 +33,7 @@ cdef class Node:
     cpdef record_count(self, object predicted, long long counted)
     cpdef record_mpi(self, object size, object count, bint measured, long long calls, long long nbytes)
     cpdef note_value(self, object given, object evaluated)
+    cpdef bint judge(self, bint agrees)
     cpdef bint repeat_verdict(self)
 
 cpdef bint close_enough(object predicted, object measured, double tolerance)

@@ -99,7 +99,7 @@ class Node:
                  "expression", "failed", "file", "first_fail", "first_mismatch", "group", "id", "last_a", "last_b",
                  "last_count", "last_kind", "last_predicted", "line", "measured", "mismatch", "owner", "parent",
                  "passed", "path", "peers_done", "pending", "predicted", "reader", "region", "tolerance", "track_cpu",
-                 "type", "unmeasured", "verdict", "wall_ns")
+                 "type", "unmeasured", "uses_iter", "verdict", "wall_ns")
 
     def __init__(self, parent: Node | None, type_: str, id_: str, expr_text: str | None,
                  tolerance: float, file: str | None = None, line: int | None = None,
@@ -115,6 +115,8 @@ class Node:
         self.count_text = None if count is None else str(count)
         self.count_expression: Expression | None = (
             parse_expression(self.count_text) if self.count_text is not None else None)
+        # The expressions use the iteration of the loop (``iter``): evaluated again at every call (threadstate.py).
+        self.uses_iter = any(e is not None and "iter" in e.symbols for e in (self.expression, self.count_expression))
         self.reader = reader  # the running-total reader of the counter that measures this site
         self.counters: Any = None  # MPI sites: the PMPI library's totals (a uint64 memoryview) ...
         self.group = 0  # ... and the index of this site's (calls, bytes) pair in it
@@ -197,14 +199,9 @@ class Node:
         same = self.measured.add(measured) and same
         if same and self.repeat_verdict():
             return
-        if predicted is None or close_enough(predicted, measured, self.tolerance):
-            self.passed += 1
-            self.verdict = _PASS
-        else:
-            self.failed += 1
-            self.verdict = _FAIL
-            if self.first_fail is None:
-                self.first_fail = {"call": self.calls, "predicted": predicted, "measured": measured}
+        agrees = predicted is None or close_enough(predicted, measured, self.tolerance)
+        if self.judge(agrees) and predicted is not None:  # (a call without a prediction never fails)
+            self.first_fail = {"call": self.calls, "predicted": predicted, "measured": measured}
 
     def record_count(self, predicted: Number | None, counted: int) -> None:
         """``record`` of a measured integer (a trip count): a repeat of the previous call costs a compare."""
@@ -251,15 +248,19 @@ class Node:
         same = self.count_measured.add(calls) and same
         if same and self.repeat_verdict():
             return
-        if close_enough(size, measured_size, self.tolerance) and close_enough(count, calls, self.tolerance):
+        if self.judge(close_enough(size, measured_size, self.tolerance) and close_enough(count, calls, self.tolerance)):
+            self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size,
+                               "count_predicted": count, "count_measured": calls}
+
+    def judge(self, agrees: bool) -> bool:
+        """Count this call's verdict; True at the site's first FAIL, whose values the caller keeps."""
+        if agrees:
             self.passed += 1
             self.verdict = _PASS
-        else:
-            self.failed += 1
-            self.verdict = _FAIL
-            if self.first_fail is None:
-                self.first_fail = {"call": self.calls, "predicted": size, "measured": measured_size,
-                                   "count_predicted": count, "count_measured": calls}
+            return False
+        self.failed += 1
+        self.verdict = _FAIL
+        return self.first_fail is None
 
     def repeat_verdict(self) -> bool:
         """This call's values repeat the previous call's: count its verdict again (False: there is none)."""

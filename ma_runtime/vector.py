@@ -146,7 +146,7 @@ class vec_loop:
         values = []
         for name, given, parsed in zip(names, values_given or self.given, expressions or self.parsed, strict=True):
             try:
-                values.append(given if given is not None else parsed.evaluate(state.env))
+                values.append(given if given is not None else parsed.evaluate(state.env_for(parsed.symbols)))
             except MAError as exc:
                 exc.add_note(f"in the {name} of ma.vec_loop({self.id!r}) at {self.file}:{self.line}")
                 raise

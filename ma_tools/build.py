@@ -80,11 +80,12 @@ def compile_into(target: Path, command: Sequence[str | os.PathLike[str]], what: 
 
 
 def build_c(name: str, command: Sequence[str | os.PathLike[str]], sources: Sequence[Path], what: str,
-            force: bool = False, inputs: Sequence[Path] = ()) -> Path:
-    """Compile one file ``name`` into the build directory with ``command`` (without ``-o``); return its path.
+            force: bool = False, inputs: Sequence[Path] = (), directory: Path | None = None) -> Path:
+    """Compile one file ``name`` into ``directory`` (default: the build directory) with ``command`` (without
+    ``-o``); return its path.
 
     ``sources``: the files the command reads (their bytes are in the fingerprint); ``inputs``: other files whose
     change must rebuild the product (e.g. the stamp of a library it links)."""
     words = [str(word) for word in command]
-    return build(build_dir() / name, what, [*sources, *inputs], words,
+    return build((directory or build_dir()) / name, what, [*sources, *inputs], words,
                  lambda target: compile_into(target, words, what), force)

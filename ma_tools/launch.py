@@ -36,8 +36,8 @@ from ma_runtime.counters import parse_spec
 from ma_runtime.merge import merged_ranks
 from ma_runtime.trace import trace_path
 
-from . import hydra, runwatch, slurm
-from .toolchain import env_bin_dir, find_program
+from . import hydra, mpilaunch, runwatch, slurm
+from .toolchain import env_bin_dir
 
 
 @dataclass
@@ -83,23 +83,18 @@ def plan(command: Sequence[str], nprocs: int | None = None, trace_dir: str | os.
             env.update(valgrind_env)
         elif cache is not None:
             raise LaunchError("a simulated cache (--cache) needs the valgrind counter: --counters valgrind")
-    notes = _preload_pmpi(env)
-    kind = "other"
-    if launcher:
-        words = shlex.split(launcher)
-        launch = [*words, "-n", str(nprocs)]
-        if slurm.is_srun(words):
-            launch += slurm.srun_options(words, command, env, os.environ, notes)
-            kind = "srun"
-    elif nprocs == 1:
-        launch, kind = [], "direct"
+    program = mpilaunch.program_mpi(list(command))  # the MPI it was built with: its PMPI library, its launcher
+    notes = [*program.notes, *_preload_pmpi(env, program)]
+    env.update(program.env)
+    words = shlex.split(launcher) if launcher else []
+    if slurm.is_srun(words):
+        launch = [*words, "-n", str(nprocs), *slurm.srun_options(words, command, env, os.environ, notes)]
+        kind = "srun"
     else:
-        mpiexec = find_program("mpiexec")
-        if mpiexec is None:
-            raise LaunchError("no mpiexec beside this Python or on PATH: pip install mpich, or name a launcher "
-                              "with --launcher / MA_LAUNCHER")
-        launch = [str(mpiexec), "-n", str(nprocs)]
-        if _is_hydra(mpiexec):  # every rank's exit status in its report, for the run record
+        start = mpilaunch.launcher(program.install, nprocs, launcher)
+        env.update(start.env)
+        launch, kind = start.argv, start.kind
+        if not launcher and launch and _is_hydra(Path(launch[0])):  # every rank's exit status, for the run record
             launch.append("-print-all-exitcodes")
             kind = "hydra"
     # ma run can see every rank of a local Hydra job: it notes the first to fail before stopping the others
@@ -121,12 +116,15 @@ def _is_hydra(mpiexec: Path) -> bool:
     return "HYDRA" in version.stdout
 
 
-def _preload_pmpi(env: dict[str, str]) -> list[str]:
-    """Interpose the PMPI library in every rank, Python or C (built first if it is not yet)."""
+def _preload_pmpi(env: dict[str, str], program: mpilaunch.ProgramMpi) -> list[str]:
+    """Interpose the PMPI library of the program's MPI in every rank, Python or C (built first if it is not yet;
+    the very file a compiled program links, when it links one)."""
     from .cparts import build_pmpi
 
+    if program.install is None and program.linked_pmpi is None:
+        return []
     try:
-        library = build_pmpi()
+        library = program.linked_pmpi or build_pmpi(mpi=program.install)
     except ToolBuildError as exc:
         return [f"MPI calls will not be measured: {exc}"]
     preload = os.environ.get("LD_PRELOAD", "")

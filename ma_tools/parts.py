@@ -16,11 +16,13 @@ from pathlib import Path
 class Part:
     what: str  # what ``ma tools build`` prints before the path
     builder: str  # "module:function", called with force
+    optional: bool = False  # when it cannot be built (no compiler for it), ma tools build says so and goes on
 
 
 PARTS: dict[str, Part] = {
     "pmpi": Part("PMPI wrapper library", "ma_tools.cparts:build_pmpi"),
     "c": Part("C annotation runtime", "ma_tools.cparts:build_c_runtime"),
+    "fortran": Part("Fortran module (use ma)", "ma_tools.fortran:build_fortran", optional=True),
     "valgrind": Part("Valgrind counting tool", "ma_tools.valgrind:build_valgrind_tool"),
 }
 

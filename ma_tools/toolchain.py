@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ma_core.errors import ToolBuildError
+from ma_core.programs import run_program
 
 
 def env_bin_dir() -> Path:
@@ -48,11 +48,4 @@ def find_cc() -> Path:
 
 def run_compiler(args: Sequence[str | os.PathLike[str]], what: str) -> None:
     """Run a compiler command; on failure raise ToolBuildError with the command and its output."""
-    argv = [str(a) for a in args]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    except OSError as exc:
-        raise ToolBuildError(f"building {what}: cannot run {argv[0]}: {exc}") from None
-    if done.returncode != 0:
-        raise ToolBuildError(f"building {what} failed (exit {done.returncode}):\n  {' '.join(argv)}\n"
-                             f"{done.stderr.strip() or done.stdout.strip()}")
+    run_program(args, ToolBuildError, f"building {what}")

@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from ma_core.errors import ToolBuildError
-from ma_runtime.built import read_stamp, valgrind_dir
+from ma_core.programs import run_program
+from ma_runtime.built import SOURCE_DIR, read_stamp, valgrind_dir
 from ma_runtime.counters.valgrind import SHIM_NAME, TOOL_NAME
 
 from .build import build
 from .toolchain import find_cc, find_program, run_compiler
 
-TOOL_VERSION = "0.1.0"  # MF_VERSION_* in vgtool/mf_main.c
-_RUNTIME = Path(__file__).resolve().parent.parent / "ma_runtime"
-_TOOL_SOURCES = (_RUNTIME / "counters" / "vgtool" / "mf_main.c",)
-_CSRC = _RUNTIME / "csrc"
+TOOL_VERSION = "0.2.0"  # MF_VERSION_* in vgtool/mf_main.c
+_TOOL_SOURCES = (SOURCE_DIR / "counters" / "vgtool" / "mf_main.c",)
+_CSRC = SOURCE_DIR / "csrc"
 _SHARED_HEADER = _CSRC / "ma_vgcount.h"
 _SHIM_SOURCE = _CSRC / "ma_vgclient.c"
 
@@ -70,17 +70,9 @@ def _override(name: str) -> list[Path]:
 
 
 def _valgrind_version(launcher: Path) -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run([str(launcher), "--version"], capture_output=True, text=True, timeout=60,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolBuildError(f"cannot run {launcher} --version: {exc}") from None
-    text = done.stdout.strip()
-    if done.returncode != 0 or not text.startswith("valgrind-"):
-        raise ToolBuildError(f"{launcher} --version printed {text!r} (exit {done.returncode}); "
-                             "expected 'valgrind-X.Y.Z'")
+    text = run_program([launcher, "--version"], ToolBuildError, "Valgrind's version", timeout=60).stdout.strip()
+    if not text.startswith("valgrind-"):
+        raise ToolBuildError(f"{launcher} --version printed {text!r}; expected 'valgrind-X.Y.Z'")
     return text.removeprefix("valgrind-")
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything on a fresh Debian machine: system packages (GNU Octave for the exported models,
-# Valgrind for the software flop counter, the distribution's MPIs and Slurm for `ma run` under srun), a
-# virtual environment with the project and its MPI (the `mpich` wheel), and the project's C parts (PMPI
-# library, C runtime, Valgrind tool).
+# Valgrind for the software flop counter, gfortran, the distribution's MPICH and Open MPI, and Slurm for
+# `ma run` under srun), a virtual environment with the project and its MPI (the `mpich` wheel), and the
+# project's C and Fortran parts (PMPI library, C runtime, Fortran module, Valgrind tool), for the wheel and
+# for each distribution MPI.
 # Idempotent: run it again and it only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,10 +18,11 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 command -v clang >/dev/null 2>&1 || missing+=(clang)  # its vectorisation remarks, for `ma loopmark --compiler clang`
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)  # headless, for the HTML report's browser test
 command -v smpirun >/dev/null 2>&1 || missing+=(libsimgrid-dev)  # SimGrid/SMPI: replays `ma synth` traces
-# The distribution's MPICH and Open MPI, and a Slurm the tests start as a private single-node cluster
-# (scripts/slurm-local.sh): `ma run` under srun with each MPI.
-command -v mpicc.mpich >/dev/null 2>&1 || missing+=(libmpich-dev mpich)
-command -v mpicc.openmpi >/dev/null 2>&1 || missing+=(libopenmpi-dev openmpi-bin)
+command -v gfortran >/dev/null 2>&1 || missing+=(gfortran)  # the Fortran module (use ma)
+# The distribution's MPICH and Open MPI (Fortran bindings, and the MPI matrix of the tests), and a Slurm the
+# tests start as a private single-node cluster (scripts/slurm-local.sh): `ma run` under srun with each MPI.
+[ -x /usr/bin/mpicc.mpich ] || missing+=(libmpich-dev mpich)
+[ -x /usr/bin/mpicc.openmpi ] || missing+=(libopenmpi-dev openmpi-bin)
 command -v munged >/dev/null 2>&1 || missing+=(munge)
 command -v slurmctld >/dev/null 2>&1 || missing+=(slurmctld)
 command -v slurmd >/dev/null 2>&1 || missing+=(slurmd)
@@ -48,6 +50,9 @@ if [ ! -x .venv-extrap/bin/extrap ]; then
   .venv-extrap/bin/python -m pip install -q "numpy<2" "scipy<1.14" "matplotlib~=3.6" "tqdm~=4.47" \
     "pycubexr>=1.2.3,<3,!=2.0.0" "marshmallow~=3.7" packaging
 fi
-echo "setup: building the C parts"
+echo "setup: building the C and Fortran parts"
 .venv/bin/ma tools build
+for mpicc in /usr/bin/mpicc.mpich /usr/bin/mpicc.openmpi; do  # one build directory each (docs/mpi.md)
+  .venv/bin/ma tools build --mpicc "$mpicc" --only pmpi --only c --only fortran
+done
 echo "setup: done. The environment's MPI is .venv/bin/mpiexec; keep .venv/bin first on PATH."

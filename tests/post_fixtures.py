@@ -240,7 +240,7 @@ class Simulator:
             return
         for _ in range(times):
             for k in range(actual):
-                inner = dict(env)
+                inner = {**env, "iter": k}  # the iteration, from 0 (every expression inside may use it)
                 if item.index is not None:
                     inner[item.index] = k
                     self._declare(item.index, node.path, "input", None, k, 1)
@@ -305,8 +305,12 @@ class Simulator:
 
 
 def _needs_literal(body: Sequence[Any]) -> bool:
+    """Whether a loop with this body must run iteration by iteration: a condition, or an expression in ``iter``."""
     for item in body:
         if isinstance(item, If):
+            return True
+        texts = [getattr(item, "expr", None), getattr(item, "count", None)]
+        if any(isinstance(t, str) and "iter" in parse_expression(t).symbols for t in texts):
             return True
         if isinstance(item, (Sub, Loop)) and _needs_literal(item.body):
             return True

@@ -14,7 +14,7 @@ from post_fixtures import cg_program, make_trace
 
 from backends import registry
 from backends.base import Backend, Prediction, SitePrediction
-from backends.machine.profile import CacheLevel, MachineProfile, NetworkProfile
+from backends.machine.profile import CPU, CacheLevel, Host, MachineProfile, Memory, NetworkProfile
 from backends.peak import PeakBackend
 from ma_cli.main import main
 from ma_core.errors import BackendError, MAError
@@ -67,9 +67,9 @@ def third_party(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Pat
 
 
 def machine() -> MachineProfile:
-    return MachineProfile(name="test-machine", host={"hostname": "h", "cpu_model": "c", "cpus": 1, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": 2.0e9},
-                          memory={"triad_gbs": 4.0}, network=NetworkProfile(latency_s=1e-6, bandwidth_bytes_per_s=1e9))
+    return MachineProfile(name="test-machine", host=Host("h", "c", 1), caches=(CacheLevel(1, 32768, 8, 64),),
+                          cpu=CPU(2.0e9), memory=Memory(4e9),
+                          network=NetworkProfile(latency_s=1e-6, bandwidth_bytes_per_s=1e9))
 
 
 def test_the_projects_backend_is_registered_by_entry_point() -> None:

@@ -60,6 +60,21 @@ def test_ma_run_writes_one_trace_per_rank(tmp_path: Path, nprocs: int) -> None:
 
 
 @pytest.mark.mpi
+def test_a_run_with_the_annotations_off_succeeds_and_says_so(tmp_path: Path) -> None:
+    done = ma_run(tmp_path, "-n", "2", "--trace-dir", "out", "--", sys.executable, "prog.py", "64",
+                  env=clean_env(MA_DISABLE="1"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("done") == 2
+    assert done.stderr.strip().splitlines() == [
+        "ma run: exit status 0; the annotations were off (MA_DISABLE=1), so no trace was written"]
+    assert not list((tmp_path / "out").glob("rank-*.ma.json"))
+    # A program that fails still fails.
+    failing = ma_run(tmp_path, "-n", "1", "--", sys.executable, "-c", "raise SystemExit(3)",
+                     env=clean_env(MA_DISABLE="1"))
+    assert failing.returncode == 3 and "exit status 3; the annotations were off" in failing.stderr
+
+
+@pytest.mark.mpi
 def test_stale_traces_of_a_larger_run_are_removed(tmp_path: Path) -> None:
     assert ma_run(tmp_path, "-n", "2", "--trace-dir", "out", "--", sys.executable, "prog.py", "8").returncode == 0
     assert ma_run(tmp_path, "-n", "1", "--trace-dir", "out", "--", sys.executable, "prog.py", "8").returncode == 0

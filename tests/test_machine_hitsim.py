@@ -146,7 +146,7 @@ def test_fit_with_another_hierarchy_simulates_the_hit_rates_again(tmp_path: Path
 
     path = sample_profile().save(tmp_path / "p.json")
     before = {(p.curve, p.size_bytes): p.hit_rates for p in profile.load(path).multimaps}
-    assert before[("stride 8", 262144)] == [0.0, 0.0, 1.0]  # 4 x L2, a line per load: misses everywhere
+    assert before[("stride 8", 262144)] == (0.0, 0.0, 1.0)  # 4 x L2, a line per load: misses everywhere
     out = tmp_path / "q.json"
     assert main(["machine", "fit", str(path), "-o", str(out), "--cache", "L2=64K:8:64:LRU:adjacent:physical",
                  "--population", "50", "--generations", "3"]) == 0
@@ -155,7 +155,7 @@ def test_fit_with_another_hierarchy_simulates_the_hit_rates_again(tmp_path: Path
         "adjacent", "physical", "override")
     after = {(p.curve, p.size_bytes): p.hit_rates for p in refit.multimaps}
     assert after[("stride 8", 262144)] == pytest.approx([0.0, 0.5, 1.0])  # pairs of lines from memory
-    assert after[("stride 1", 2048)] == before[("stride 1", 2048)] == [1.0, 1.0, 1.0]
+    assert after[("stride 1", 2048)] == before[("stride 1", 2048)] == (1.0, 1.0, 1.0)
     assert refit.bandwidth_fit is not None and refit.bandwidth_fit.ga["population"] == 50
     assert main(["machine", "show", str(out)]) == 0
     assert "adjacent prefetch" in capsys.readouterr().out

@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backends.machine import probe, profile, pymessages
+from backends.cpython import exchange
+from backends.machine import probe, profile
 from ma_cli.main import main
 
 
@@ -25,46 +26,48 @@ def quick_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.mpi
 def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     machine = profile.load(quick_profile)
-    assert machine.host["quick"] is True and machine.host["notes"] == "test run"
+    assert machine.host.quick is True and machine.host.notes == "test run"
     curves = {p.curve for p in machine.multimaps}
     assert curves == {f"stride {s}" for s in probe.STRIDES} | {"random"}
     sizes = sorted({p.size_bytes for p in machine.multimaps})
     assert len(sizes) >= 10 and sizes[0] == 1024
     for point in machine.multimaps:
         assert point.hit_rates is not None and point.hit_rates[-1] == 1.0
-        assert len(point.samples_gbs) == machine.multimaps_settings["samples"]
-        assert point.bandwidth_gbs == pytest.approx(float(np.median(point.samples_gbs)), rel=1e-3)
+        assert len(point.samples_bytes_per_s) == machine.multimaps_settings.samples
+        assert point.bandwidth_bytes_per_s == pytest.approx(float(np.median(point.samples_bytes_per_s)), rel=1e-3)
     by_key = {(p.curve, p.size_bytes): p for p in machine.multimaps}
     # the cache levels show: an L1-resident stride-1 read beats a stride-8 read from beyond L2 (a line per load;
     # with x86's adjacent-line prefetcher modelled at L2, every other one hits there)
     in_l1 = by_key[("stride 1", max(s for s in sizes if s <= machine.caches[0].size_bytes // 2))]
     beyond_l2 = by_key[("stride 8", sizes[-1])]
-    assert in_l1.hit_rates == [1.0] * machine.levels
+    assert in_l1.hit_rates == (1.0,) * machine.levels
     assert beyond_l2.hit_rates is not None and beyond_l2.hit_rates[0] == 0.0 and beyond_l2.hit_rates[1] <= 0.5
     # best samples: the others who share this host slow a sample down, never up
-    assert max(in_l1.samples_gbs) > 2 * max(beyond_l2.samples_gbs)
-    assert machine.peak_flops > 1e9 and machine.cpu["isa"] in machine.cpu["by_isa"]
-    assert machine.memory["vector_streams"]["version"] == 1  # the vector stream curve (test_maps_streams.py)
-    assert machine.triad_gbs > 0.5
+    assert max(in_l1.samples_bytes_per_s) > 2 * max(beyond_l2.samples_bytes_per_s)
+    assert machine.peak_flops > 1e9 and machine.cpu.isa in machine.cpu.by_isa
+    assert machine.memory.vector_streams is not None  # the vector stream curve (test_maps_streams.py)
+    assert machine.triad_bytes_per_s > 0.5e9
+    assert machine.cpu.csr_rows is not None and len(machine.cpu.csr_rows.points) > 2  # the CSR curve in L1
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3
-    assert [row["bytes"] for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
+    assert [row.bytes for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
     # exchanges on twice as many ranks as cores: the wait for a partner without a core
     over = machine.network.oversubscribed
-    assert over is not None and over["version"] == 2 and over["pattern"] == "exchange"
-    assert over["ranks"] == 2 * over["cores"] > machine.host["cpus"] - 1
-    assert [row["bytes"] for row in over["pingpong"]] == list(probe.ProbeSettings.quick().pingpong_sizes)
-    assert over["latency_s"] == min(over["pingpong"], key=lambda row: row["bytes"])["seconds"] > 0
+    assert over is not None and over.version == 2 and over.extra["pattern"] == "exchange"
+    assert over.ranks == 2 * over.cores > machine.host.cpus - 1
+    assert [row.bytes for row in over.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
+    assert over.latency_s == min(over.pingpong, key=lambda row: row.bytes).seconds > 0
     # the same exchange with work before each message: the work alone grows with the passes; a message takes at
     # least its own work (a timing on a shared host: no stricter order is asserted)
-    work = over["work"]
-    assert [row["passes"] for row in work] == list(probe.ProbeSettings.quick().oversubscribed_work)
-    assert work[0]["work_s"] == 0 and all(a["work_s"] < b["work_s"] for a, b in itertools.pairwise(work))
-    assert all(row["seconds"] >= 0.9 * row["work_s"] and row["seconds"] > 0 for row in work)
-    # the two-rank Python exchange curve (test_maps_pymessages.py)
-    python = machine.network.python_exchange
-    assert python is not None and [row["passes"] for row in python["work"]] == list(pymessages.QUICK["passes"])
+    work = over.work
+    assert [row.passes for row in work] == list(probe.ProbeSettings.quick().oversubscribed_work)
+    assert work[0].work_s == 0 and all(a.work_s < b.work_s for a, b in itertools.pairwise(work))
+    assert all(row.seconds >= 0.9 * row.work_s and row.seconds > 0 for row in work)
+    # the CPython terms, and the two-rank Python exchange curve (test_maps_pymessages.py)
+    assert machine.cpython is not None and machine.cpython.call_overhead_s is not None
+    python = machine.cpython.exchange
+    assert python is not None and [row.passes for row in python.work] == list(exchange.QUICK["passes"])
     fit = machine.bandwidth_fit
-    assert fit is not None and len(fit.plateaus_gbs) == machine.levels and fit.avg_abs_rel_error is not None
+    assert fit is not None and fit.params.levels == machine.levels and fit.avg_abs_rel_error is not None
     assert set(fit.per_curve) == curves
 
 

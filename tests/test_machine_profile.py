@@ -11,25 +11,41 @@ from typing import Any
 import pytest
 
 from backends.machine import hierarchy, hitrates, profile
-from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
+from backends.machine.eq1 import Eq1Params
+from backends.machine.profile import (
+    CPU,
+    GB,
+    BandwidthFit,
+    CacheLevel,
+    Host,
+    MachineProfile,
+    Memory,
+    Message,
+    MultiMapsPoint,
+    MultiMapsSettings,
+    NetworkProfile,
+    Oversubscribed,
+)
 from ma_core.errors import ProfileError
 
-SMALL = [CacheLevel(1, 4096, 4, 64), CacheLevel(2, 65536, 8, 64)]
+SMALL = (CacheLevel(1, 4096, 4, 64), CacheLevel(2, 65536, 8, 64))
 OVERSUBSCRIBED = {"version": 1, "pattern": "exchange", "ranks": 4, "cores": 2, "latency_s": 4e-5,
                   "bandwidth_bytes_per_s": 1e9, "pingpong": [{"bytes": 8, "seconds": 4e-5}]}
 
 
 def sample_profile() -> MachineProfile:
-    points = [MultiMapsPoint("stride", size, 50.0 / (1 + i), stride=s, samples_gbs=[1.0, 2.0],
-                             hit_rates=hitrates.stride_hit_rates(SMALL, size, s))
+    # GB/s figures of a few decimals, as probes write them: bytes per second and back give the same numbers
+    points = [MultiMapsPoint("stride", size, (50.0 - 10 * i) * GB, stride=s, samples_bytes_per_s=(1e9, 2e9),
+                             hit_rates=tuple(hitrates.stride_hit_rates(SMALL, size, s)))
               for i, size in enumerate((2048, 32768, 262144)) for s in (1, 8)]
-    points.append(MultiMapsPoint("random", 2048, 9.0, hit_rates=[0.5, 1.0, 1.0]))
+    points.append(MultiMapsPoint("random", 2048, 9e9, hit_rates=(0.5, 1.0, 1.0)))
+    over = Oversubscribed(4, 2, 4e-5, 1e9, version=1, pingpong=(Message(8, 4e-5),), extra={"pattern": "exchange"})
     return MachineProfile(
-        name="sample", host={"hostname": "h", "cpu_model": "cpu", "cpus": 2, "measured_at": "2026-01-01T00:00:00Z"},
-        caches=SMALL, cpu={"peak_flops": 1e10, "isa": "sse2"}, memory={"triad_gbs": 10.0}, multimaps=points,
-        multimaps_settings={"samples": 2, "statistic": "median"},
-        network=NetworkProfile(2e-6, 5e9, pingpong=[{"bytes": 8, "seconds": 2e-6}], oversubscribed=OVERSUBSCRIBED),
-        bandwidth_fit=BandwidthFit([1.0, 3.0, 30.0], [50.0, 20.0, 5.0], [1.0, -1.0], [0.1, 0.2]))
+        name="sample", host=Host("h", "cpu", 2, "2026-01-01T00:00:00Z"), caches=SMALL, cpu=CPU(1e10, "sse2"),
+        memory=Memory(10e9), multimaps=tuple(points),
+        multimaps_settings=MultiMapsSettings(samples=2, statistic="median"),
+        network=NetworkProfile(2e-6, 5e9, pingpong=(Message(8, 2e-6),), oversubscribed=over),
+        bandwidth_fit=BandwidthFit(Eq1Params((1.0, 3.0, 30.0), (50e9, 20e9, 5e9), (1.0, -1.0), (0.1, 0.2))))
 
 
 def test_round_trip(tmp_path: Path) -> None:
@@ -39,8 +55,32 @@ def test_round_trip(tmp_path: Path) -> None:
     assert loaded == original
     assert loaded.levels == 3
     assert loaded.bandwidth_fit is not None
-    assert loaded.bandwidth_fit.bandwidth_gbs([1.0, 1.0, 1.0])[0] == pytest.approx(50.0)
+    assert loaded.bandwidth_fit.bandwidth([1.0, 1.0, 1.0])[0] == pytest.approx(50e9)
     assert loaded.network is not None and loaded.network.message_seconds(5e9) == pytest.approx(1.000002)
+    # the document keeps GB/s: the typed profile's bytes per second are converted at the boundary, both ways
+    doc = json.loads(path.read_text())
+    assert doc["memory"]["triad_gbs"] == 10.0 and doc["bandwidth_fit"]["plateaus_gbs"] == [50.0, 20.0, 5.0]
+    assert doc["multimaps"]["points"][0]["bandwidth_gbs"] == 50.0 and loaded.memory.triad_bytes_per_s == 10e9
+
+
+def test_fields_this_sdk_does_not_read_are_kept(tmp_path: Path) -> None:
+    doc = sample_profile().to_json()
+    doc["host"]["rack"] = "b7"
+    doc["cpu"]["vendor_note"] = {"microcode": "0xa"}
+    doc["memory"]["numa_nodes"] = 1
+    loaded = profile.from_json(doc)
+    assert loaded.host.extra == {"rack": "b7"} and loaded.cpu.extra == {"vendor_note": {"microcode": "0xa"}}
+    assert loaded.to_json() == doc
+
+
+def test_with_block_validates_the_measured_block() -> None:
+    streams = {"version": 1, "isa": "avx2", "points": [{"size_bytes": 8192, "bandwidth_gbs": 90.0}]}
+    changed = profile.with_block(sample_profile(), "memory.vector_streams", streams)
+    assert changed.memory.vector_streams is not None
+    assert changed.memory.vector_streams.points[0].bandwidth_bytes_per_s == 90e9
+    with pytest.raises(ProfileError, match="non-empty list of points") as caught:
+        profile.with_block(sample_profile(), "memory.vector_streams", {**streams, "points": []})
+    assert caught.value.field == "memory.vector_streams.points"
 
 
 def edited(tmp_path: Path, change: Any) -> Path:

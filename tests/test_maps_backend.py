@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,15 @@ from post_fixtures import Loop, Mpi, Op, Sub, Var, make_trace, octave_value, wri
 
 from backends import registry
 from backends.base import Prediction
-from backends.machine.gafit import Eq1Params
-from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
-from backends.maps import MapsBackend, whatif
-from backends.maps.eq1 import bandwidth_expr
-from backends.maps.signature import Signatures, load_signature_file, load_signatures, save_signature_file
+from backends.machine import profile as machines
+from backends.machine import whatif
+from backends.machine.eq1 import Eq1Params
+from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
+from backends.maps import MapsBackend
 from backends.maps.traffic import seconds_per_flop, stream_rows
+from backends.signature import Signatures, load_signature_file, load_signatures, save_signature_file
 from ma_cli.main import main
-from ma_core.errors import BackendError
+from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 
@@ -33,11 +35,11 @@ LATENCY, BANDWIDTH, PEAK = 1e-6, 1e9, 2e9
 
 
 def profile(penalties: bool = False) -> MachineProfile:
-    fit = BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[3.0] if penalties else [],
-                       penalty_x=[0.05] if penalties else [])
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 64, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0},
-                          network=NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
+    fit = BandwidthFit(Eq1Params((1.0, C2), (B1 * GB, B2 * GB), (3.0,) if penalties else (),
+                                 (0.05,) if penalties else ()))
+    return MachineProfile(name="hand", host=Host("h", "c", 64), caches=(CacheLevel(1, 32768, 8, 64),),
+                          cpu=CPU(PEAK), memory=Memory(4e9),
+                          network=machines.NetworkProfile(latency_s=LATENCY, bandwidth_bytes_per_s=BANDWIDTH),
                           bandwidth_fit=fit)
 
 
@@ -63,9 +65,9 @@ def test_eq1_in_sympy_matches_the_numeric_fit() -> None:
     rows = [(1.0, 1.0, 1.0), (0.875, 0.875, 1.0), (0.5, 0.9, 1.0), (0.0, 0.0, 1.0), (0.2, 1.0, 1.0)]
     numeric = params.bandwidth(rows)
     for row, expected in zip(rows, numeric, strict=True):
-        assert float(bandwidth_expr(params, row)) == pytest.approx(expected, rel=1e-12)
+        assert float(params.symbolic(row)) == pytest.approx(expected, rel=1e-12)
     h = sympy.symbols("h1 h2 h3")
-    symbolic = bandwidth_expr(params, h)
+    symbolic = params.symbolic(h)
     assert float(symbolic.subs(dict(zip(h, rows[2], strict=True)))) == pytest.approx(numeric[2], rel=1e-12)
 
 
@@ -173,15 +175,13 @@ def test_auto_is_net_at_the_peak_and_sum_at_the_numpy_rate() -> None:
     assert net.evaluate(values) == pytest.approx(10 * (2 + 1) * 1000 / 1e9 + 10 * 3000 * 8 / hand_f(0.875))
 
 
-def test_net_keeps_the_interpreter_term_whole() -> None:
-    """The per-call term is not flop time: net takes the probe's flops out of the flops only, never below 0."""
+def test_net_keeps_the_runtime_part_whole() -> None:
+    """The runtime part is not flop time: net takes the probe's flops out of the flops only, never below 0."""
     values = {"n": 10, "m": 1000}
-    b = kernel_builder("2*m", "3*m")
-    net = MapsBackend(overlap="net", call_overhead_s=1e-4).predict(b, profile(), {})
-    calls = sum(float(e.subs(values)) for p, e in net.interpreter.items() if p.startswith("it/k"))
-    assert calls > 0
-    kernel = sum(float(s.compute.subs(values)) for s in net.sites if s.path.startswith("it/k"))
-    assert kernel == pytest.approx(calls)
+    b = kernel_builder("2*m", "3*m", "python")
+    net = MapsBackend(overlap="net", call_overhead_s=1e-4, python_flops=PEAK).predict(b, profile(), {})
+    assert float(net.part("runtime", "it/k").subs(values)) == pytest.approx(10 * 1e-4)  # one call per execution
+    assert float(net.part("compute", "it/k").subs(values)) == 0.0  # 2m flops under the probe's 3m
 
 
 def test_penalties_and_symbolic_inputs_stay_symbolic() -> None:
@@ -208,7 +208,14 @@ def test_what_if_scales_profile_fields() -> None:
     faster = whatif.apply(base, whatif.parse("network.bandwidth=*2"))
     assert faster.network is not None and faster.network.bandwidth_bytes_per_s == 2 * BANDWIDTH
     slower = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs[1]=/5"))
-    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.plateaus_gbs == [B1, B2 / 5]
+    assert slower.bandwidth_fit is not None and slower.bandwidth_fit.params.b == (B1 * GB, B2 * GB / 5)
+    assert base.bandwidth_fit is not None and base.bandwidth_fit.params.b[1] == B2 * GB  # a new profile
+    # a GB/s field is set in GB/s, as the document writes it; a whole field stays whole where the change leaves it
+    set_to = whatif.apply(base, whatif.parse("bandwidth_fit.plateaus_gbs=8"))
+    assert set_to.bandwidth_fit is not None and set_to.bandwidth_fit.params.b == (8e9, 8e9)
+    assert whatif.apply(base, whatif.parse("caches[0].size_bytes=*2")).caches[0].size_bytes == 65536
+    with pytest.raises(ProfileError, match="whole number of sets"):  # the changed profile is validated again
+        whatif.apply(base, whatif.parse("caches[0].ways=*3"))
     assert whatif.apply(base, whatif.parse("cpu.peak=4e9")).peak_flops == 4e9
     with pytest.raises(BackendError, match=r"has no field 'network\.speed'"):
         whatif.apply(base, whatif.parse("network.speed=*2"))
@@ -254,12 +261,20 @@ def test_call_overhead_term_counts_every_call(tmp_path: Path, capsys: pytest.Cap
     # no measured calls: one per execution of the flop, loadstore and MPI sites (5 x 10 in the loop, 1 bcast)
     assert charged.evaluate(values) - plain == pytest.approx(51 * 1e-6)
     assert len(charged.assumed_calls) == 6 and any("charged one call per execution" in n for n in charged.notes)
-    assert float(charged.interpreter_total("solve").subs(values)) == pytest.approx(50e-6)
+    assert float(charged.part("runtime", "solve").subs(values)) == pytest.approx(50e-6)
+    assert float(charged.part("compute").subs(values)) == pytest.approx(
+        float(MapsBackend().predict(builder(), profile()).part("compute").subs(values)))  # the calls are not compute
+    # a C program has no runtime part, whatever the options: they apply to Python programs only, and it says so
+    c_program = MapsBackend(call_overhead_s=1e-6).predict(builder(language="c"), profile())
+    assert c_program.part("runtime") == 0 and c_program.assumed_calls == ()
+    assert any("not Python" in note for note in c_program.notes)
     run = write_run(tmp_path / "run", program(), 2)
     machine_file = profile().save(tmp_path / "hand.json")
     assert main(["predict", str(run), "--machine", str(machine_file), "--backend", "peak", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["backend"] == "peak" and "subroutines" not in report and report["total_s"] > 0
+    assert report["backend"] == "peak" and report["total_s"] > 0
+    # any backend that names its sites' subroutines (the Prediction base's) gets them in the report
+    assert {row["name"] for row in report["subroutines"]} == {"solve", ""} and "assumed_hit_rates" not in report
 
 
 def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_path: Path) -> None:
@@ -273,7 +288,7 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
     prediction = MapsBackend(signatures=signatures, call_overhead_s=1e-6).predict(builder(), profile())
     assert prediction.assumed_calls == ()  # measured calls: no site is charged the assumed one call
     # per execution x executions: the loop body n times, the subroutine once; symbolic in n
-    total = prediction.interpreter_total()
+    total = prediction.part("runtime")
     assert prediction.free_inputs == ["m", "n", "nprocs"] and sympy.Symbol("n") in total.free_symbols
     for n in (1, 10, 1000):
         assert float(total.subs({"n": n, "nprocs": 4})) == pytest.approx(3e-6 * n + 2e-6 * n + 5e-6, rel=1e-12)
@@ -297,12 +312,12 @@ def test_python_sites_use_the_numpy_rate_and_c_sites_the_peak() -> None:
     assert float(next(s for s in python.sites if s.path == flop).compute.subs(values)) == pytest.approx(20000 / 1e8)
     assert float(next(s for s in c.sites if s.path == flop).compute.subs(values)) == pytest.approx(20000 / PEAK)
     without = MapsBackend().predict(builder(), profile())
-    assert any("no cpu.python_flops" in note for note in without.notes)
+    assert any("no cpython.python_flops" in note for note in without.notes)
     with pytest.raises(BackendError, match="python_flops must be > 0"):
         MapsBackend(python_flops=0)
 
 
-def test_the_interpreter_term_is_never_hidden_by_memory_in_the_max_overlap() -> None:
+def test_the_runtime_part_is_never_hidden_by_memory_in_the_max_overlap() -> None:
     values = {"n": 10, "m": 1000, "nprocs": 4}
     summed = MapsBackend(call_overhead_s=1e-4).predict(builder(), profile(), {})
     overlapped = MapsBackend(call_overhead_s=1e-4, overlap="max").predict(builder(), profile(), {})
@@ -310,7 +325,7 @@ def test_the_interpreter_term_is_never_hidden_by_memory_in_the_max_overlap() -> 
     calls = 2 * 10 * 1e-4  # the flop and the loadstore site: one call per execution each
 
     def block_time(p: Prediction) -> float:
-        return sum(float((s.compute + s.memory).subs(values)) for s in p.sites if s.path.startswith("solve/it/")
+        return sum(float(s.total.subs(values)) for s in p.sites if s.path.startswith("solve/it/")
                    and s.path.rsplit("/", 1)[-1] in ("fl", "ls"))
 
     assert block_time(summed) == pytest.approx(compute + memory + calls)
@@ -328,8 +343,8 @@ def test_more_ranks_than_cores_time_share_them() -> None:
             assert float(shared.part(part).subs(point)) == pytest.approx(factor * float(alone.part(part).subs(point)))
         assert float(shared.part("communication").subs(point)) == pytest.approx(
             float(alone.part("communication").subs(point)))
-        assert float(shared.interpreter_total().subs(point)) == pytest.approx(
-            factor * float(alone.interpreter_total().subs(point)))
+        assert float(shared.part("runtime").subs(point)) == pytest.approx(
+            factor * float(alone.part("runtime").subs(point)))
     with pytest.raises(BackendError, match="cores must be >= 0"):
         MapsBackend(cores=-1)
 
@@ -339,10 +354,10 @@ def test_messages_beyond_one_rank_per_core_use_the_oversubscribed_exchange() -> 
     proportion to the ranks per core beyond one: e = max(0, p/2 - 1) / (4/2 - 1)."""
     values = {"n": 10, "m": 1000}
     over_latency, over_bandwidth = 21e-6, BANDWIDTH / 4
-    machine = profile()
-    assert machine.network is not None
-    machine.network.oversubscribed = {"version": 1, "pattern": "exchange", "ranks": 4, "cores": 2,
-                                      "latency_s": over_latency, "bandwidth_bytes_per_s": over_bandwidth}
+    plain_network = profile().network
+    assert plain_network is not None
+    machine = replace(profile(), network=replace(plain_network, oversubscribed=machines.Oversubscribed(
+        4, 2, over_latency, over_bandwidth, version=1, extra={"pattern": "exchange"})))
     plain = MapsBackend(cores=2).predict(builder(), profile())
     shared = MapsBackend(cores=2).predict(builder(), machine)
     assert any("oversubscribed" in note for note in shared.notes)
@@ -390,9 +405,9 @@ def test_measured_traffic_prices_a_flop_site_without_loadstore(tmp_path: Path) -
 
 
 def test_stream_rows_and_seconds_per_flop_by_hand() -> None:
-    three = MachineProfile(name="three", host={"hostname": "h", "cpu_model": "c", "cpus": 2, "measured_at": ""},
-                           caches=[CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 128)],
-                           cpu={"peak_flops": PEAK}, memory={"triad_gbs": 4.0})
+    three = MachineProfile(name="three", host=Host("h", "c", 2),
+                           caches=(CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 128)),
+                           cpu=CPU(PEAK), memory=Memory(4e9))
     assert stream_rows(three) == [(0.875, 1.0, 1.0), (0.875, 0.9375, 1.0)]
     assert seconds_per_flop((9.0, 0.5, 0.25), 64, (32e9, 8e9)) == pytest.approx(0.5 * 64 / 32e9 + 0.25 * 64 / 8e9)
     with pytest.raises(ValueError, match="3 levels of lines per flop for 2 levels"):

@@ -9,7 +9,8 @@ import math
 import pytest
 from post_fixtures import Loop, Mpi, Var, make_trace
 
-from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile, NetworkProfile
+from backends.machine.eq1 import Eq1Params
+from backends.machine.profile import CPU, BandwidthFit, CacheLevel, Host, MachineProfile, Memory, NetworkProfile
 from backends.maps import MapsBackend
 from ma_core.trace_format import MPI_TYPES
 from ma_post import ModelBuilder
@@ -39,11 +40,11 @@ def by_hand(site_type: str, p: int) -> float:
 
 
 def profile() -> MachineProfile:
-    fit = BandwidthFit(latencies=[1.0, 10.0], plateaus_gbs=[40.0, 5.0], penalty_f=[], penalty_x=[])
+    fit = BandwidthFit(Eq1Params((1.0, 10.0), (40e9, 5e9), (), ()))
     # 1024 cores: no time-sharing at these counts, so L and B are the ping-pong's
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 1024, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": 1e9}, memory={"triad_gbs": 4.0},
-                          network=NetworkProfile(latency_s=L, bandwidth_bytes_per_s=B), bandwidth_fit=fit)
+    return MachineProfile(name="hand", host=Host("h", "c", 1024), caches=(CacheLevel(1, 32768, 8, 64),), cpu=CPU(1e9),
+                          memory=Memory(4e9), network=NetworkProfile(latency_s=L, bandwidth_bytes_per_s=B),
+                          bandwidth_fit=fit)
 
 
 def program() -> list[object]:

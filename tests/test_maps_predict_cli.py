@@ -92,8 +92,10 @@ def test_a_signature_site_the_run_does_not_have_is_named(run: tuple[Path, Path],
                                                                         "solve/it/lss": [0.9, 1.0]}}))
     report = predict_json(capsys, str(trace_dir), "--machine", str(machine), "--signatures", str(signature))
     notes = [n for n in report["notes"] if n.startswith("signature file:")]
-    assert len(notes) == 1 and notes[0].endswith(": solve/it/lss") and "1 site(s) not in this run" in notes[0]
+    assert notes[0] == "signature file: hit rates at 1 site(s)" and report["signature_sites"]["hit_rates"] == [
+        "solve/it/ls"]  # what it covered
+    assert len(notes) == 2 and notes[1].endswith(": solve/it/lss") and "1 site(s) not in this run" in notes[1]
     assert report["assumed_hit_rates"] == []  # the path it does have is used
     signature.write_text(json.dumps({"format": "ma-signature", "sites": {"solve/it/ls": [0.5, 1.0]}}))
     report = predict_json(capsys, str(trace_dir), "--machine", str(machine), "--signatures", str(signature))
-    assert not any(n.startswith("signature file:") for n in report["notes"])
+    assert not any("not in this run" in n for n in report["notes"])

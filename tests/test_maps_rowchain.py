@@ -12,11 +12,13 @@ import pytest
 import sympy
 from post_fixtures import Loop, Op, Var, make_trace, octave_value
 
-from backends.machine import cputerms
-from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
+from backends.machine import csrrows
+from backends.machine import profile as profiles
+from backends.machine.curves import constant_ends as seconds_per_entry
+from backends.machine.eq1 import Eq1Params
+from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
-from backends.maps.rowchain import seconds_per_entry
-from backends.maps.signature import Signatures, load_signature_file, save_signature_file
+from backends.signature import Signatures, load_signature_file, save_signature_file
 from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
@@ -27,13 +29,10 @@ VALUES = {"n": 10, "m": 1000}
 
 
 def profile(curve: dict[str, list[float]] | None = CURVE) -> MachineProfile:
-    fit = BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[], penalty_x=[])
-    cpu: dict[str, object] = {"peak_flops": PEAK}
-    if curve is not None:
-        cpu["python_probe"] = {"version": 1, "csr_rows": curve}
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 64, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64)], cpu=cpu, memory={"triad_gbs": 4.0},
-                          bandwidth_fit=fit)
+    fit = BandwidthFit(Eq1Params((1.0, C2), (B1 * GB, B2 * GB), (), ()))
+    bare = MachineProfile(name="hand", host=Host("h", "c", 64), caches=(CacheLevel(1, 32768, 8, 64),), cpu=CPU(PEAK),
+                          memory=Memory(4e9), bandwidth_fit=fit)
+    return bare if curve is None else profiles.with_block(bare, profiles.CSR_ROWS_FIELD, curve)
 
 
 def builder(flops: str = "2*m") -> ModelBuilder:
@@ -100,7 +99,7 @@ def test_without_the_curve_a_stated_row_loop_is_priced_like_any_kernel_and_the_n
     prediction = MapsBackend(signatures=signatures).predict(builder(), profile(None), {})
     plain = MapsBackend().predict(builder(), profile(None), {})
     assert prediction.evaluate(VALUES) == pytest.approx(plain.evaluate(VALUES))
-    assert any("no cpu.python_probe.csr_rows" in note for note in prediction.notes)
+    assert any("no cpu.csr_rows" in note for note in prediction.notes)
 
 
 def test_the_row_length_stays_symbolic() -> None:
@@ -127,18 +126,21 @@ def test_the_signature_file_carries_csr_rows_and_names_a_bad_one(tmp_path: Path)
             load_signature_file(path, 2)
 
 
-def test_the_probe_measures_the_csr_curve_and_the_profile_reader_checks_it() -> None:
-    measured = cputerms.measure_csr_rows(quick=True)
-    assert measured["entries_per_row"] == [float(k) for k in cputerms.CSR_ROW_LENGTHS]
+def test_the_probe_measures_the_csr_curve_and_the_profile_checks_it() -> None:
+    measured = csrrows.measure_csr_rows(quick=True)
+    assert measured["entries_per_row"] == [float(k) for k in csrrows.CSR_ROW_LENGTHS]
     # an entry of a CSR product in cache costs between 0.05 and 50 ns on any machine this runs on
     assert all(5e-11 < s < 5e-8 for s in measured["seconds_per_entry"])
-    curve = cputerms.csr_rows_curve({"python_probe": {"csr_rows": measured}})
-    assert curve is not None and [k for k, _ in curve] == sorted(measured["entries_per_row"])
-    assert cputerms.csr_rows_curve({}) is None
-    for bad in ({"entries_per_row": [2.0]}, {"entries_per_row": [2.0, 4.0], "seconds_per_entry": [1e-9]},
-                {"entries_per_row": [2.0], "seconds_per_entry": [-1.0]}):
-        with pytest.raises(ProfileError, match=r"cpu\.python_probe\.csr_rows"):
-            cputerms.csr_rows_curve({"python_probe": {"csr_rows": bad}}, "p.json")
+    curve = profile(measured).cpu.csr_rows
+    assert curve is not None and [k for k, _ in curve.points] == sorted(measured["entries_per_row"])
+    assert profile(None).cpu.csr_rows is None
+    for bad, message in (({"entries_per_row": [2.0]}, "required field is missing"),
+                         ({"entries_per_row": [2.0, 4.0], "seconds_per_entry": [1e-9]}, "of one length"),
+                         ({"entries_per_row": [2.0], "seconds_per_entry": [-1.0]}, "minimum of 0"),
+                         ({"entries_per_row": [2.0, 2.0], "seconds_per_entry": [1e-9, 1e-9]}, "distinct row")):
+        with pytest.raises(ProfileError, match=message) as caught:
+            profile(bad)
+        assert str(caught.value.field).startswith("cpu.csr_rows")
 
 
 @pytest.mark.octave

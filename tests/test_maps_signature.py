@@ -17,7 +17,8 @@ import pytest
 from trace_schema import check_trace_schema
 
 import ma  # noqa: F401  (the application layer first, as a user program does)
-from backends.maps.tracedata import measured_subscripts, site_lines_per_flop
+from backends.cpython.tracedata import measured_subscripts
+from backends.signature import site_lines_per_flop
 from ma_core.errors import TraceError
 from ma_core.trace_format import rank_file_name
 from ma_post import load

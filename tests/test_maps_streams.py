@@ -13,12 +13,13 @@ from post_fixtures import Loop, Op, Sub, Var, make_trace, write_run
 
 from backends.machine import profile as profiles
 from backends.machine import vectorstreams
-from backends.machine.kernels import Kernels
-from backends.machine.probe import ProbeSettings, _aligned, measure_vector_streams
-from backends.machine.profile import BandwidthFit, CacheLevel, MachineProfile
+from backends.machine.eq1 import Eq1Params
+from backends.machine.kernels import Kernels, aligned_array
+from backends.machine.probe import ProbeSettings, measure_vector_streams
+from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory, StreamPoint
 from backends.maps import MapsBackend
-from backends.maps.signature import Signatures
 from backends.maps.streams import line_bandwidths
+from backends.signature import Signatures
 from ma_cli.main import main
 from ma_core.errors import BackendError, ProfileError
 from ma_post import ModelBuilder
@@ -34,14 +35,17 @@ def curve(*points: tuple[int, float]) -> dict[str, object]:
             "points": [{"size_bytes": s, "bandwidth_gbs": b} for s, b in points]}
 
 
-def machine(streams: dict[str, object] | None) -> MachineProfile:
-    memory: dict[str, object] = {"triad_gbs": 4.0}
-    if streams is not None:
-        memory["vector_streams"] = streams
-    return MachineProfile(name="hand", host={"hostname": "h", "cpu_model": "c", "cpus": 64, "measured_at": ""},
-                          caches=[L1], cpu={"peak_flops": 2e9}, memory=memory,
-                          bandwidth_fit=BandwidthFit(latencies=[1.0, C2], plateaus_gbs=[B1, B2], penalty_f=[],
-                                                     penalty_x=[]))
+def machine(streams: object | None) -> MachineProfile:
+    """The hand profile with the curve's block put into its document (validated like a measured block)."""
+    bare = MachineProfile(name="hand", host=Host("h", "c", 64), caches=(L1,), cpu=CPU(2e9), memory=Memory(4e9),
+                          bandwidth_fit=BandwidthFit(Eq1Params((1.0, C2), (B1 * GB, B2 * GB), (), ())))
+    return bare if streams is None else profiles.with_block(bare, vectorstreams.FIELD, streams)
+
+
+def read_points(block: object) -> tuple[StreamPoint, ...]:
+    streams = machine(block).memory.vector_streams
+    assert streams is not None
+    return streams.points
 
 
 def eq1_stream() -> float:
@@ -54,34 +58,35 @@ def test_levels_of_the_curve_by_hand() -> None:
     """Level k's figure is the median of the points above twice level k-1 and up to half of level k; memory's
     from twice the last cache. 2 KiB and 16 KiB lie in L1's range, 100 KiB and 512 KiB in L2's, 40 KiB (above
     L1's half, below twice L1) in none."""
-    points = vectorstreams.read_points({"vector_streams": curve(
-        (2048, 200.0), (16384, 180.0), (40960, 150.0), (102400, 110.0), (524288, 100.0), (4 << 20, 30.0),
-        (8 << 20, 20.0), (16 << 20, 25.0))})
-    assert points is not None
+    points = read_points(curve((2048, 200.0), (16384, 180.0), (40960, 150.0), (102400, 110.0), (524288, 100.0),
+                               (4 << 20, 30.0), (8 << 20, 20.0), (16 << 20, 25.0)))
     assert vectorstreams.level_ranges([L1, L2]) == [(0.0, 16384), (65536, 524288), (2 << 20, float("inf"))]
-    assert vectorstreams.level_bandwidths(points, [L1, L2]) == [190.0, 105.0, 25.0]
+    assert vectorstreams.level_bandwidths(points, [L1, L2]) == [190e9, 105e9, 25e9]
     # a hierarchy whose memory range no point reaches
-    assert vectorstreams.level_bandwidths(points[:3], [L1, L2]) == [190.0, None, None]
+    assert vectorstreams.level_bandwidths(points[:3], [L1, L2]) == [190e9, None, None]
 
 
 @pytest.mark.parametrize(("block", "field", "expected"), [
-    (curve((4096, 100.0)) | {"version": 2}, "memory.vector_streams.version", "version 2 is not supported"),
-    (curve((4096, 100.0), (8192, -1.0)), "memory.vector_streams.points[1].bandwidth_gbs", "a positive number"),
+    (curve((4096, 100.0)) | {"version": 2}, "memory.vector_streams.version", "1 was expected"),
+    (curve((4096, 100.0), (8192, -1.0)), "memory.vector_streams.points[1].bandwidth_gbs",
+     "less than or equal to the minimum of 0"),
     (curve((4096, 100.0), (8192, 5.0)) | {"points": [{"size_bytes": "big", "bandwidth_gbs": 1.0}]},
-     "memory.vector_streams.points[0].size_bytes", "a positive number"),
+     "memory.vector_streams.points[0].size_bytes", "is not of type 'integer'"),
     (curve(), "memory.vector_streams.points", "a non-empty list"),
-    ([1, 2], "memory.vector_streams", "an object"),
+    ([1, 2], "memory.vector_streams", "is not of type 'object'"),
 ])
 def test_a_bad_block_names_the_field(block: object, field: str, expected: str) -> None:
     with pytest.raises(ProfileError, match=expected) as caught:
-        vectorstreams.read_points({"vector_streams": block}, "p.json")
+        machine(block)
     assert caught.value.field == field
-    assert str(caught.value).startswith("p.json: field")
+    assert str(caught.value).startswith("<hand>: field")
 
 
 def test_the_profile_schema_checks_the_block(tmp_path: Path) -> None:
     good = machine(curve((4096, 100.0), (1 << 20, 10.0))).save(tmp_path / "good.json")
-    assert profiles.load(good).memory["vector_streams"]["points"][1]["bandwidth_gbs"] == 10.0
+    streams = profiles.load(good).memory.vector_streams
+    assert streams is not None and streams.points[1].bandwidth_bytes_per_s == 10e9
+    assert json.loads(good.read_text())["memory"]["vector_streams"]["points"][1]["bandwidth_gbs"] == 10.0
     doc = json.loads(good.read_text())
     doc["memory"]["vector_streams"]["points"][0]["bandwidth_gbs"] = 0
     (tmp_path / "bad.json").write_text(json.dumps(doc))
@@ -138,19 +143,19 @@ def test_a_python_kernel_s_lines_at_the_vector_curve_by_hand() -> None:
 def test_the_probe_s_vector_add_computes_and_measures_a_curve() -> None:
     kernels = Kernels()
     isa, lanes = kernels.vector_stream_isa()
-    a, b, c = _aligned(64), _aligned(64), _aligned(64)
+    a, b, c = aligned_array(64), aligned_array(64), aligned_array(64)
     b[:] = np.arange(64.0)
     c[:] = 0.5
     assert kernels.vector_add(isa, a, b, c, 3) > 0
     assert np.array_equal(a, np.arange(64.0) + 0.5)
     settings = ProbeSettings.quick()
     block = measure_vector_streams(kernels, [L1, L2], settings)
-    points = vectorstreams.read_points({"vector_streams": block})
+    points = read_points(block)
     sizes = vectorstreams.working_sets([L1, L2], settings.sizes // 2, settings.llc_multiple)
-    assert points is not None and [p.size_bytes for p in points] == sizes
+    assert [p.size_bytes for p in points] == sizes
     assert block["isa"] == isa and lanes in (2, 4, 8)
     assert all(len(row["samples_gbs"]) == settings.samples for row in block["points"])  # type: ignore[index]
-    assert all(p.size_bytes % (3 * 64) == 0 and p.bandwidth_gbs > 0 for p in points)
+    assert all(p.size_bytes % (3 * 64) == 0 and p.bandwidth_bytes_per_s > 0 for p in points)
 
 
 def test_ma_machine_streams_fills_a_profile_and_show_prints_it(tmp_path: Path,
@@ -159,8 +164,8 @@ def test_ma_machine_streams_fills_a_profile_and_show_prints_it(tmp_path: Path,
     assert main(["machine", "show", str(path)]) == 0
     assert "vector stream curve: not measured" in capsys.readouterr().out
     assert main(["machine", "streams", str(path)]) == 0
-    block = profiles.load(path).memory["vector_streams"]
-    assert block["version"] == 1 and len(block["points"]) == 24
+    streams = profiles.load(path).memory.vector_streams
+    assert streams is not None and len(streams.points) == 24
     assert main(["machine", "show", str(path)]) == 0
     assert "by level (GB/s): L1 " in capsys.readouterr().out
     assert main(["machine", "streams", "amd-epyc-zen4-kvm"]) != 0  # a shipped profile is not written in place

@@ -14,7 +14,7 @@ import sympy
 from post_fixtures import octave_value
 from test_maps_backend import BANDWIDTH, LATENCY, builder, halo_seconds, profile
 
-from backends.machine.profile import MachineProfile
+from backends.machine.profile import MachineProfile, with_block
 from backends.maps import MapsBackend
 from backends.maps.network import wall_per_message
 
@@ -38,13 +38,11 @@ def test_the_curve_is_numpy_interp_of_the_logs_inside_linear_from_zero_and_stret
 
 
 def with_curve(curve: list[tuple[float, float]], version: int = 2) -> MachineProfile:
-    machine = profile()
-    assert machine.network is not None
-    machine.network.oversubscribed = {"version": version, "pattern": "exchange", "ranks": 4, "cores": 2,
-                                      "latency_s": 7e-6, "bandwidth_bytes_per_s": BANDWIDTH}
+    block: dict[str, object] = {"version": version, "pattern": "exchange", "ranks": 4, "cores": 2, "latency_s": 7e-6,
+                                "bandwidth_bytes_per_s": BANDWIDTH}
     if curve:
-        machine.network.oversubscribed["work"] = [{"work_s": x, "seconds": y} for x, y in curve]
-    return machine
+        block["work"] = [{"work_s": x, "seconds": y} for x, y in curve]
+    return with_block(profile(), "network.oversubscribed", block)
 
 
 def rank_work(point: dict[str, int]) -> float:

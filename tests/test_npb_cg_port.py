@@ -444,8 +444,8 @@ def test_verification_failure_exits_non_zero(tmp_path: Path) -> None:
 
 
 _THREAD_LEVEL_SCRIPT = textwrap.dedent("""
-    from examples.npb_cg import cg
-    MPI = cg.start_mpi()
+    from examples.npb_common.mpi import start_run
+    MPI, _, _ = start_run(None, verbose=False)  # as cg.run and sp.run begin
     levels = MPI.COMM_WORLD.gather((MPI.Query_thread() == MPI.THREAD_SINGLE, MPI.Is_thread_main()))
     if MPI.COMM_WORLD.rank == 0:
         print("levels", levels)

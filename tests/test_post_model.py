@@ -245,3 +245,113 @@ def test_cli_eval_rank_dependent(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "local = 10..11 (per traced rank)" in captured.err
     assert main(["eval", str(run), "-q", "flops", "--set", "k=2", "--rank", "0"]) == 0
     assert capsys.readouterr().out.splitlines()[1].split() == ["2", "20"]
+
+
+# --- counts that depend on the iteration: ``iter`` summed exactly over the trip count --------------------------
+
+
+def kernel_program(max_iter: int, n: int = 50) -> list:
+    """A kernel called once in the first iteration and twice in every later one (the inner loop's trip count is
+    an expression of the outer loop's iteration), and a flop count that grows with the iteration."""
+    return [Var("n", n), Var("max_iter", max_iter),
+            Loop("it", "max_iter", [Loop("calls", "1 + min(iter, 1)", [Op("flop", "kernel", "2*n")]),
+                                    Op("flop", "ramp", "n*min(iter, 3)")])]
+
+
+def test_iteration_dependent_counts_are_summed_exactly_at_any_trip_count() -> None:
+    builder = ModelBuilder(run_of(kernel_program(max_iter=5)))
+    m = builder.model("flops")
+    assert not [n for n in m.notes if n.kind in ("conditional", "varying", "check", "calls", "iteration")], m.notes
+    kernel = next(t for t in m.terms if t.site.id == "kernel")
+    assert sympy.simplify(kernel.expr.subs(S("max_iter"), S("N")) - 2 * S("n") * (2 * S("N") - 1)).subs(
+        S("N"), 7) == 0
+    assert "2*max_iter - 1" in str(kernel.expr)
+    for max_iter in (0, 1, 2, 3, 4, 5, 9, 40):
+        truth = checked(ModelBuilder(run_of(kernel_program(max_iter))).model("flops")).trace_predicted
+        assert m.evaluate({"max_iter": max_iter}) == float(truth[0]), max_iter
+        # Exact in SymPy too: the sum has no float in it.
+        assert exact_value(m, {"max_iter": max_iter, "n": 50}) == int(truth[0])
+    calls = builder.executions(builder.ts.find("it/calls", "loop"))
+    assert [calls.subs(S("max_iter"), k) for k in (0, 1, 2, 6)] == [0, 1, 3, 11]
+
+
+def test_iter_declared_by_the_program_is_a_variable() -> None:
+    program = [Var("n", 4), Loop("l", "3", [Op("flop", "f", "n*iter")], index="iter")]
+    m = model(run_of(program), "flops")
+    assert m.expr == 3 * S("n") * S("iter")  # the program's own variable: no sum over the iterations
+
+
+def test_iteration_sum_that_has_no_closed_form_is_a_note() -> None:
+    program = [Var("n", 4), Loop("l", "n", [Op("flop", "f", "mod(iter, 2)")])]
+    m = model(run_of(program), "flops")
+    assert any(n.kind == "iteration" and "mod of iter" in n.message for n in m.notes), m.notes
+
+
+@pytest.mark.octave
+def test_iteration_sum_exports_to_octave(tmp_path: Path) -> None:
+    from post_fixtures import octave_value
+
+    m = ModelBuilder(run_of(kernel_program(max_iter=5))).model("flops")
+    for max_iter in (0, 1, 7):
+        assert octave_value(m, {"max_iter": max_iter, "n": 50}, tmp_path / str(max_iter)) == m.evaluate(
+            {"max_iter": max_iter})
+
+
+# --- models in rank: evaluated on the ranks of the evaluated job ----------------------------------------------
+
+
+def halo_program(nx: int = 10) -> list:
+    """A 1-D halo exchange: a rank has a neighbour on each side but the first and the last have one."""
+    from post_fixtures import Mpi
+
+    return [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]), Var("nx", nx),
+            Assign("nbr", "min(rank, 1) + min(nprocs - 1 - rank, 1)"),
+            Loop("steps", "3", [Mpi("mpi_isend", "halo", "8*nx", count="nbr"), Op("flop", "stencil", "5*nx")])]
+
+
+def test_rank_dependent_model_is_evaluated_over_the_ranks_of_the_job(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    ts = run_of(halo_program(), size=4)
+    m = model(ts, "mpi_bytes")
+    assert set(m.inputs) == {"nprocs", "nx", "rank"}
+    # Traced (4 ranks: 1, 2, 2, 1 neighbours): 3 steps x 80 bytes x the neighbours, mean over the 4 ranks.
+    assert evaluate(m, {}).value == 3 * 80 * 6 / 4
+    # 64 ranks, by hand: ranks 0 and 63 have one neighbour, the 62 others two: 3 * 80 * (2 + 124) / 64 per rank.
+    at64 = evaluate(m, {"nprocs": 64})
+    assert at64.value == 3 * 80 * 126 / 64 == 472.5
+    assert at64.worst_rank() == (1, 480.0) and at64.spread() is not None
+    assert evaluate(m, {"nprocs": 64}, rank="min").value == 240 and evaluate(m, {"nprocs": 64}, rank=63).value == 240
+    grid = evaluate(m, {"nprocs": np.array([1.0, 2.0, 64.0, 1024.0])})
+    assert grid.value.tolist() == [0.0, 240.0, 472.5, 3 * 80 * (2 + 2 * 1022) / 1024]
+    with pytest.raises(ModelError, match=r"rank 64 is not a rank of a job of nprocs=64 processes \(ranks 0..63\)"):
+        evaluate(m, {"nprocs": 64}, rank=64)
+    with pytest.raises(ModelError, match="rank 5 is not a rank of a job of nprocs=4"):
+        evaluate(m, {"rank": 5})
+    run = write_run(tmp_path / "halo", halo_program(), size=4)
+    assert main(["eval", str(run), "-q", "mpi_bytes", "--set", "nprocs=64"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[1].split() == ["64", "472.5", "240", "480", "1"]
+    assert "rank = 0..63 (every rank of the evaluated job)" in captured.err
+    assert main(["eval", str(run), "-q", "mpi_bytes", "--set", "nprocs=64", "--rank", "64"]) == 2
+    assert "rank 64 is not a rank of a job of nprocs=64" in capsys.readouterr().err
+
+
+def test_per_rank_input_without_an_expression_is_unknown_at_another_job_size() -> None:
+    program = [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]),
+               Var("local", lambda e: 10 + e["__rank"]), Op("flop", "f", "local + rank")]
+    m = model(run_of(program, size=3), "flops")
+    assert evaluate(m, {}).per_rank is None and evaluate(m, {}).value == (10 + 12 + 14) / 3  # the traced job
+    with pytest.raises(ModelError, match=r"input 'local' differs between the traced ranks \(10..12\) and is not an "
+                                         "expression of rank"):
+        evaluate(m, {"nprocs": 8})
+
+
+def test_scaling_of_a_rank_dependent_model_and_the_roles_of_the_inputs() -> None:
+    from ma_post.studies.scaling import scaling
+
+    builder = ModelBuilder(run_of([*halo_program(), Var("na", 4000), Op("flop", "spmv", "na/nprocs")], size=4))
+    result = scaling([builder.model("mpi_bytes"), builder.model("flops")], [1, 2, 4, 64])
+    assert result.per_rank["mpi_bytes"].tolist() == [0.0, 240.0, 360.0, 472.5]  # never negative
+    assert result.input_roles == {"nx": "per rank", "na": "global"}
+    shares = result.shares["flops"]
+    assert all(float(share.min()) >= 0 and float(share.max()) <= 1 for share in shares.values())

@@ -219,3 +219,81 @@ def test_kinds_restrict_the_report_and_unknown_kinds_are_named(tmp_path: Path,
     assert main(["validate", str(run), "--kinds", "loop"]) == 0
     assert main(["validate", str(run), "--kinds", "mpi_send"]) == 2
     assert "no assertion of type mpi_send" in capsys.readouterr().err
+
+
+# --- tolerances given at validation: per type, the same syntax as MA_TOLERANCE ---------------------------------
+
+
+def test_tolerance_per_type_judges_lines_table_json_and_exit(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    # The runtime judged the flops at 0.15 (ranks 2 and 3 fail); at flop=0.2 only rank 3 (error 0.23) fails,
+    # and every output says so, the per-call counts included.
+    run = noisy_flops_run(tmp_path / "noisy")
+    assert main(["validate", str(run), "--tolerance", "flop=0.2,loop=0"]) == 1
+    out = capsys.readouterr()
+    assert "f:ma_flop:1000:1150:-0.13:PASS=12:FAIL=4" in out.out
+    assert "1 FAIL" in out.err and "tolerance loop=0,flop=0.2" not in out.err
+    assert "tolerance flop=0.2,loop=0 (re-judged from the trace)" in out.err
+    assert main(["validate", str(run), "--tolerance", "flop=0.2", "--format", "json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    site = next(s for s in doc["sites"] if s["id"] == "f")
+    assert (site["pass"], site["fail"], site["status"], site["failing_ranks"]) == (12, 4, "FAIL", [3])
+    assert site["line_text"].endswith("PASS=12:FAIL=4")
+    assert doc["tolerance"] == {"default": 0.0, "by_type": {"flop": 0.2}}
+    assert main(["validate", str(run), "--tolerance", "flop=0.25", "--format", "table"]) == 0
+    table = capsys.readouterr().out
+    assert "FAIL" not in table.split("\n\n")[1] and "16 " in table
+    assert main(["validate", str(run), "--tolerance", "0.01,flop=0.3"]) == 0
+    assert "PASS=16:FAIL=0" in capsys.readouterr().out
+    # flop=0.001 is stricter than the runtime's 0.15: the ranks that passed at 0.15 with an error fail now.
+    report = validate(load(run), tolerance="flop=0.001")
+    f = next(r for r in report.results if r.id == "f")
+    assert (f.passes, f.fails, f.failing_ranks, f.by_rank_verdict) == (4, 12, [1, 2, 3], 0)
+
+
+def test_bad_tolerance_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = noisy_flops_run(tmp_path / "noisy")
+    assert main(["validate", str(run), "--tolerance", "flop=x"]) == 2
+    err = capsys.readouterr().err
+    assert "--tolerance='flop=x': 'x' is not a number" in err and len(err.strip().splitlines()) == 1
+    assert main(["validate", str(run), "--tolerance", "flop=-1"]) == 2
+    assert "--tolerance='flop=-1': a tolerance cannot be negative (-1)" in capsys.readouterr().err
+    with pytest.raises(MAError, match="finite number"):
+        validate(load(run), tolerance=math.inf)
+
+
+def test_rejudged_counts_use_the_extremes_and_the_runtime_verdicts() -> None:
+    # 100 calls predicted 100, measured 50..101; the runtime (tolerance 0) passed the 90 that measured 100.
+    node = site_node("flop", "f", "f", "100", 100, predicted=stats(100, 100, 100, 10000),
+                     measured=stats(100, 50, 101, 9951), passes=90, fails=10)
+    exact = {"default": 0.0}
+    looser = validate(from_traces([trace_doc([node], tolerance=exact)]), tolerance=0.1).results[0]
+    # 90 still pass, the call at 101 (error 0.0099) passes now, the one at 50 fails; the other 8 cannot be
+    # told apart in the trace and take the rank's verdict (its worst call fails).
+    assert (looser.passes, looser.fails, looser.by_rank_verdict, looser.status) == (91, 9, 8, FAIL)
+    table = format_table(validate(from_traces([trace_doc([node], tolerance=exact)]), tolerance=0.1))
+    assert "re-judged: f: 8 of 100 calls took their rank's verdict" in table
+    # A runtime tolerance of 0.5 passed them all: at 0.1 the call at 80 (0.25) fails, the one at 101 passes.
+    node = site_node("flop", "f", "f", "100", 100, predicted=stats(100, 100, 100, 10000),
+                     measured=stats(100, 80, 101, 9981), passes=100)
+    stricter = validate(from_traces([trace_doc([node], tolerance={"flop": 0.5})]), tolerance=0.1).results[0]
+    assert (stricter.passes, stricter.fails, stricter.by_rank_verdict) == (1, 99, 98)
+    # Loose enough for both extremes: every call passes, exactly.
+    assert validate(from_traces([trace_doc([node], tolerance={"flop": 0.5})]), tolerance=0.3).results[0].passes == 100
+    # The runtime's own tolerance: its verdicts.
+    same = validate(from_traces([trace_doc([node], tolerance={"flop": 0.5})]), tolerance="flop=0.5").results[0]
+    assert (same.passes, same.fails, same.by_rank_verdict) == (100, 0, 0)
+
+
+def test_zero_count_mpi_passes_at_any_tolerance() -> None:
+    # A rank without a neighbour: no message asserted (count 0), none made. The runtimes record size 0 for such a
+    # call; a trace that kept the asserted size is judged the same way.
+    mpi = site_node("mpi_irecv", "halo", "halo", "8*nx*ny", 3, predicted=stats(3, 800, 800, 2400),
+                    measured=stats(3, 0, 0, 0), passes=3, count_expr="nbr",
+                    count={"predicted": stats(3, 0, 0, 0), "measured": stats(3, 0, 0, 0)})
+    for tolerance in (None, 0.0, 0.01, "mpi_irecv=0.5"):
+        result = validate(from_traces([trace_doc([mpi])]), tolerance=tolerance).results[0]
+        assert (result.status, result.passes, result.fails) == (PASS, 3, 0), tolerance
+        assert result.worst_error == 0
+    # ... and the error attribution finds no error in it (not the asserted size times the calls)
+    assert validate(from_traces([trace_doc([mpi])])).attribution == []

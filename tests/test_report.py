@@ -255,3 +255,75 @@ def test_failing_and_unmeasured_assertions_are_coloured(run_program) -> None:  #
     assert rows == {"wrong": "fail", "right": "pass", "right/work": "unmeasured"}
     assert '<span class="fail">FAIL 1</span>' in text and '<span class="pass">PASS 1</span>' in text
     assert '<details class="site pass" open>' in text and '<div class="leaf fail">' in text
+
+
+def test_report_takes_the_conditional_rule_of_ma_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from post_fixtures import If, Loop, Op, Var, write_run
+
+    # A flop site that runs in the first 4 of 10 iterations: literal counts it 10 times, observed 4 times.
+    run = write_run(tmp_path / "run", [Var("n", 7), Loop("l", "10", [If(lambda env: env["iter"] < 4,
+                                                                             [Op("flop", "f", "n")])])])
+    texts = {}
+    for rule in ("literal", "observed"):
+        out = tmp_path / f"{rule}.html"
+        assert main(["report", str(run), "-o", str(out), "--conditional", rule]) == 0
+        capsys.readouterr()
+        texts[rule] = out.read_text()
+    assert "r = 10*n;" in texts["literal"] and "r = 4*n;" in texts["observed"]
+    assert "the model uses the observed mean factor 2/5" in texts["observed"]
+
+
+def test_scaling_page_says_which_inputs_are_per_rank_and_which_global(tmp_path: Path) -> None:
+    from post_fixtures import Assign, Loop, Mpi, Op, Var, write_run
+
+    program = [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]), Var("nx", 10),
+               Var("na", 4000), Assign("nbr", "min(rank, 1) + min(nprocs - 1 - rank, 1)"),
+               Loop("steps", "3", [Mpi("mpi_isend", "halo", "8*nx", count="nbr"), Op("flop", "spmv", "na/nprocs"),
+                                   Op("flop", "stencil", "5*nx")])]
+    text = build_report(ma_post.load(write_run(tmp_path / "run", program, size=4)), nprocs=[1, 2, 4, 64])
+    inputs = text.split('<ul id="scaling-inputs">')[1].split("</ul>")[0]
+    assert "strong scaling in these): <code>na</code>" in inputs
+    assert "weak scaling in these): <code>nx</code>" in inputs
+    assert "each process count is evaluated over all of its ranks" in inputs
+    table = text.split('id="scaling-table"')[1].split("</table>")[0]
+    assert "<td>-" not in table.replace("<td>-</td>", "")  # no negative value on the page ("-": none)
+
+
+@pytest.mark.slow
+def test_wide_tables_and_long_formulas_scroll_in_their_own_box(browser: Browser, tmp_path: Path) -> None:
+    """At a narrow window, nothing makes the page itself scroll sideways: wide tables, the site tree and long
+    formulas scroll in their own boxes, and a formula's box is not much taller than the formula."""
+    from post_fixtures import Assign, Loop, Mpi, Op, Var, write_run
+
+    long = "exchange_the_halo_with_the_neighbours_along_z"
+    kernels = [Op("flop", f"{long}_kernel_{k}", f"54*nx*ny*nz + {k}*nx*ny + 7*ny*nz + 11*nx*nz + 13*nx + 17*ny",
+                  actual=lambda env, k=k: 54 * 10 * 12 * 14 + (k + 1) * 10 * 12) for k in range(6)]
+    program = [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]), Var("nx", 10), Var("ny", 12),
+               Var("nz", 14), Var("max_iter", 5), Assign("nbr", "min(rank, 1) + min(nprocs - 1 - rank, 1)"),
+               Loop("iterations", "max_iter", [
+                   Loop("calls", "1 + min(iter, 1)", kernels),
+                   *[Mpi("mpi_isend", f"{long}_{k}", f"8*nx*ny*{k + 1}", count="nbr") for k in range(6)]])]
+    ts = ma_post.load(write_run(tmp_path / "run", program, size=4))
+    page = tmp_path / "report.html"
+    page.write_text(build_report(ts, nprocs=[1, 2, 4, 64]))
+    browser.call("Emulation.setDeviceMetricsOverride", width=700, height=1000, deviceScaleFactor=1, mobile=False)
+    browser.open(page.as_uri())
+    found = browser.evaluate("""(() => {
+        const scrolls = el => { for (let e = el; e && e !== document.body; e = e.parentElement) {
+            const o = getComputedStyle(e).overflowX; if (o === "auto" || o === "scroll") return true; } return false; };
+        const wide = [...document.querySelectorAll("table, .formula, pre, #site-tree, .leaf, summary, li, p")]
+            .filter(el => el.scrollWidth > el.clientWidth + 1 || el.getBoundingClientRect().right > innerWidth);
+        const formulas = [...document.querySelectorAll(".formula")].map(f => ({
+            box: f.getBoundingClientRect().height, math: f.querySelector("math").getBoundingClientRect().height,
+            scrolls: f.scrollWidth > f.clientWidth}));
+        return {page: document.scrollingElement.scrollWidth, view: innerWidth,
+                unscrolled: wide.filter(el => !scrolls(el)).map(el => el.tagName + "#" + el.id + "." + el.className),
+                formulas: formulas, cases: document.querySelectorAll(".formula mtable").length,
+                attribution: document.querySelectorAll("#attribution-table tr").length};
+    })()""")
+    assert found["attribution"] > 2 and found["cases"] >= 1  # the wide parts are there, the sums as cases
+    assert found["unscrolled"] == [] and found["page"] <= found["view"], found
+    assert any(f["scrolls"] for f in found["formulas"])
+    for formula in found["formulas"]:  # padding, and a scroll bar where the formula is wider than the page
+        assert formula["box"] - formula["math"] <= 30, found["formulas"]
+    assert browser.problems() == []

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import VENV_BIN, clean_env
 
+from ma_core.trace_format import END_KEYS, LAUNCHER_KINDS, RUN_KEYS
+
 # Each rank writes its PID, then runs an outer loop that never ends on its own; the inner loop ends every
 # 10 ms, so the periodic flush (every 0.2 s) runs often.
 PROGRAM = """
@@ -87,6 +89,8 @@ def test_a_rank_killed_by_pid_is_named_and_the_run_fails(tmp_path: Path) -> None
     assert "ma run stopped the other ranks after it: 0, 2" in err and "ended with running" not in err
 
     assert record["format"] == "ma-run" and record["ranks"] == NPROCS and record["launcher"] == "hydra"
+    assert tuple(record) == RUN_KEYS and record["launcher"] in LAUNCHER_KINDS
+    assert tuple(record["ended"][0]) == END_KEYS and tuple(record["first_failure"]) == (*END_KEYS, "tied_with")
     assert record["command"] == [sys.executable, "prog.py"] and record["exit_status"] == job.returncode
     first = record["first_failure"]
     assert (first["rank"], first["pid"], first["how"], first["signal"]) == (1, victim, "signal", 9), record

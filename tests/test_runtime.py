@@ -557,3 +557,59 @@ def test_bad_settings_are_clear_errors(run_program, setting: str, value: str, fr
     """, **{setting: value, "MA_COUNTERS": "papi"} if setting == "MA_PAPI_EVENTS" else {setting: value})
     assert run.returncode == 0, run.stderr
     assert fragment in run.stdout
+
+
+ITERATION_PROGRAM = """
+    import sys
+    import ma
+
+    n, max_iter = 50, int(sys.argv[1])
+    ma.variable("n", n)
+    ma.variable("max_iter", max_iter)
+    with ma.loop("it", "max_iter") as lp:
+        for it in lp.range(max_iter):
+            calls = 1 if it == 0 else 2          # a kernel called once in the first iteration, twice after
+            ma.assign("grown", "n + iter", n + it)
+            with ma.loop("calls", "1 + min(iter, 1)") as inner:
+                for _ in inner.range(calls):
+                    with ma.flop("kernel", "2*n"):
+                        pass
+            with ma.loop("ramp", "min(iter, 3)") as inner:
+                for _ in inner.range(min(it, 3)):
+                    pass
+"""
+
+
+@pytest.mark.parametrize("runtime", [{}, {"MA_PURE_PYTHON": "1"}], ids=["compiled", "pure"])
+def test_iter_is_the_iteration_in_every_expression_inside_a_loop(run_program, runtime: dict[str, str]) -> None:
+    import ma_post
+
+    for max_iter in (4, 9):
+        run = run_program(ITERATION_PROGRAM, args=(str(max_iter),), MA_COUNTERS="none", **runtime)
+        assert run.returncode == 0, run.stderr
+        tree = run.tree()
+        calls = find_node(tree, "it/calls")
+        assert (calls["pass"], calls["fail"]) == (max_iter, 0)
+        assert calls["predicted"]["sum"] == 2 * max_iter - 1 and calls["predicted"]["min"] == 1
+        assert find_node(tree, "it/calls/kernel")["calls"] == 2 * max_iter - 1
+        assert find_node(tree, "it/ramp")["fail"] == 0
+        grown = find_node(tree, "it/grown")
+        assert grown["mismatch"] == 0 and grown["predicted"]["max"] == 50 + max_iter - 1
+        ts = ma_post.load(run.trace_dir)
+        flops = ma_post.model(ts, "flops")
+        assert flops.evaluate({"max_iter": 4}) == 2 * 50 * 7 and flops.evaluate({"max_iter": 9}) == 2 * 50 * 17
+        assert not [note for note in flops.notes if note.kind in ("check", "varying", "conditional")], flops.notes
+
+
+def test_iter_outside_a_counting_loop_says_why(run_program) -> None:
+    run = run_program("""
+        import ma
+        with ma.loop("l", "3") as lp:
+            with ma.flop("before", "iter"):   # inside the loop's block, before its iterations
+                pass
+            for _ in lp.range(3):
+                pass
+        """, MA_COUNTERS="none")
+    assert run.returncode != 0
+    assert "variable 'iter' is not defined" in run.stderr
+    assert "iter is the iteration (from 0) of the innermost open loop that counts its iterations" in run.stderr

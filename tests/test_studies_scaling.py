@@ -91,6 +91,7 @@ def test_cli(trace_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert lines[0] == "strong scaling" and lines[1].split() == ["nprocs", "flops/rank", "flops:all", "flops:eff"]
     assert lines[2].split() == ["1", "4000000", "4000000", "1"]
     assert "share of flops per rank by subroutine:" in out and (tmp_path / "scaling.png").stat().st_size > 1000
+    assert "held fixed, global (divided among the processes): n\n" in out
     assert main(["scaling", str(trace_dir), "-q", "flops", "--nprocs", "1,4", "--weak", "n=n0*nprocs",
                  "--format", "csv", "--no-shares"]) == 0
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))

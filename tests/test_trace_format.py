@@ -66,7 +66,7 @@ def test_statuses_written_by_the_c_runtime_are_known() -> None:
 def test_header_keys_written_by_the_c_runtime() -> None:
     header = function_body(c_source("libma/ma_trace.c"), "static void header(")
     written = re.findall(r'\\"([a-z_]+)\\":', header)
-    top_level = [key for key in written if key in tf.HEADER_KEYS]
+    top_level = list(dict.fromkeys(key for key in written if key in tf.HEADER_KEYS))  # a ternary writes one twice
     assert top_level == list(tf.HEADER_KEYS)  # every key, in the documented order
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import VENV_BIN, clean_env
 
 import ma  # noqa: F401  (import order: the application layer first, as a user program does)
 from ma_core.errors import ToolBuildError
@@ -388,3 +389,67 @@ def test_every_mpi_rank_runs_under_the_tool(launch: tuple[list[str], dict[str, s
     for row in rows:
         assert row["flops"] == 2 * row["n"]
         assert row["sum"] == 3.0
+
+
+# ------------------------------------------------------------------------------------------------------
+# The SDK fence: regions count the program, not the runtime
+
+
+FENCED_PROGRAM = """
+import sys
+import numpy as np
+import ma
+
+n = int(sys.argv[1])
+x, y = np.ones(n), np.zeros(n)
+ma.variable("n", n)
+with ma.loop("steps", "5") as lp:
+    for _ in lp.range(5):
+        with ma.loadstore("empty", "0"):
+            pass
+        with ma.flop("outer", "4*n"):
+            y += 2.5 * x
+            with ma.flop("inner", "2*n"):
+                y += 2.5 * x
+            ma.assign("half", "n/2", n // 2)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("runtime", [{}, {"MA_PURE_PYTHON": "1"}], ids=["compiled", "pure"])
+def test_python_regions_leave_the_runtime_out(tmp_path: Path, runtime: dict[str, str]) -> None:
+    """A flop region around a nested region and a declaration, judged at a tolerance (which makes the runtime do
+    floating-point work), measures exactly its kernels; an empty region measures only the interpreter's way
+    from the end of __enter__ to the start of __exit__."""
+    import ma_post
+
+    script = tmp_path / "fenced.py"
+    script.write_text(FENCED_PROGRAM)
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "1", "--counters", "valgrind", "--trace-dir",
+                           str(tmp_path / "t"), "--", sys.executable, str(script), "4096"],
+                          env=clean_env(MA_TOLERANCE="flop=0.01", **runtime), capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    results = {r.id: r for r in ma_post.validate(ma_post.load(tmp_path / "t")).results}
+    assert results["outer"].measured == (4 * 4096,) * 3 and results["inner"].measured == (2 * 4096,) * 3
+    glue = results["empty"].measured[2]
+    assert glue < (400 if not runtime else 3000), glue  # (the whole runtime call is thousands)
+
+
+@pytest.mark.mpi
+def test_python_heap_assertions_are_measured_under_the_valgrind_counter(tmp_path: Path) -> None:
+    import ma_post
+
+    script = tmp_path / "heap.py"
+    script.write_text("import numpy as np\nimport ma\nkept = []\n"
+                      "for _ in range(3):\n    with ma.heap_memory('buffer', '8*1000'):\n"
+                      "        kept.append(np.ones(1000))\n")
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "1", "--counters", "valgrind", "--trace-dir",
+                           str(tmp_path / "t"), "--", sys.executable, str(script)],
+                          env=clean_env(MA_TOLERANCE="heap_memory=0.05"), capture_output=True, text=True,
+                          timeout=TIMEOUT)
+    assert done.returncode == 0, done.stderr
+    ts = ma_post.load(tmp_path / "t")
+    buffer = next(r for r in ma_post.validate(ts).results if r.id == "buffer")
+    assert buffer.status == "PASS" and buffer.measured == (8000 + 16,) * 3, buffer  # (glibc's chunk header)
+    assert ts.headers[0]["counters"]["measures"]["heap_memory"]["provider"] == "mallinfo"

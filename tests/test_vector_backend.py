@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from conftest import VENV_BIN, clean_env
 from post_fixtures import cg_program, make_trace
 
 from backends import registry
-from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
+from backends.machine.profile import CPU, CacheLevel, Host, MachineProfile, Memory, MultiMapsPoint
 from backends.vector import CRAY_X1E, VectorBackend, VectorLoop, host_profile, loop_time, loops_from_trace
 from backends.vector.simd import SimdBandwidth, SimdPoint
 from ma_cli.main import main
@@ -28,11 +29,10 @@ POINT = {"na": 14000, "nonzer": 11, "niter": 15, "nprocs": 4, "cgitmax": 25, "dp
 
 
 def machine(isa: str = "avx2+fma") -> MachineProfile:
-    return MachineProfile(name="host", host={"hostname": "h", "cpu_model": "c", "cpus": 2, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64)], cpu={"peak_flops": 16.0e9, "isa": isa},
-                          memory={"triad_gbs": 10.0},
-                          multimaps=[MultiMapsPoint("random", 1 << 20, 3.0), MultiMapsPoint("random", 1 << 26, 1.0),
-                                     MultiMapsPoint("stride", 1 << 26, 9.0, stride=1)])
+    return MachineProfile(name="host", host=Host("h", "c", 2), caches=(CacheLevel(1, 32768, 8, 64),),
+                          cpu=CPU(16.0e9, isa), memory=Memory(10e9),
+                          multimaps=(MultiMapsPoint("random", 1 << 20, 3e9), MultiMapsPoint("random", 1 << 26, 1e9),
+                                     MultiMapsPoint("stride", 1 << 26, 9e9, stride=1)))
 
 
 def test_the_papers_tzetar_on_the_x1e() -> None:
@@ -61,8 +61,7 @@ def test_host_profile_from_the_machine_profile() -> None:
     assert host_profile(machine("avx512f+fma")).avl_max == 8 and host_profile(machine("sse2")).avl_max == 2
     with pytest.raises(BackendError, match=r"cpu.isa: 'avx9' is not a flop kernel.*expected one of sse2, avx2\+fma"):
         host_profile(machine("avx9"))
-    bare = MachineProfile(name="bare", host={"cpus": 1}, caches=[], cpu={"peak_flops": 1e9, "isa": "sse2"},
-                          memory={"triad_gbs": 1})
+    bare = MachineProfile(name="bare", host=Host(cpus=1), caches=(), cpu=CPU(1e9, "sse2"), memory=Memory(1e9))
     with pytest.raises(BackendError, match="random-access MultiMAPS curve"):
         host_profile(bare)
 
@@ -224,7 +223,7 @@ def test_a_loops_working_set_picks_its_bandwidths(tzetar: ModelBuilder) -> None:
 
     builder = tzetar
     host = machine()
-    host.multimaps.append(MultiMapsPoint("stride", 1 << 10, 30.0, stride=1))
+    host = replace(host, multimaps=(*host.multimaps, MultiMapsPoint("stride", 1 << 10, 30e9, stride=1)))
     in_l1 = {"adi": VectorLoop(2, "4", working_set="size*8*10")}  # 2880 bytes at size 36
     at_w = {"problem_size": 36, "nprocs": 1}
     fast = VectorBackend(in_l1, "max").predict(builder, host, at_w)
@@ -269,7 +268,7 @@ def test_a_loop_without_a_working_set_is_placed_by_its_load_stores(tzetar: Model
 
     curve = SimdBandwidth("avx2+fma", (SimdPoint(1 << 20, 100.0), SimdPoint(1 << 24, 50.0)))
     host = machine()
-    host.caches.append(CacheLevel(2, 1 << 25, 16, 64))  # 9.4 MB is in the (32 MiB) second cache
+    host = replace(host, caches=(*host.caches, CacheLevel(2, 1 << 25, 16, 64)))  # 9.4 MB is in the 32 MiB L2
     loops = loops_from_trace(tzetar.ts)
     at_w = {"problem_size": 36, "nprocs": 1}
     bandwidth = 100 - 50 * math.log(9434880 / 2**20) / math.log(16)

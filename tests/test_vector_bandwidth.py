@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from backends.machine.profile import MachineProfile, load, shipped_profiles
+from backends.machine.profile import GB, MachineProfile, load, shipped_profiles
 from backends.vector import host_profile
 from backends.vector.bandwidth import curve_at, memory_level, scenario_bandwidths
+from backends.vector.simd import SimdPoint
 from ma_core.errors import BackendError
 
 
@@ -17,11 +18,12 @@ def host() -> MachineProfile:
 
 
 def curve(host: MachineProfile, pattern: str, stride: int | None = None) -> dict[int, float]:
-    return {p.size_bytes: p.bandwidth_gbs for p in host.multimaps if p.pattern == pattern and p.stride == stride}
+    return {p.size_bytes: p.bandwidth_bytes_per_s / GB for p in host.multimaps
+            if p.pattern == pattern and p.stride == stride}
 
 
 def test_curve_interpolates_in_log_size_and_keeps_its_ends(host: MachineProfile) -> None:
-    points = [p for p in host.multimaps if p.pattern == "random"]
+    points = [SimdPoint(p.size_bytes, p.bandwidth_bytes_per_s / GB) for p in host.multimaps if p.pattern == "random"]
     sizes = sorted(p.size_bytes for p in points)
     by_size = curve(host, "random")
     assert curve_at(points, sizes[5]) == by_size[sizes[5]]
@@ -43,13 +45,14 @@ def test_scenarios_follow_the_measured_curves(host: MachineProfile) -> None:
     assert l1["max"] == curve(host, "stride", 1)[in_l1] and l1["min"] == curve(host, "random")[in_l1]
     assert l1["mixed"] == pytest.approx((l1["min"] + l1["max"]) / 2)
     memory = scenario_bandwidths(host, 3 * host.caches[-1].size_bytes)
-    assert memory["max"] == host.triad_gbs  # unit stride beyond the last cache: STREAM's figure
+    triad = host.triad_bytes_per_s / GB
+    assert memory["max"] == triad  # unit stride beyond the last cache: STREAM's figure
     assert memory["min"] < l1["min"]  # random access from memory is slower than from L1
     assert scenario_bandwidths(host) == {"min": curve(host, "random")[sizes[-1]],
-                                         "mixed": pytest.approx((curve(host, "random")[sizes[-1]]
-                                                                 + host.triad_gbs) / 2), "max": host.triad_gbs}
+                                         "mixed": pytest.approx((curve(host, "random")[sizes[-1]] + triad) / 2),
+                                         "max": triad}
     strided = scenario_bandwidths(host, sizes[-1], stride=3)  # nearest measured stride: 4
-    assert strided["max"] == curve(host, "stride", 4)[sizes[-1]] < host.triad_gbs
+    assert strided["max"] == curve(host, "stride", 4)[sizes[-1]] < triad
     assert host_profile(host, 1, working_set=in_l1).bandwidth_gbs == l1
     with pytest.raises(BackendError, match="working set must be a positive"):
         scenario_bandwidths(host, 0)

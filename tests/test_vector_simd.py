@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from backends.machine.profile import CacheLevel, MachineProfile, MultiMapsPoint
+from backends.machine.profile import CPU, CacheLevel, Host, MachineProfile, Memory, MultiMapsPoint
 from backends.vector import host_profile, loop_time
 from backends.vector import simd as simd_curve
 from backends.vector.bandwidth import (
@@ -175,12 +175,12 @@ def test_the_curve_file_beside_a_profile(tmp_path) -> None:
 
 def machine() -> MachineProfile:
     """Scalar curves: stride 1 at 60 GB/s in the caches, random 20 GB/s at 32 KiB; triad 10 GB/s."""
-    return MachineProfile(name="host", host={"hostname": "h", "cpu_model": "c", "cpus": 1, "measured_at": ""},
-                          caches=[CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 64)],
-                          cpu={"peak_flops": 16.0e9, "isa": "avx2+fma"}, memory={"triad_gbs": 10.0},
-                          multimaps=[MultiMapsPoint("stride", 1024, 60.0, stride=1),
-                                     MultiMapsPoint("stride", 1 << 26, 60.0, stride=1),
-                                     MultiMapsPoint("random", 1024, 20.0), MultiMapsPoint("random", 1 << 26, 20.0)])
+    return MachineProfile(name="host", host=Host("h", "c", 1),
+                          caches=(CacheLevel(1, 32768, 8, 64), CacheLevel(2, 1 << 20, 8, 64)),
+                          cpu=CPU(16.0e9, "avx2+fma"), memory=Memory(10e9),
+                          multimaps=(MultiMapsPoint("stride", 1024, 60e9, stride=1),
+                                     MultiMapsPoint("stride", 1 << 26, 60e9, stride=1),
+                                     MultiMapsPoint("random", 1024, 20e9), MultiMapsPoint("random", 1 << 26, 20e9)))
 
 
 SIMD = SimdBandwidth("avx2+fma", (SimdPoint(1024, 200.0), SimdPoint(1 << 20, 100.0)))

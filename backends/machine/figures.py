@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .profile import MachineProfile, MultiMapsPoint
+from .profile import GB, MachineProfile, MultiMapsPoint
 
 
 def _pyplot() -> Any:
@@ -55,17 +55,17 @@ def plot_multimaps(profile: MachineProfile, path: str | os.PathLike[str],
             continue
         color = f"C{i % 10}"
         sizes = [p.size_bytes for p in points]
-        ax.plot(sizes, [p.bandwidth_gbs for p in points], "o-", color=color, markersize=3, linewidth=1,
+        ax.plot(sizes, [p.bandwidth_bytes_per_s / GB for p in points], "o-", color=color, markersize=3, linewidth=1,
                 label=f"{label} measured")
         if fit is not None and all(p.hit_rates is not None for p in points):
-            modelled = fit.bandwidth_gbs([p.hit_rates or [] for p in points])
+            modelled = fit.bandwidth([p.hit_rates or [] for p in points]) / GB
             ax.plot(sizes, modelled, "--", color=color, linewidth=1.2, label=f"{label} Eq. 1 fit")
     _mark_caches(ax, profile)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("working set (bytes)")
     ax.set_ylabel("bandwidth (GB/s)")
-    title = f"MultiMAPS on {profile.name} ({profile.host.get('cpu_model', '?')})"
+    title = f"MultiMAPS on {profile.name} ({profile.host.cpu_model or '?'})"
     if fit is not None and fit.avg_abs_rel_error is not None:
         title += f": fit error {100 * fit.avg_abs_rel_error:.1f} % avg"
     ax.set_title(title, fontsize=9)
@@ -87,8 +87,8 @@ def plot_errors(profile: MachineProfile, path: str | os.PathLike[str], curve: st
     if fit is None or not points or any(p.hit_rates is None for p in points):
         raise ProfileError(profile.name, f"no fitted curve {curve!r} to plot errors for")
     plt = _pyplot()
-    measured = np.array([p.bandwidth_gbs for p in points])
-    modelled = fit.bandwidth_gbs([p.hit_rates or [] for p in points])
+    measured = np.array([p.bandwidth_bytes_per_s for p in points])
+    modelled = fit.bandwidth([p.hit_rates or [] for p in points])
     errors = 100 * (modelled - measured) / measured
     fig, ax = plt.subplots(figsize=(8, 3.5))
     sizes = [p.size_bytes for p in points]

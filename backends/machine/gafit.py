@@ -1,13 +1,6 @@
 """Bandwidth as a function of cache hit rates, fitted by a genetic algorithm (Tikir et al., SC07, Section 3-4).
 
-Equation 1 with Equations 3-6, for ``n`` levels (the caches, then main memory) and cumulative hit rates
-``h_1 <= ... <= h_n = 1`` (``h_0 = 0``)::
-
-    t_i = (h_i - h_{i-1}) c_i                      (3)      T = sum_i t_i                     (4)
-    p_i = f_i (1 - exp(-(1-h_i)/(1-h_i+x_i))) / (1 - e) * t_i/T          for i <= k          (6)
-    F(h) = sum_i t_i/T * b_i * (1 - (p_1 + ... + p_k))   if i = 1
-                                (1 + p_{i-1})            otherwise (p_i = 0 for i > k)        (1)
-
+Equation 1 with Equations 3-6 (:mod:`.eq1`, where it is written) has ``n`` levels and ``k`` penalties.
 The paper uses k = 2 penalties (``p_1, p_2``), one per cache level of its two-cache machines, and writes the
 first level's factor as ``1 - (p_1 + p_2)``; ``penalties=k`` generalises that to k levels, by default one per
 cache level (k = n - 1: p_1..p_3 on a machine with L1, L2 and L3). Only the ratios of the latencies ``c_i``
@@ -33,65 +26,28 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ma_core.errors import MAError
+from ma_core.errors import FitError
+
+from .eq1 import Eq1Params, equation1, numeric_damping
 
 FloatArray = npt.NDArray[np.float64]
-_ONE_MINUS_E = 1.0 - math.e
 C_BOUNDS = (1.0, 1.0e4)  # latency of levels 2..n relative to level 1
 X_BOUNDS = (1.0e-4, 1.0e2)
 F_BOUNDS = (-30.0, 30.0)
 _CHUNK = 256  # individuals per vectorised block: keeps the (individuals x points) temporaries in cache
 
 
-class FitError(MAError):
-    """Data the bandwidth fit cannot use (shapes, hit rates that are not cumulative, bandwidths <= 0)."""
-
-
-@dataclass(frozen=True)
-class Eq1Params:
-    """The free parameters of Equation 1: latencies c (c[0] = 1), plateau bandwidths b, penalties f and x."""
-
-    c: tuple[float, ...]
-    b: tuple[float, ...]
-    f: tuple[float, ...]
-    x: tuple[float, ...]
-
-    @property
-    def levels(self) -> int:
-        return len(self.b)
-
-    def bandwidth(self, hit_rates: npt.ArrayLike) -> FloatArray:
-        """F(h) for rows of cumulative hit rates (shape (m, n) or (n,)); the unit is that of b."""
-        h = np.atleast_2d(np.asarray(hit_rates, dtype=float))
-        return eq1(h, np.array([self.c]), np.array([self.b]), np.array([self.f]), np.array([self.x]))[0]
-
-    def as_dict(self) -> dict[str, list[float]]:
-        return {"latencies": list(self.c), "plateaus": list(self.b), "penalty_f": list(self.f),
-                "penalty_x": list(self.x)}
-
-
 def eq1(h: FloatArray, c: FloatArray, b: FloatArray, f: FloatArray, x: FloatArray) -> FloatArray:
-    """Equation 1 for a population: h (m, n); c, b (P, n); f, x (P, k). Returns (P, m)."""
+    """Equation 1 (:func:`.eq1.equation1`) for a population: h (m, n); c, b (P, n); f, x (P, k). Returns (P, m)."""
     m, n = h.shape
     k = f.shape[1]
-    dh = np.diff(h, axis=1, prepend=0.0)  # (m, n): h_i - h_{i-1}
+    rows = [h[None, :, i] for i in range(n)]
     out = np.empty((c.shape[0], m))
     for lo in range(0, c.shape[0], _CHUNK):
         hi = min(lo + _CHUNK, c.shape[0])
-        t = [dh[None, :, i] * c[lo:hi, i, None] for i in range(n)]
-        inverse_total = 1.0 / sum(t[1:], t[0])
-        share = [ti * inverse_total for ti in t]
-        penalty = []
-        for i in range(k):
-            miss = 1.0 - h[None, :, i]
-            damping = -np.expm1(-miss / (miss + x[lo:hi, i, None]))  # 1 - exp(-(1-h)/(1-h+x))
-            penalty.append(damping * share[i] * (f[lo:hi, i, None] / _ONE_MINUS_E))
-        first = 1.0 - sum(penalty) if penalty else 1.0
-        bw = share[0] * b[lo:hi, 0, None] * first
-        for i in range(1, n):
-            factor = 1.0 + penalty[i - 1] if i - 1 < k else 1.0
-            bw += share[i] * b[lo:hi, i, None] * factor
-        out[lo:hi] = bw
+        out[lo:hi] = equation1(rows, [c[lo:hi, i, None] for i in range(n)], [b[lo:hi, i, None] for i in range(n)],
+                               [f[lo:hi, i, None] for i in range(k)], [x[lo:hi, i, None] for i in range(k)],
+                               numeric_damping)
     return out
 
 

@@ -133,7 +133,8 @@ def simulate(caches: Sequence[CacheLevel], addresses: Iterable[int]) -> list[flo
 
 def pycachesim_hit_rates(caches: Sequence[CacheLevel], addresses: Iterable[int]) -> list[float]:
     """:func:`simulate` done by pycachesim: the reference for hierarchies without prefetchers or physical indexing
-    (it has neither; they are refused rather than ignored)."""
+    (it has neither; they are refused rather than ignored). For tests and benches: pycachesim is in the ``dev``
+    extra."""
     from cachesim import Cache, CacheSimulator, MainMemory
 
     if any(c.prefetch != "none" or c.indexing != "virtual" for c in caches):

@@ -13,9 +13,14 @@ import numpy as np
 import numpy.typing as npt
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"
+TRIAD_HEADER = CSRC_DIR / "ma_triad.h"  # the triad loop multimaps.c shares with the vector backend's SIMD probe
 _CFLAGS = ("-O2", "-g", "-Wall", "-Wextra")
 FLOP_KERNELS = (("sse2", 1, 2), ("avx2+fma", 2, 4), ("avx512f+fma", 4, 8))  # (name, support bit, lanes)
 VECTOR_STREAM_KERNELS = {"sse2": (1, 2), "avx2": (2, 4), "avx512": (4, 8)}  # vector add: isa -> (support bit, lanes)
+# Flops per 8-byte word of bandwidth that each measuring loop does itself (what a backend's "net" flop time takes
+# out): the triads a = b + q*c one FMA per 3 words; the MultiMAPS random loop one add per access, counted as 12 bytes
+# (index and word); its strided loop one add per word loaded.
+KERNEL_FLOPS_PER_WORD = {"triad": 2.0 / 3.0, "random": 8.0 / 12.0, "stride": 1.0}
 
 
 def build_kernels(force: bool = False) -> Path:
@@ -25,7 +30,7 @@ def build_kernels(force: bool = False) -> Path:
 
     source = CSRC_DIR / "multimaps.c"
     command = [str(find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
-    return build_c("libmaprobe.so", command, [source], "the MultiMAPS probe kernels", force)
+    return build_c("libmaprobe.so", command, [source, TRIAD_HEADER], "the MultiMAPS probe kernels", force)
 
 
 def build_pingpong(force: bool = False) -> Path:
@@ -46,6 +51,16 @@ def build_hitsim(force: bool = False) -> Path:
     source = CSRC_DIR / "hitsim.c"
     command = [str(find_mpicc()), *_CFLAGS, "-fPIC", "-shared", str(source)]
     return build_c("libmahitsim.so", command, [source], "the hit-rate simulation", force)
+
+
+def aligned_array(words: int) -> npt.NDArray[np.float64]:
+    """A float64 array of ``words`` elements starting on a 64-byte cache line, every page touched (the kernels'
+    loads then stream whole lines, and no page fault lands inside a timing)."""
+    raw = np.empty(words + 8, dtype=np.float64)
+    offset = (-raw.ctypes.data % 64) // 8
+    array = raw[offset:offset + words]
+    array.fill(1.0)
+    return array
 
 
 class Kernels:

@@ -17,33 +17,31 @@ import os
 import platform
 import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from ma_core.errors import MAError
+from ma_core.errors import ProbeError
+from ma_core.programs import run_program
 
-from . import cputerms, gafit, hitrates, pymessages, vectorstreams
+from ..cpython import exchange as python_exchange
+from ..cpython import probe as cpython_probe
+from . import csrrows, gafit, hitrates, vectorstreams
 from .hierarchy import from_sysfs
-from .kernels import Kernels, build_pingpong
-from .profile import BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, NetworkProfile
+from .kernels import Kernels, aligned_array, build_pingpong
+from .profile import GB, VECTOR_STREAMS_VERSION, BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, from_json
+from .schema import SCHEMA_NAME, SCHEMA_VERSION
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
 OVERSUBSCRIBED_VERSION = 2  # of the network.oversubscribed block (2: with the work curve)
 WORD = 8
 LINE = 64
-
-
-class ProbeError(MAError):
-    """A measurement of the probe that failed (the MPI ping-pong, an allocation)."""
 
 
 @dataclass(frozen=True)
@@ -103,16 +101,7 @@ def pinned() -> Iterator[int | None]:
         os.sched_setaffinity(0, allowed)
 
 
-def _aligned(words: int) -> npt.NDArray[np.float64]:
-    """A float64 array of ``words`` elements starting on a cache line, every page touched."""
-    raw = np.empty(words + LINE // WORD, dtype=np.float64)
-    offset = (-raw.ctypes.data % LINE) // WORD
-    array = raw[offset:offset + words]
-    array.fill(1.0)
-    return array
-
-
-def _calibrate(run: Callable[[int], float], min_time: float) -> int:
+def calibrate(run: Callable[[int], float], min_time: float) -> int:
     """Repetitions for one run to last at least min_time (doubling, or jumping when far off)."""
     reps = 1
     while (elapsed := run(reps)) < min_time:
@@ -122,7 +111,7 @@ def _calibrate(run: Callable[[int], float], min_time: float) -> int:
 
 def _timed(run: Callable[[int], float], min_time: float, samples: int) -> tuple[int, list[float]]:
     """Calibrated repetitions and the seconds of ``samples`` runs of them."""
-    reps = _calibrate(run, min_time)
+    reps = calibrate(run, min_time)
     return reps, [run(reps) for _ in range(samples)]
 
 
@@ -149,7 +138,7 @@ def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: 
     processes spoils one sample of many points rather than every sample of a few. Each sample follows an untimed
     pass that brings the array back into the caches the previous point used."""
     sizes = working_sets(caches, settings)
-    data = _aligned(max(sizes) // WORD)
+    data = aligned_array(max(sizes) // WORD)
     jobs: list[_Job] = []
     for size in sizes:
         words = size // WORD
@@ -164,7 +153,7 @@ def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: 
                              words * (WORD + hitrates.INDEX_BYTES)))
     with _progress(len(jobs) * (1 + settings.samples), "MultiMAPS") as bar:
         for job in jobs:
-            job.reps = _calibrate(job.run, settings.min_time)
+            job.reps = calibrate(job.run, settings.min_time)
             bar.update()
         for _ in range(settings.samples):
             for job in jobs:
@@ -177,10 +166,11 @@ def measure_multimaps(kernels: Kernels, caches: Sequence[CacheLevel], settings: 
 
 def _point(pattern: str, size: int, nbytes: int, seconds: Sequence[float], stride: int | None,
            statistic: str) -> MultiMapsPoint:
-    samples = [nbytes / s / 1e9 for s in seconds]
+    samples = [nbytes / s for s in seconds]
     value = max(samples) if statistic == "best" else statistics.median(samples)
-    return MultiMapsPoint(pattern=pattern, size_bytes=size, bandwidth_gbs=value,
-                          stride=stride, samples_gbs=[round(s, 4) for s in samples])
+    # samples are kept to 4 decimals of GB/s: enough to see their spread
+    return MultiMapsPoint(pattern=pattern, size_bytes=size, bandwidth_bytes_per_s=value, stride=stride,
+                          samples_bytes_per_s=tuple(round(s / GB, 4) * GB for s in samples))
 
 
 def measure_flops(kernels: Kernels, settings: ProbeSettings) -> dict[str, Any]:
@@ -209,7 +199,7 @@ def vector_isa(by_isa: dict[str, float]) -> str:
 def measure_triad(kernels: Kernels, caches: Sequence[CacheLevel], settings: ProbeSettings) -> dict[str, Any]:
     """STREAM triad over three arrays of llc_multiple x the last cache each; 24 bytes per element, best run."""
     words = max(1 << 12, int(settings.llc_multiple * caches[-1].size_bytes) // WORD)
-    a, b, c = _aligned(words), _aligned(words), _aligned(words)
+    a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
     reps, seconds = _timed(lambda r: kernels.triad(a, b, c, r), settings.min_time, settings.samples)
     return {"triad_gbs": 3 * WORD * words * reps / min(seconds) / 1e9, "triad_bytes": 3 * WORD * words}
 
@@ -222,9 +212,9 @@ def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], setti
     jobs = []
     for size in vectorstreams.working_sets(caches, settings.sizes // 2, settings.llc_multiple):
         words = size // (3 * 8) // lanes * lanes
-        a, b, c = _aligned(words), _aligned(words), _aligned(words)
+        a, b, c = aligned_array(words), aligned_array(words), aligned_array(words)
         jobs.append((size, words, lambda reps, a=a, b=b, c=c: kernels.vector_add(isa, a, b, c, reps)))
-    reps = [_calibrate(run, settings.min_time) for _, _, run in jobs]
+    reps = [calibrate(run, settings.min_time) for _, _, run in jobs]
     seconds: list[list[float]] = [[] for _ in jobs]
     for _ in range(settings.samples):
         for i, (_, _, run) in enumerate(jobs):
@@ -235,7 +225,7 @@ def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], setti
         samples = [vectorstreams.BYTES_PER_ELEMENT * words * n / s / 1e9 for s in times]
         value = max(samples) if settings.statistic == "best" else statistics.median(samples)
         points.append({"size_bytes": size, "bandwidth_gbs": value, "samples_gbs": [round(s, 3) for s in samples]})
-    return {"version": vectorstreams.VECTOR_STREAMS_VERSION, "kernel": "vector_add", "isa": isa,
+    return {"version": VECTOR_STREAMS_VERSION, "kernel": "vector_add", "isa": isa,
             "bytes_per_element": vectorstreams.BYTES_PER_ELEMENT, "statistic": settings.statistic, "points": points}
 
 
@@ -252,12 +242,7 @@ def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: 
         raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
     argv = [str(mpiexec), "-n", str(ranks), str(build_pingpong()), *mode, str(min_time), str(settings.samples),
             *map(str, sizes)]
-    try:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ProbeError(f"MPI ping-pong: {' '.join(argv)}: {exc}") from None
-    if done.returncode != 0:
-        raise ProbeError(f"MPI ping-pong failed (exit {done.returncode}): {' '.join(argv)}\n{done.stderr.strip()}")
+    done = run_program(argv, ProbeError, "MPI ping-pong", timeout=600)
     table = []
     for line in done.stdout.splitlines():
         nbytes, median, best = line.split()
@@ -273,29 +258,25 @@ def _hockney(table: Sequence[Mapping[str, float]]) -> tuple[float, float]:
     return smallest["seconds"], max(row["bytes"] / row["seconds"] for row in table)
 
 
-def measure_network(settings: ProbeSettings, last_cache_bytes: int = 32 << 20,
-                    call_overhead_s: float | None = None) -> NetworkProfile:
-    """MPI ping-pong between two ranks started by the environment's mpiexec (intra-node), then
-    :func:`measure_oversubscribed` and :func:`measure_python_exchange` (its work streams through four times
-    ``last_cache_bytes``)."""
+def measure_network(settings: ProbeSettings) -> dict[str, Any]:
+    """The ``network`` block: MPI ping-pong between two ranks started by the environment's mpiexec (intra-node),
+    then :func:`measure_oversubscribed`."""
     from ma_tools import toolchain
 
     table = _pingpong_table(2, settings.pingpong_time, settings)
     latency, bandwidth = _hockney(table)
-    return NetworkProfile(latency_s=latency, bandwidth_bytes_per_s=bandwidth, ranks=2,
-                          launcher=str(toolchain.find_program("mpiexec")), pingpong=table,
-                          oversubscribed=measure_oversubscribed(settings),
-                          python_exchange=measure_python_exchange(settings, last_cache_bytes, latency,
-                                                                          call_overhead_s))
+    return {"latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "ranks": 2,
+            "launcher": str(toolchain.find_program("mpiexec")), "pingpong": table,
+            "oversubscribed": measure_oversubscribed(settings)}
 
 
 def measure_python_exchange(settings: ProbeSettings, last_cache_bytes: int, latency_s: float | None = None,
                             call_overhead_s: float | None = None) -> dict[str, Any]:
-    """The two-rank Python exchange curve (``network.python_exchange``, :mod:`.pymessages`), referred to the
-    profile's C latency and call cost; the quick setting measures three amounts of work with short batches."""
-    quick = pymessages.QUICK if settings.is_quick else {}
-    return pymessages.measure(last_cache_bytes, statistic=settings.statistic, latency_s=latency_s,
-                              call_overhead_s=call_overhead_s, **quick)
+    """The two-rank Python exchange curve (``cpython.exchange``, :mod:`backends.cpython.exchange`), referred to
+    the profile's C latency and call cost; the quick setting measures three amounts of work with short batches."""
+    quick = python_exchange.QUICK if settings.is_quick else {}
+    return python_exchange.measure(last_cache_bytes, statistic=settings.statistic, latency_s=latency_s,
+                                   call_overhead_s=call_overhead_s, **quick)
 
 
 def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) -> dict[str, Any]:
@@ -328,27 +309,32 @@ def measure_work_curve(settings: ProbeSettings, ranks: int) -> list[dict[str, fl
 
 
 def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheLevel],
-                       rng: np.random.Generator) -> None:
-    """Fill in ``hit_rates`` of every point (the random curve's with an index stream of the same law)."""
+                       rng: np.random.Generator) -> tuple[MultiMapsPoint, ...]:
+    """The points with their ``hit_rates`` simulated on ``caches`` (the random curve's with an index stream of the
+    same law)."""
+    out = []
     with _progress(len(points), "hit rates") as bar:
         for point in points:
             if point.pattern == "stride":
                 assert point.stride is not None
-                point.hit_rates = hitrates.stride_hit_rates(caches, point.size_bytes, point.stride)
+                rates = hitrates.stride_hit_rates(caches, point.size_bytes, point.stride)
             else:
                 words = point.size_bytes // WORD
                 index = rng.integers(0, words, words, dtype=np.uint32)
-                point.hit_rates = hitrates.random_hit_rates(caches, point.size_bytes, index)
+                rates = hitrates.random_hit_rates(caches, point.size_bytes, index)
+            out.append(replace(point, hit_rates=tuple(rates)))
             bar.update()
+    return tuple(out)
 
 
-def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | None = None) -> BandwidthFit:
-    """GA-fit Equation 1 to the profile's stride curves (the random curve is left out, as a check)."""
+def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | None = None) -> MachineProfile:
+    """The profile with Equation 1 GA-fitted to its stride curves (the random curve is left out, as a check). The
+    fit works in GB/s, the unit of the paper's tables; the profile keeps bytes per second."""
     fitted = [p for p in profile.multimaps if p.pattern == "stride" and p.hit_rates is not None]
     if not fitted:
         raise ProbeError(f"profile {profile.name!r} has no MultiMAPS stride points with hit rates to fit")
     h = np.array([p.hit_rates for p in fitted])
-    y = np.array([p.bandwidth_gbs for p in fitted])
+    y = np.array([p.bandwidth_bytes_per_s / GB for p in fitted])
     with _progress(ga.generations, "GA fit") as bar:
         def advance(_generation: int, best: float) -> None:
             bar.set_postfix_str(f"fitness {best:.3g}", refresh=False)
@@ -358,17 +344,15 @@ def fit_profile(profile: MachineProfile, ga: gafit.GASettings, penalties: int | 
     checked = sorted((p for p in profile.multimaps if p.hit_rates is not None),
                      key=lambda p: (p.pattern != "stride", p.stride or 0, p.size_bytes))
     modelled = result.params.bandwidth([p.hit_rates or [] for p in checked])
-    table = gafit.error_table([p.bandwidth_gbs for p in checked], modelled, [p.curve for p in checked])
+    table = gafit.error_table([p.bandwidth_bytes_per_s / GB for p in checked], modelled, [p.curve for p in checked])
     fitted_only = gafit.summarise(gafit.relative_errors(y, result.params.bandwidth(h)))
-    fit = BandwidthFit(latencies=list(result.params.c), plateaus_gbs=list(result.params.b),
-                       penalty_f=list(result.params.f), penalty_x=list(result.params.x),
+    fit = BandwidthFit(result.params.scaled(GB),
                        avg_abs_rel_error=fitted_only.avg_abs_rel_error,
                        std_abs_rel_error=fitted_only.std_abs_rel_error,
                        per_curve={k: v.as_dict() for k, v in table.items() if k != "all"},
                        ga={**gafit.settings_dict(ga), "fitness": result.fitness, "seconds": result.seconds,
                            "cpu_seconds": result.cpu_seconds, "fitted_points": len(fitted)})
-    profile.bandwidth_fit = fit
-    return fit
+    return replace(profile, bandwidth_fit=fit)
 
 
 def host_info(pinned_cpu: int | None, quick: bool, notes: str) -> dict[str, Any]:
@@ -399,23 +383,28 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
         points = measure_multimaps(kernels, hierarchy, cfg, rng)
         say("flop peak and triad")
         cpu_info = measure_flops(kernels, cfg)
-        say("CPU terms of Python programs (per-call cost, NumPy flop rate)")
-        cpu_info.update(cputerms.measure(cfg.is_quick))
+        say("SciPy's CSR product in cache, by entries per row")
+        cpu_info["csr_rows"] = csrrows.measure_csr_rows(cfg.is_quick)
+        say("CPython terms (per-call cost, NumPy flop rate, annotation sites, subscripts)")
+        cpython = cpython_probe.measure(cfg.is_quick)
         memory = measure_triad(kernels, hierarchy, cfg)
         say("vector stream curve (the host's SIMD loads and stores, as NumPy's loops)")
         memory["vector_streams"] = measure_vector_streams(kernels, hierarchy, cfg)
     network = None
     if cfg.mpi:
-        say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores)")
-        network = measure_network(cfg, hierarchy[-1].size_bytes, cpu_info.get("call_overhead_s"))
+        say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores; the Python exchange)")
+        network = measure_network(cfg)
+        cpython["exchange"] = measure_python_exchange(cfg, hierarchy[-1].size_bytes, network["latency_s"],
+                                                      cpython["call_overhead_s"])
     say("hit rates (simulated on the hierarchy, prefetchers included)")
-    simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
-    profile = MachineProfile(
-        name=name or socket.gethostname(), host=host_info(cpu, cfg.is_quick, notes), caches=hierarchy, cpu=cpu_info,
-        memory=memory, multimaps=points, network=network,
-        multimaps_settings={"min_time_s": cfg.min_time, "samples": cfg.samples, "statistic": cfg.statistic})
+    simulated = simulate_hit_rates(points, hierarchy, np.random.default_rng(seed))
+    doc = {"schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "name": name or socket.gethostname(),
+           "host": host_info(cpu, cfg.is_quick, notes), "caches": [c.to_json() for c in hierarchy],
+           "cpu": cpu_info, "memory": memory, "network": network, "cpython": cpython,
+           "multimaps": {"word_bytes": WORD, "min_time_s": cfg.min_time, "samples": cfg.samples,
+                         "statistic": cfg.statistic, "points": [p.to_json() for p in simulated]}}
+    profile = from_json(doc, f"<probe of {doc['name']}>")
     if cfg.fit:
         say(f"GA fit: population {cfg.ga.population} x {cfg.ga.generations} generations")
-        fit_profile(profile, cfg.ga, cfg.penalties)
-    profile.host["probe_seconds"] = round(time.perf_counter() - started, 1)
-    return profile
+        profile = fit_profile(profile, cfg.ga, cfg.penalties)
+    return replace(profile, host=replace(profile.host, probe_seconds=round(time.perf_counter() - started, 1)))

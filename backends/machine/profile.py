@@ -2,26 +2,80 @@
 
 A versioned JSON document (schema in :mod:`.schema`, fields explained in ``docs/machine-profile.md``) with
 the cache hierarchy, the MultiMAPS surface and its simulated hit rates, the fitted bandwidth function,
-the peak flop rate, the triad bandwidth and the MPI latency and bandwidth. :func:`load` validates and
-raises :class:`ma.errors.ProfileError` naming the file and the field.
+the peak flop rate, the triad bandwidth, the MPI latency and bandwidth, and what the CPython interpreter costs
+(:mod:`backends.cpython.section`). :func:`from_json` is the one gate: it validates the document against the schema
+and the rules a schema cannot say, raising :class:`ma_core.errors.ProfileError` naming the file and the field, and
+returns a :class:`MachineProfile` of frozen blocks that nothing reads or checks again. Bandwidths are bytes per
+second in the typed blocks (the document's ``*_gbs`` fields are GB/s: converted at this boundary, both ways).
+
+A change of a profile is a new one: ``dataclasses.replace`` on the typed blocks (a what-if,
+:mod:`.whatif`), or a measured block put into the document (:func:`with_block`), which passes the gate again.
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ma_core.errors import ProfileError
 
+from ..cpython import section as cpython_section
+from ..cpython.section import CPythonTerms
+from .eq1 import Eq1Params
+from .jsonblock import present
 from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
 
+GB = 1e9  # the document's GB/s fields, in the typed profile's bytes per second
+VECTOR_STREAMS_VERSION = 1
+VECTOR_STREAMS_FIELD = "memory.vector_streams"
+CSR_ROWS_FIELD = "cpu.csr_rows"
 
-@dataclass
+
+def _gbs(values: Sequence[float]) -> tuple[float, ...]:
+    return tuple(float(v) * GB for v in values)
+
+
+def _to_gbs(values: Sequence[float]) -> list[float]:
+    return [v / GB for v in values]
+
+
+def _unknown(block: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
+    """The fields of ``block`` this SDK does not read, kept to be written back as they were."""
+    return {k: copy.deepcopy(v) for k, v in block.items() if k not in known}
+
+
+@dataclass(frozen=True)
+class Host:
+    """Where and when the profile was measured; ``cpus`` is what more ranks than cores time-share."""
+
+    hostname: str = ""
+    cpu_model: str = ""
+    cpus: int = 1
+    measured_at: str = ""
+    kernel: str | None = None
+    pinned_cpu: int | None = None  # the core MultiMAPS ran on
+    quick: bool = False
+    probe_seconds: float | None = None
+    notes: str = ""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    FIELDS = ("hostname", "cpu_model", "cpus", "kernel", "pinned_cpu", "quick", "measured_at", "notes",
+              "probe_seconds")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"hostname": self.hostname, "cpu_model": self.cpu_model, "cpus": self.cpus,
+                **present(kernel=self.kernel), "pinned_cpu": self.pinned_cpu, "quick": self.quick,
+                "measured_at": self.measured_at, "notes": self.notes, **present(probe_seconds=self.probe_seconds),
+                **self.extra}
+
+
+@dataclass(frozen=True)
 class CacheLevel:
     level: int
     size_bytes: int
@@ -39,59 +93,190 @@ class CacheLevel:
     def sets(self) -> int:
         return self.size_bytes // (self.ways * self.line_bytes)
 
+    def to_json(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
-@dataclass
-class MultiMapsPoint:
-    """One MultiMAPS measurement: ``pattern`` "stride" (with ``stride`` in 8-byte words) or "random"."""
 
-    pattern: str
-    size_bytes: int
-    bandwidth_gbs: float
-    stride: int | None = None
-    samples_gbs: list[float] = field(default_factory=list)
-    hit_rates: list[float] | None = None  # cumulative h_1..h_n, the last (main memory) 1
+@dataclass(frozen=True)
+class CsrRows:
+    """SciPy's compiled CSR product on a matrix in L1 (a chain of dependent adds per row): seconds per entry by
+    entries per row, what the maps backend prices a kernel stated as a CSR row loop on."""
+
+    entries_per_row: tuple[float, ...]
+    seconds_per_entry: tuple[float, ...]
 
     @property
-    def curve(self) -> str:
-        return f"stride {self.stride}" if self.pattern == "stride" else self.pattern
+    def points(self) -> list[tuple[float, float]]:
+        """(entries per row, seconds per entry), sorted by row length."""
+        return sorted(zip(self.entries_per_row, self.seconds_per_entry, strict=True))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entries_per_row": list(self.entries_per_row), "seconds_per_entry": list(self.seconds_per_entry)}
 
 
-@dataclass
+@dataclass(frozen=True)
+class CPU:
+    """One core's double-precision peak (FMA chains in registers) and the kernel it was reached with."""
+
+    peak_flops: float
+    isa: str | None = None
+    by_isa: Mapping[str, float] = field(default_factory=dict)
+    clock_hz: float | None = None
+    csr_rows: CsrRows | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"peak_flops": self.peak_flops, **present(isa=self.isa, by_isa=self.by_isa, clock_hz=self.clock_hz,
+                                                         csr_rows=self.csr_rows), **self.extra}
+
+
+@dataclass(frozen=True)
+class StreamPoint:
+    """One working set of the vector stream curve: bytes per second of ``a = b + c`` with the host's SIMD."""
+
+    size_bytes: int
+    bandwidth_bytes_per_s: float
+    samples_bytes_per_s: tuple[float, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"size_bytes": self.size_bytes, "bandwidth_gbs": self.bandwidth_bytes_per_s / GB,
+                **present(samples_gbs=_to_gbs(self.samples_bytes_per_s))}
+
+
+@dataclass(frozen=True)
+class VectorStreams:
+    """The vector stream curve (:mod:`.vectorstreams`): MultiMAPS's stride-1 read done with vector loads."""
+
+    points: tuple[StreamPoint, ...]
+    isa: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # kernel, bytes_per_element, statistic
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": VECTOR_STREAMS_VERSION, **present(isa=self.isa), **self.extra,
+                "points": [p.to_json() for p in self.points]}
+
+
+@dataclass(frozen=True)
+class Memory:
+    triad_bytes_per_s: float  # STREAM triad, 24 bytes per element, best run
+    triad_bytes: int | None = None
+    vector_streams: VectorStreams | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"triad_gbs": self.triad_bytes_per_s / GB,
+                **present(triad_bytes=self.triad_bytes, vector_streams=self.vector_streams), **self.extra}
+
+
+@dataclass(frozen=True)
+class Message:
+    """A ping-pong row: one-way seconds of a message of ``bytes`` bytes."""
+
+    bytes: int
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"bytes": self.bytes, "seconds": self.seconds}
+
+
+WorkPoint = cpython_section.WorkPoint  # a row of a work curve: work seconds, wall seconds per message
+
+
+@dataclass(frozen=True)
+class Oversubscribed:
+    """The exchange on more ranks than cores (:func:`.probe.measure_oversubscribed`), with (version 2) its work
+    curve: the wall seconds per message with work before each."""
+
+    ranks: int
+    cores: int
+    latency_s: float
+    bandwidth_bytes_per_s: float
+    version: int = 2
+    pingpong: tuple[Message, ...] = ()
+    work: tuple[WorkPoint, ...] = ()
+    extra: Mapping[str, Any] = field(default_factory=dict)  # pattern, batch_s
+
+    @property
+    def ranks_per_core(self) -> float:
+        return self.ranks / self.cores
+
+    @property
+    def work_curve(self) -> list[tuple[float, float]]:
+        """(work seconds, wall seconds per message), sorted by work; [] without the curve."""
+        return sorted((p.work_s, p.seconds) for p in self.work)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, **self.extra, "ranks": self.ranks, "cores": self.cores,
+                "latency_s": self.latency_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                **present(pingpong=self.pingpong, work=self.work)}
+
+
+@dataclass(frozen=True)
 class NetworkProfile:
     latency_s: float
     bandwidth_bytes_per_s: float
     ranks: int = 2
     launcher: str = "mpiexec"
-    pingpong: list[dict[str, float]] = field(default_factory=list)
-    # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
-    oversubscribed: dict[str, Any] | None = None
-    # the two-rank Python exchange with work between messages (pymessages.measure); optional, versioned
-    python_exchange: dict[str, Any] | None = None
+    pingpong: tuple[Message, ...] = ()
+    oversubscribed: Oversubscribed | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def message_seconds(self, nbytes: float) -> float:
         """The latency/bandwidth model of one message (perc_framework.txt: the L/B model)."""
         return self.latency_s + nbytes / self.bandwidth_bytes_per_s
 
+    def to_json(self) -> dict[str, Any]:
+        return {"latency_s": self.latency_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
+                "ranks": self.ranks, "launcher": self.launcher, "pingpong": [m.to_json() for m in self.pingpong],
+                "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None, **self.extra}
 
-@dataclass
+
+@dataclass(frozen=True)
+class MultiMapsPoint:
+    """One MultiMAPS measurement: ``pattern`` "stride" (with ``stride`` in 8-byte words) or "random"."""
+
+    pattern: str
+    size_bytes: int
+    bandwidth_bytes_per_s: float
+    stride: int | None = None
+    samples_bytes_per_s: tuple[float, ...] = ()
+    hit_rates: tuple[float, ...] | None = None  # cumulative h_1..h_n, the last (main memory) 1
+
+    @property
+    def curve(self) -> str:
+        return f"stride {self.stride}" if self.pattern == "stride" else self.pattern
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pattern": self.pattern, "size_bytes": self.size_bytes,
+                "bandwidth_gbs": self.bandwidth_bytes_per_s / GB, **present(stride=self.stride),
+                "samples_gbs": _to_gbs(self.samples_bytes_per_s),
+                "hit_rates": None if self.hit_rates is None else list(self.hit_rates)}
+
+
+@dataclass(frozen=True)
+class MultiMapsSettings:
+    """How the MultiMAPS points were timed."""
+
+    min_time_s: float | None = None
+    samples: int | None = None
+    statistic: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"word_bytes": 8, **present(min_time_s=self.min_time_s, samples=self.samples, statistic=self.statistic),
+                **self.extra}
+
+
+@dataclass(frozen=True)
 class BandwidthFit:
-    """Equation 1's parameters (:class:`.gafit.Eq1Params`) for this machine and how well they fit."""
+    """Equation 1 fitted to this machine (:class:`.eq1.Eq1Params`, F in bytes per second) and how well it fits."""
 
-    latencies: list[float]
-    plateaus_gbs: list[float]
-    penalty_f: list[float]
-    penalty_x: list[float]
+    params: Eq1Params
     model: str = "tikir-sc07-eq1"
     avg_abs_rel_error: float | None = None
     std_abs_rel_error: float | None = None
-    per_curve: dict[str, dict[str, float]] = field(default_factory=dict)
-    ga: dict[str, Any] = field(default_factory=dict)
-
-    def params(self) -> Any:
-        from .gafit import Eq1Params
-
-        return Eq1Params(tuple(self.latencies), tuple(self.plateaus_gbs), tuple(self.penalty_f),
-                         tuple(self.penalty_x))
+    per_curve: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    ga: Mapping[str, Any] = field(default_factory=dict)
 
     def error_table(self) -> dict[str, Any]:
         """Table-4 rows (:class:`.gafit.ErrorSummary`): the fitted points together (``fitted``), then each curve
@@ -104,22 +289,30 @@ class BandwidthFit:
         return {"fitted": ErrorSummary(int(self.ga.get("fitted_points", 0)), self.avg_abs_rel_error or 0.0,
                                        self.std_abs_rel_error or 0.0, worst), **curves}
 
-    def bandwidth_gbs(self, hit_rates: Sequence[float] | Sequence[Sequence[float]]) -> Any:
-        """Predicted bandwidth (GB/s) at cumulative hit rates h_1..h_n (one row or a table of rows)."""
-        return self.params().bandwidth(hit_rates)
+    def bandwidth(self, hit_rates: Sequence[float] | Sequence[Sequence[float]]) -> Any:
+        """Predicted bytes per second at cumulative hit rates h_1..h_n (one row or a table of rows)."""
+        return self.params.bandwidth(hit_rates)
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.params
+        return {"latencies": list(p.c), "plateaus_gbs": _to_gbs(p.b), "penalty_f": list(p.f),
+                "penalty_x": list(p.x), "model": self.model,
+                "avg_abs_rel_error": self.avg_abs_rel_error, "std_abs_rel_error": self.std_abs_rel_error,
+                "per_curve": copy.deepcopy(dict(self.per_curve)), "ga": copy.deepcopy(dict(self.ga))}
 
 
-@dataclass
+@dataclass(frozen=True)
 class MachineProfile:
     name: str
-    host: dict[str, Any]
-    caches: list[CacheLevel]
-    cpu: dict[str, Any]
-    memory: dict[str, Any]
-    multimaps: list[MultiMapsPoint] = field(default_factory=list)
-    multimaps_settings: dict[str, Any] = field(default_factory=dict)
+    host: Host
+    caches: tuple[CacheLevel, ...]
+    cpu: CPU
+    memory: Memory
+    multimaps: tuple[MultiMapsPoint, ...] = ()
+    multimaps_settings: MultiMapsSettings = field(default_factory=MultiMapsSettings)
     network: NetworkProfile | None = None
     bandwidth_fit: BandwidthFit | None = None
+    cpython: CPythonTerms | None = None  # what the CPython interpreter costs here (backends.cpython)
 
     @property
     def levels(self) -> int:
@@ -128,22 +321,21 @@ class MachineProfile:
 
     @property
     def peak_flops(self) -> float:
-        return float(self.cpu["peak_flops"])
+        return self.cpu.peak_flops
 
     @property
-    def triad_gbs(self) -> float:
-        return float(self.memory["triad_gbs"])
+    def triad_bytes_per_s(self) -> float:
+        return self.memory.triad_bytes_per_s
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "name": self.name, "host": self.host,
-            "caches": [asdict(c) for c in self.caches], "cpu": self.cpu, "memory": self.memory,
-            "network": asdict(self.network) if self.network else None,
-            "multimaps": {"word_bytes": 8, **self.multimaps_settings,
-                          "points": [_point_json(p) for p in self.multimaps]},
-            "bandwidth_fit": asdict(self.bandwidth_fit) if self.bandwidth_fit else None,
+            "schema": SCHEMA_NAME, "version": SCHEMA_VERSION, "name": self.name, "host": self.host.to_json(),
+            "caches": [c.to_json() for c in self.caches], "cpu": self.cpu.to_json(), "memory": self.memory.to_json(),
+            "network": self.network.to_json() if self.network else None,
+            "multimaps": {**self.multimaps_settings.to_json(), "points": [p.to_json() for p in self.multimaps]},
+            "bandwidth_fit": self.bandwidth_fit.to_json() if self.bandwidth_fit else None,
         }
-        return doc
+        return {**doc, **present(cpython=self.cpython)}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (a reader never sees half a profile)."""
@@ -152,24 +344,6 @@ class MachineProfile:
         temporary.write_text(json.dumps(self.to_json(), indent=1) + "\n")
         os.replace(temporary, target)
         return target
-
-
-def versioned_block(block: Any, version: int, field: str, where: str = "<profile>") -> Mapping[str, Any]:
-    """An optional profile block that carries its own ``version`` (a measurement added after the schema's):
-    the block, checked to be an object of the version this SDK reads; ProfileError naming the field otherwise."""
-    if not isinstance(block, Mapping):
-        raise ProfileError(where, f"expected an object, got {type(block).__name__}", field)
-    if block.get("version") != version:
-        raise ProfileError(where, f"version {block.get('version')!r} is not supported (this SDK reads version "
-                                  f"{version})", f"{field}.version")
-    return block
-
-
-def _point_json(p: MultiMapsPoint) -> dict[str, Any]:
-    doc = asdict(p)
-    if p.stride is None:
-        del doc["stride"]
-    return doc
 
 
 def _field_path(parts: Sequence[str | int]) -> str:
@@ -233,20 +407,128 @@ def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
         if len(fit["penalty_f"]) != len(fit["penalty_x"]) or len(fit["penalty_f"]) >= levels:
             raise ProfileError(path, f"penalty_f and penalty_x must have the same length, below {levels}",
                                "bandwidth_fit.penalty_f")
+    legacy = [f"cpu.{name}" for name in cpython_section.LEGACY_FIELDS if name in doc["cpu"]]
+    legacy += ["network.python_exchange"] if (doc.get("network") or {}).get("python_exchange") is not None else []
+    if cpython_section.SECTION in doc and legacy:
+        raise ProfileError(path, f"the CPython terms are in the {cpython_section.SECTION} section: a profile has them "
+                                 "there or, written before it, in cpu and network, not in both", legacy[0])
+    if "csr_rows" in doc["cpu"] and "csr_rows" in (doc["cpu"].get("python_probe") or {}):
+        raise ProfileError(path, "the CSR curve is given twice (cpu.csr_rows and, written before it, "
+                                 "cpu.python_probe.csr_rows)", CSR_ROWS_FIELD)
 
 
 def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile:
+    """The typed profile of a parsed document, validated (ProfileError naming ``path`` and the field)."""
     validate(doc, path)
     mm = doc["multimaps"]
     network = doc.get("network")
     fit = doc.get("bandwidth_fit")
+    cpython = (cpython_section.from_json(doc[cpython_section.SECTION], path) if cpython_section.SECTION in doc
+               else cpython_section.from_legacy(doc["cpu"], network, path))
     return MachineProfile(
-        name=doc["name"], host=dict(doc["host"]), caches=[CacheLevel(**c) for c in doc["caches"]],
-        cpu=dict(doc["cpu"]), memory=dict(doc["memory"]),
-        multimaps=[MultiMapsPoint(**p) for p in mm["points"]],
-        multimaps_settings={k: v for k, v in mm.items() if k not in ("points", "word_bytes")},
-        network=NetworkProfile(**network) if network else None,
-        bandwidth_fit=BandwidthFit(**fit) if fit else None)
+        name=doc["name"], host=_host(doc["host"]), caches=tuple(CacheLevel(**c) for c in doc["caches"]),
+        cpu=_cpu(doc["cpu"], path), memory=_memory(doc["memory"], path),
+        multimaps=tuple(_point(p) for p in mm["points"]),
+        multimaps_settings=MultiMapsSettings(mm.get("min_time_s"), mm.get("samples"), mm.get("statistic"),
+                                             _unknown(mm, ("points", "word_bytes", "min_time_s", "samples",
+                                                           "statistic"))),
+        network=_network(network) if network else None, bandwidth_fit=_fit(fit) if fit else None, cpython=cpython)
+
+
+def _host(block: Mapping[str, Any]) -> Host:
+    return Host(hostname=block["hostname"], cpu_model=block["cpu_model"], cpus=int(block["cpus"]),
+                measured_at=block["measured_at"], kernel=block.get("kernel"), pinned_cpu=block.get("pinned_cpu"),
+                quick=bool(block.get("quick", False)), probe_seconds=block.get("probe_seconds"),
+                notes=block.get("notes", ""), extra=_unknown(block, Host.FIELDS))
+
+
+def _cpu(block: Mapping[str, Any], where: str) -> CPU:
+    legacy = (block.get("python_probe") or {}).get("csr_rows")
+    curve = block.get("csr_rows", legacy)
+    field_name = CSR_ROWS_FIELD if "csr_rows" in block else "cpu.python_probe.csr_rows"
+    known = ("peak_flops", "isa", "by_isa", "clock_hz", "csr_rows", *cpython_section.LEGACY_FIELDS)
+    return CPU(peak_flops=float(block["peak_flops"]), isa=block.get("isa"),
+               by_isa={k: float(v) for k, v in (block.get("by_isa") or {}).items()},
+               clock_hz=None if block.get("clock_hz") is None else float(block["clock_hz"]),
+               csr_rows=None if curve is None else _csr_rows(curve, where, field_name), extra=_unknown(block, known))
+
+
+def _csr_rows(curve: Mapping[str, Any], where: str, field_name: str) -> CsrRows:
+    lengths = tuple(float(k) for k in curve["entries_per_row"])
+    seconds = tuple(float(s) for s in curve["seconds_per_entry"])
+    if len(lengths) != len(seconds):
+        raise ProfileError(where, "expected entries_per_row and seconds_per_entry, two lists of numbers of one "
+                                  "length", field_name)
+    if not lengths or any(k < 1 for k in lengths) or len(set(lengths)) != len(lengths):
+        raise ProfileError(where, f"expected distinct row lengths >= 1 and positive seconds, got "
+                                  f"{sorted(zip(lengths, seconds, strict=True))}", field_name)
+    return CsrRows(lengths, seconds)
+
+
+def _memory(block: Mapping[str, Any], where: str) -> Memory:
+    streams = block.get("vector_streams")
+    return Memory(triad_bytes_per_s=float(block["triad_gbs"]) * GB, triad_bytes=block.get("triad_bytes"),
+                  vector_streams=None if streams is None else _vector_streams(streams, where),
+                  extra=_unknown(block, ("triad_gbs", "triad_bytes", "vector_streams")))
+
+
+def _vector_streams(block: Mapping[str, Any], where: str) -> VectorStreams:
+    rows = block["points"]
+    if not rows:
+        raise ProfileError(where, "expected a non-empty list of points", f"{VECTOR_STREAMS_FIELD}.points")
+    points = tuple(StreamPoint(int(row["size_bytes"]), float(row["bandwidth_gbs"]) * GB,
+                               _gbs(row.get("samples_gbs") or ())) for row in rows)
+    return VectorStreams(points, block.get("isa"), _unknown(block, ("version", "isa", "points")))
+
+
+def _network(block: Mapping[str, Any]) -> NetworkProfile:
+    over = block.get("oversubscribed")
+    return NetworkProfile(
+        latency_s=float(block["latency_s"]), bandwidth_bytes_per_s=float(block["bandwidth_bytes_per_s"]),
+        ranks=int(block.get("ranks", 2)), launcher=str(block.get("launcher", "mpiexec")),
+        pingpong=tuple(Message(int(r["bytes"]), float(r["seconds"])) for r in block.get("pingpong") or ()),
+        oversubscribed=_oversubscribed(over) if over else None,
+        extra=_unknown(block, ("latency_s", "bandwidth_bytes_per_s", "ranks", "launcher", "pingpong",
+                               "oversubscribed", "python_exchange")))
+
+
+def _oversubscribed(block: Mapping[str, Any]) -> Oversubscribed:
+    return Oversubscribed(
+        ranks=int(block["ranks"]), cores=int(block["cores"]), latency_s=float(block["latency_s"]),
+        bandwidth_bytes_per_s=float(block["bandwidth_bytes_per_s"]), version=int(block["version"]),
+        pingpong=tuple(Message(int(r["bytes"]), float(r["seconds"])) for r in block.get("pingpong") or ()),
+        work=tuple(WorkPoint(float(r["work_s"]), float(r["seconds"]),
+                             None if r.get("passes") is None else int(r["passes"])) for r in block.get("work") or ()),
+        extra=_unknown(block, ("version", "ranks", "cores", "latency_s", "bandwidth_bytes_per_s", "pingpong",
+                               "work")))
+
+
+def _point(block: Mapping[str, Any]) -> MultiMapsPoint:
+    rates = block.get("hit_rates")
+    return MultiMapsPoint(block["pattern"], int(block["size_bytes"]), float(block["bandwidth_gbs"]) * GB,
+                          block.get("stride"), _gbs(block.get("samples_gbs") or ()),
+                          None if rates is None else tuple(float(h) for h in rates))
+
+
+def _fit(block: Mapping[str, Any]) -> BandwidthFit:
+    params = Eq1Params(tuple(float(v) for v in block["latencies"]), _gbs(block["plateaus_gbs"]),
+                       tuple(float(v) for v in block["penalty_f"]), tuple(float(v) for v in block["penalty_x"]))
+    return BandwidthFit(params, block.get("model", "tikir-sc07-eq1"), block.get("avg_abs_rel_error"),
+                        block.get("std_abs_rel_error"), copy.deepcopy(block.get("per_curve") or {}),
+                        copy.deepcopy(block.get("ga") or {}))
+
+
+def with_block(profile: MachineProfile, where: str, block: Any) -> MachineProfile:
+    """``profile`` with the document's field at dotted path ``where`` (e.g. ``memory.vector_streams``) set to
+    ``block``, a measured block as the probe writes it, validated with the rest (ProfileError naming the field)."""
+    doc = profile.to_json()
+    *parents, last = where.split(".")
+    node = doc
+    for name in parents:  # a block of a section the profile has not got yet starts the section
+        node = node.setdefault(name, {"version": cpython_section.SECTION_VERSION}
+                               if node is doc and name == cpython_section.SECTION else {})
+    node[last] = block
+    return from_json(doc, f"<{profile.name}>")
 
 
 def load(path: str | os.PathLike[str]) -> MachineProfile:

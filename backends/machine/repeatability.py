@@ -25,8 +25,8 @@ def _curve_order(curve: str) -> tuple[bool, int]:
 def probe_difference(first: MachineProfile, second: MachineProfile) -> dict[str, ErrorSummary]:
     """Relative differences (first - second) / second of the MultiMAPS bandwidths both probes measured (same
     curve, same size): ``all`` over the stride points (the ones a fit uses), then per curve."""
-    others = {_key(p): p.bandwidth_gbs for p in second.multimaps}
-    pairs = [(p.curve, p.bandwidth_gbs, others[_key(p)]) for p in first.multimaps if _key(p) in others]
+    others = {_key(p): p.bandwidth_bytes_per_s for p in second.multimaps}
+    pairs = [(p.curve, p.bandwidth_bytes_per_s, others[_key(p)]) for p in first.multimaps if _key(p) in others]
     strided = [(a, b) for curve, a, b in pairs if curve != "random"]
     if not strided:
         raise ProfileError(second.name, f"no MultiMAPS stride point in common with profile {first.name!r} "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..cpython import section as cpython_section
+
 SCHEMA_NAME = "ma-machine-profile"
 SCHEMA_VERSION = 1
 
@@ -11,6 +13,9 @@ _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 _POSITIVE_INT = {"type": "integer", "minimum": 1}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 _NUMBERS = {"type": "array", "items": {"type": "number"}}
+_CSR_ROWS = {"type": "object", "required": ["entries_per_row", "seconds_per_entry"],
+             "properties": {"entries_per_row": {"type": "array", "items": _POSITIVE},
+                            "seconds_per_entry": {"type": "array", "items": _POSITIVE}}}
 
 
 def _rows(required: list[str], **properties: Any) -> dict[str, Any]:
@@ -71,30 +76,21 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "peak_flops": _POSITIVE,
                 "isa": {"type": "string"},
                 "by_isa": {"type": "object", "additionalProperties": _POSITIVE},
-                # CPU terms of Python programs (backends/machine/cputerms.py); optional, versioned in python_probe
+                "clock_hz": _POSITIVE,
+                # SciPy's CSR product in cache by entries per row (backends/machine/csrrows.py)
+                "csr_rows": _CSR_ROWS,
+                # profiles written before the cpython section kept its figures here (backends/cpython/section.py)
                 "call_overhead_s": _POSITIVE,
                 "python_flops": _POSITIVE,
-                "annotation_s": {"type": "object", "required": ["region", "loop", "mpi"],
-                                 "properties": {"region": _POSITIVE, "loop": _POSITIVE, "mpi": _POSITIVE}},
+                "annotation_s": cpython_section.ANNOTATION_SCHEMA,
                 "python_probe": {
                     "type": "object",
                     "required": ["version"],
                     "properties": {
                         "version": {"const": 1},
-                        "call_kernel": {"type": "string"},
-                        "calls_s": {"type": "object", "additionalProperties": _POSITIVE},
-                        "dispatches": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
-                        "flops_kernel": {"type": "string"},
-                        "flops": {"type": "object", "additionalProperties": _POSITIVE},
-                        # SciPy's CSR product in cache by entries per row (cputerms.measure_csr_rows)
-                        "csr_rows": {"type": "object", "required": ["entries_per_row", "seconds_per_entry"],
-                                     "properties": {"entries_per_row": {"type": "array", "items": _POSITIVE},
-                                                    "seconds_per_entry": {"type": "array", "items": _POSITIVE}}},
-                        # seconds per subscript of a Python program (backends/machine/subscripts.py)
-                        "subscripts": {"type": "object", "required": ["seconds"],
-                                       "properties": {"seconds": _POSITIVE,
-                                                      "kinds_s": {"type": "object", "additionalProperties": _POSITIVE},
-                                                      "view_ufunc_s": _POSITIVE, "contiguous_ufunc_s": _POSITIVE}},
+                        **cpython_section.PROBE_SCHEMA["properties"],
+                        "csr_rows": _CSR_ROWS,
+                        "subscripts": cpython_section.SUBSCRIPTS_SCHEMA,
                     },
                 },
             },
@@ -145,24 +141,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                                       work_s={"type": "number", "minimum": 0}, seconds=_POSITIVE),
                     },
                 },
-                # the two-rank Python exchange with work between messages (backends/machine/pymessages.py)
-                "python_exchange": {
-                    "type": ["object", "null"],
-                    "required": ["version", "work"],
-                    "properties": {
-                        "version": {"const": 1},
-                        "pattern": {"enum": ["irecv-send-wait pairs"]},
-                        "ranks": _POSITIVE_INT,
-                        "bytes": _POSITIVE_INT,
-                        "calls": {"type": "integer", "minimum": 0},
-                        "work_buffer_bytes": _POSITIVE_INT,
-                        "latency_s": {"type": "number", "minimum": 0},
-                        "call_overhead_s": {"type": "number", "minimum": 0},
-                        "batch_s": _POSITIVE,
-                        "statistic": {"enum": ["median", "best"]},
-                        "work": {"$ref": "#/properties/network/properties/oversubscribed/properties/work"},
-                    },
-                },
+                # profiles written before the cpython section kept its exchange here (backends/cpython/section.py)
+                "python_exchange": cpython_section.EXCHANGE_SCHEMA,
             },
         },
         "multimaps": {
@@ -206,5 +186,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "ga": {"type": "object"},
             },
         },
+        # what the CPython interpreter costs (backends/cpython/section.py); optional, versioned
+        cpython_section.SECTION: cpython_section.SCHEMA,
     },
 }

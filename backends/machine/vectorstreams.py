@@ -16,36 +16,22 @@ served. Each point is timed like a MultiMAPS point
 (calibrated to ``min_time``, ``samples`` runs, their median or best).
 
 Measured by :func:`.probe.measure_vector_streams`, filled by ``ma machine probe`` (and into an existing
-profile by ``ma machine streams PROFILE``). Versioned by its own ``version`` (``VECTOR_STREAMS_VERSION``);
+profile by ``ma machine streams PROFILE``). Versioned by its own ``version`` (:data:`.profile.VECTOR_STREAMS_VERSION`);
 optional: a profile without it prices those lines at Equation 1's scalar-load stream and the prediction says so.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
 
 import numpy as np
 
-from ma_core.errors import ProfileError
+from .profile import VECTOR_STREAMS_FIELD, CacheLevel, StreamPoint
 
-from .profile import versioned_block
-
-if TYPE_CHECKING:
-    from .profile import CacheLevel
-
-VECTOR_STREAMS_VERSION = 1
-FIELD = "memory.vector_streams"
+FIELD = VECTOR_STREAMS_FIELD
 BYTES_PER_ELEMENT = 24  # two operands read, one written
 MIN_SIZE = 4 << 10
-
-
-@dataclass(frozen=True)
-class StreamPoint:
-    size_bytes: int
-    bandwidth_gbs: float
 
 
 def working_sets(caches: Sequence[CacheLevel], sizes: int, llc_multiple: float) -> list[int]:
@@ -55,26 +41,6 @@ def working_sets(caches: Sequence[CacheLevel], sizes: int, llc_multiple: float) 
     top = max(MIN_SIZE * 4, int(llc_multiple * caches[-1].size_bytes))
     unit = 3 * 64  # a line of each array
     return sorted({max(1, round(s / unit)) * unit for s in np.geomspace(MIN_SIZE, top, max(4, sizes))})
-
-
-def read_points(memory: Mapping[str, Any], where: str = "<profile>") -> list[StreamPoint] | None:
-    """The curve's points, or None for a profile measured without it; ProfileError naming the field on a bad
-    block."""
-    block = memory.get("vector_streams")
-    if block is None:
-        return None
-    block = versioned_block(block, VECTOR_STREAMS_VERSION, FIELD, where)
-    rows = block.get("points")
-    if not isinstance(rows, list) or not rows:
-        raise ProfileError(where, "expected a non-empty list of points", f"{FIELD}.points")
-    points = []
-    for i, row in enumerate(rows):
-        for name in ("size_bytes", "bandwidth_gbs"):
-            value = row.get(name) if isinstance(row, Mapping) else None
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise ProfileError(where, f"expected a positive number, got {value!r}", f"{FIELD}.points[{i}].{name}")
-        points.append(StreamPoint(int(row["size_bytes"]), float(row["bandwidth_gbs"])))
-    return points
 
 
 def level_ranges(caches: Sequence[CacheLevel]) -> list[tuple[float, float]]:
@@ -90,10 +56,10 @@ def level_ranges(caches: Sequence[CacheLevel]) -> list[tuple[float, float]]:
 
 
 def level_bandwidths(points: Sequence[StreamPoint], caches: Sequence[CacheLevel]) -> list[float | None]:
-    """GB/s of a vector stream from each level (L1 first, memory last): the median of the curve's points in
+    """Bytes per second of a vector stream from each level (L1 first, memory last): the median of the curve's points in
     that level's clean range (:func:`level_ranges`); None for a level with no point there."""
     out: list[float | None] = []
     for low, high in level_ranges(caches):
-        inside = [p.bandwidth_gbs for p in points if low < p.size_bytes <= high]
+        inside = [p.bandwidth_bytes_per_s for p in points if low < p.size_bytes <= high]
         out.append(statistics.median(inside) if inside else None)
     return out

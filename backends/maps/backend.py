@@ -1,6 +1,6 @@
 """The ``maps`` backend: the PMaC convolution of an application signature with a machine profile.
 
-Per annotation site, per rank (perc_framework.txt Section 2; convolution.txt Eq. 1-2; ga_bandwidth.txt
+Per annotation site, per rank, four parts (perc_framework.txt Section 2; convolution.txt Eq. 1-2; ga_bandwidth.txt
 Section 4):
 
 - memory:        loads/stores x 8 B / F(h), F the profile's fitted Equation 1 at the site's cumulative hit
@@ -9,17 +9,14 @@ Section 4):
                  saw served beyond L1 per flop x the model's flops, at a stream's bandwidth from each level
                  (:mod:`.traffic`; the profile's vector stream curve for a Python program's, :mod:`.streams`;
                  the prediction's ``measured_traffic`` and notes name those sites);
-- compute:       flops / the compute rate: the FMA peak for a C program, the profile's NumPy rate
-                 (``cpu.python_flops``) for a Python one (the trace's language says which);
-- interpreter:   ``cpu.call_overhead_s`` x the calls from Python into compiled code per execution of the site
-                 (measured, ``Site.c_calls``, or from a signature file) x its executions; the profile's price of
-                 a subscript (``cpu.python_probe.subscripts``) x the site's subscripts per execution
-                 (``Site.subscripts``, or a signature file) x its executions; and for a Python
-                 program ``cpu.annotation_s`` of the site's kind (region, loop, MPI) x the site's own calls
-                 (the ``with ma...`` block the program enters, a loop's once per entry); charged to compute;
+- compute:       flops / the compute rate: the FMA peak for a compiled program, the NumPy rate of the runtime
+                 part (``cpython.python_flops``) for a Python one;
 - communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`; a Python
-                 program's messages also what the profile's two-rank mpi4py exchange took beyond L and its
-                 calls at the program's work per message (``network.python_exchange``);
+                 program's messages also what the runtime part says one costs beyond L
+                 (:meth:`backends.cpython.runtime.PythonRuntime.message_extra`);
+- runtime:       the CPython interpreter's seconds at the site (calls into compiled code, subscripts, annotated
+                 sites: :mod:`backends.cpython.runtime`), only where the trace's language includes Python; a C
+                 or Fortran program's is 0;
 - row loops:     a kernel a signature states as a CSR row loop (``csr_rows``) costs its rows' add chains on the
                  profile's CSR curve (in L1) plus its memory time beyond L1 hits (:mod:`.rowchain`), with the net
                  and auto forms.
@@ -28,46 +25,37 @@ Compute and memory of a kernel are added with its flop time net of the one flop 
 did (``overlap="net"``: :mod:`.nettime`), added as printed (``overlap="sum"``, Eq. 1's sum), or
 a block's (the flop and loadstore sites of one loop body, a loadstore region nested in a flop region with it)
 overlapped (``overlap="max"``: the block costs max(compute, memory), the memory-bound rule of Eq. 2); the
-interpreter term is never overlapped. ``overlap="auto"`` (the default) is net where flops are priced at the FMA
-peak (a rate with no memory access in it) and sum where they are priced at ``cpu.python_flops`` (a ufunc's rate
-on L1 data, which holds its own loads and stores as F(h) holds its adds: :func:`combination`). Everything
-stays a SymPy expression of the model's inputs that ``parameters`` leaves unbound.
+runtime part is never overlapped. ``overlap="auto"`` (the default) is net where flops are priced at the FMA peak
+(a rate with no memory access in it) and sum where they are priced at the NumPy rate (a ufunc's rate on L1 data,
+which holds its own loads and stores as F(h) holds its adds: :func:`combination`). Everything stays a SymPy
+expression of the model's inputs that ``parameters`` leaves unbound.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sympy
 
 from ma_core.errors import BackendError
 from ma_post.sympy_expr import as_expr
 
-from ..base import Backend, Prediction, SitePrediction
-from ..machine.cputerms import ANNOTATION_KINDS
+from ..base import PARTS, Backend, Prediction, SitePrediction
+from ..cpython import runtime as cpython
+from ..signature import Signatures, check_hit_rates, site_hit_rates, site_lines_per_flop
 from . import network
-from .eq1 import bandwidth_expr
+from .fallback_rates import assumed_hit_rates, given_hit_rates
 from .nettime import KERNEL_TYPES, PROBE_FLOPS_PER_WORD, kernel_of, net_of_probe_flops, shrink_compute
 from .rowchain import ENTRY_FLOPS, chain_seconds, price_row_loops
-from .signature import Signatures, assumed_hit_rates, check_hit_rates
 from .streams import STREAMS, line_bandwidths
-from .tracedata import (
-    DECLARATIONS,
-    given_hit_rates,
-    measured_c_calls,
-    measured_subscripts,
-    site_hit_rates,
-    site_lines_per_flop,
-)
 from .traffic import block_of, kernels_without_loadstore, seconds_per_flop
 
 if TYPE_CHECKING:
     import argparse
 
     from ma_post import ModelBuilder, TraceSet
-    from ma_post.traceset import Site
 
     from ..machine.profile import MachineProfile
 
@@ -77,53 +65,24 @@ OVERLAPS = ("auto", "net", "sum", "max")
 
 @dataclass(frozen=True)
 class MapsPrediction(Prediction):
-    """A :class:`Prediction` with what the maps backend knows besides: each site's subroutine, the hit rates
-    each loadstore site was convolved with, and which of them were assumed."""
+    """A :class:`Prediction` with what the maps backend knows besides: the hit rates each loadstore site was
+    convolved with, and which of them were assumed."""
 
-    subroutines: Mapping[str, str] = field(default_factory=dict)  # site path -> innermost subroutine ("" = none)
     hit_rates: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     assumed: tuple[str, ...] = ()  # loadstore sites without a signature
     stated: tuple[str, ...] = ()  # loadstore sites at the hit rates their annotation states (hits=), not measured
-    interpreter: Mapping[str, sympy.Expr] = field(default_factory=dict)  # site path -> the per-call part of compute
     assumed_calls: tuple[str, ...] = ()  # sites charged one call per execution for want of measured calls
     measured_traffic: Mapping[str, float] = field(default_factory=dict)  # flop site -> memory seconds per flop
-    # latencies a rank's messages pay (a n over the MPI sites) and its work (compute + memory, one core's) per one
+    # latencies a rank's messages pay (a n over the MPI sites) and its work (compute + memory + runtime, one core's)
+    # per one
     messages: sympy.Expr = field(default_factory=lambda: sympy.Integer(0))
     work_per_message: sympy.Expr = field(default_factory=lambda: sympy.Integer(0))
+    # per kind of a signature's figures (backends.signature.KINDS), the sites of this run it gave them for
+    signature_coverage: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
-    def interpreter_total(self, path: str = "") -> sympy.Expr:
-        """Seconds per rank of the interpreter term at or below site path ``path`` (all sites for "")."""
-        return sympy.Add(*(e for p, e in self.interpreter.items()
-                           if not path or p == path or p.startswith(path + "/")))
-
-    def by_subroutine(self) -> dict[str, SitePrediction]:
-        """Parts summed over the sites of each subroutine (innermost enclosing one)."""
-        out: dict[str, SitePrediction] = {}
-        for site in self.sites:
-            name = self.subroutines.get(site.path, "")
-            old = out.get(name)
-            out[name] = site if old is None else SitePrediction(
-                name, old.compute + site.compute, old.memory + site.memory, old.communication + site.communication)
-        return {name: SitePrediction(name, s.compute, s.memory, s.communication) for name, s in out.items()}
-
-    def within(self, path: str) -> sympy.Expr:
-        """Seconds per rank of the sites at or below site path ``path`` (any region: a loop, a subroutine)."""
-        inside = [s.total for s in self.sites if s.path == path or s.path.startswith(path + "/")]
-        if not inside:
-            raise BackendError(f"no predicted site lies at or below {path!r}")
-        return sympy.Add(*inside)
-
-    def subroutine_total(self, name: str) -> sympy.Expr:
-        """Seconds per rank of every site inside subroutine path ``name`` (its nested subroutines included)."""
-        def within(path: str) -> bool:
-            owner = self.subroutines.get(path, "")
-            return owner == name or owner.startswith(name + "/")
-
-        inside = [s.total for s in self.sites if within(s.path)]
-        if not inside:
-            raise BackendError(f"no predicted site lies in subroutine {name!r}")
-        return sympy.Add(*inside)
-
+    def report_fields(self) -> dict[str, Any]:
+        return {"assumed_hit_rates": list(self.assumed), "stated_hit_rates": list(self.stated),
+                "signature_sites": {kind: list(paths) for kind, paths in self.signature_coverage.items()}}
 
 class MapsBackend(Backend):
     NAME = "maps"
@@ -136,47 +95,32 @@ class MapsBackend(Backend):
                  python_flops: float | None = None, cores: int | None = None,
                  annotation_s: Mapping[str, float] | None = None, streams: str = "vector",
                  python_exchange: bool = True, subscript_s: float | None = None) -> None:
-        """``call_overhead_s``, ``python_flops`` and ``annotation_s`` override the CPU terms of the profile a
-        prediction is made with (None: the profile's, so a what-if on them takes effect; a profile without them:
-        0 and the peak).
+        """``call_overhead_s``, ``python_flops``, ``annotation_s``, ``subscript_s`` and ``python_exchange`` set the
+        runtime part of a Python program (:class:`backends.cpython.runtime.Overrides`: None takes the profile's
+        figure, so a what-if on it takes effect; ``python_exchange`` False prices its messages at L only); a
+        compiled program has no runtime part and they do not apply to it.
         ``cores``: the cores the ranks share (None: the profile's ``host.cpus``; 0: no time-sharing).
-        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`).
-        ``python_exchange``: a Python program's messages cost what the profile's two-rank mpi4py exchange says
-        beyond L (:meth:`_python_message`); False: L only.
-        ``subscript_s``: seconds per counted subscript (None: the profile's ``cpu.python_probe.subscripts``; a
-        profile without it: 0, and the notes say so)."""
+        ``streams``: the bandwidth of a Python kernel's lines from each level (:mod:`.streams`)."""
         if overlap not in OVERLAPS:
             raise BackendError(f"maps backend: overlap must be one of {', '.join(OVERLAPS)}, got {overlap!r}")
-        if call_overhead_s is not None and call_overhead_s < 0:
-            raise BackendError(f"maps backend: call_overhead_s must be >= 0, got {call_overhead_s}")
-        if subscript_s is not None and subscript_s < 0:
-            raise BackendError(f"maps backend: subscript_s must be >= 0, got {subscript_s}")
         if cores is not None and cores < 0:
             raise BackendError(f"maps backend: cores must be >= 0, got {cores}")
-        if python_flops is not None and python_flops <= 0:
-            raise BackendError(f"maps backend: python_flops must be > 0, got {python_flops}")
-        if annotation_s is not None and (set(annotation_s) != set(ANNOTATION_KINDS)
-                                         or any(v < 0 for v in annotation_s.values())):
-            raise BackendError(f"maps backend: annotation_s must give seconds >= 0 for each of "
-                               f"{', '.join(ANNOTATION_KINDS)}, got {dict(annotation_s)}")
-        self.annotation_s = None if annotation_s is None else dict(annotation_s)
+        self.runtime_overrides = cpython.Overrides(call_overhead_s, python_flops,
+                                                   None if annotation_s is None else dict(annotation_s), subscript_s,
+                                                   python_exchange)
         if streams not in STREAMS:
             raise BackendError(f"maps backend: streams must be one of {', '.join(STREAMS)}, got {streams!r}")
         self.overlap = overlap
         self.streams = streams
-        self.python_exchange = python_exchange
         self.procs = sympy.Symbol(procs)
         given = signatures if isinstance(signatures, Signatures) else Signatures(
             {path: tuple(rates) for path, rates in (signatures or {}).items()})
+        self.signature = given
         self.signatures = {k: tuple(v) for k, v in given.hit_rates.items()}
-        self.signature_calls = dict(given.c_calls)
-        self.signature_subscripts = dict(given.subscripts)
-        self.subscript_s = subscript_s
+        self.signature_counts = cpython.Counts(dict(given.c_calls), dict(given.subscripts))
         self.signature_lines = {k: tuple(v) for k, v in given.lines_per_flop.items()}
         self.signature_rows = dict(given.csr_rows)
         self.assumed_hits = None if assumed_hits is None else tuple(assumed_hits)
-        self.call_overhead_s = call_overhead_s
-        self.python_flops = python_flops
         self.cores = cores
 
     @classmethod
@@ -189,24 +133,10 @@ class MapsBackend(Backend):
                             help="maps: hit rates and calls per execution per site (ma-signature JSON)")
         parser.add_argument("--assumed-hits", metavar="H1,..,HN",
                             help="maps: hit rates for sites without any (default: a stride-1 stream from memory)")
-        parser.add_argument("--call-overhead", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per call from Python into compiled code (default: the profile's "
-                                 "cpu.call_overhead_s, else 0)")
-        parser.add_argument("--subscript-cost", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per subscript of a Python program (default: the profile's "
-                                 "cpu.python_probe.subscripts, else 0)")
-        parser.add_argument("--python-flops", type=float, default=None, metavar="FLOP/S",
-                            help="maps: compute rate of a Python program's sites (default: the profile's "
-                                 "cpu.python_flops, else the peak)")
-        parser.add_argument("--annotation-cost", type=float, default=None, metavar="SECONDS",
-                            help="maps: seconds per call of any annotation site of a Python program (default: the "
-                                 "profile's cpu.annotation_s by kind, else 0)")
+        cpython.add_arguments(parser, "maps: ")
         parser.add_argument("--streams", choices=STREAMS, default="vector",
                             help="maps: a Python kernel's lines beyond L1 at the profile's vector stream curve "
                                  "(memory.vector_streams; vector) or at Equation 1's scalar-load stream (eq1)")
-        parser.add_argument("--no-python-exchange", dest="python_exchange", action="store_false", default=True,
-                            help="maps: price a Python program's messages at the C ping-pong's latency only, not "
-                                 "with the profile's two-rank mpi4py exchange (network.python_exchange)")
         parser.add_argument("--procs", default="nprocs", help="maps: the input that holds the process count")
         parser.add_argument("--cores", type=int, default=None,
                             help="maps: cores the ranks share; more ranks than cores time-share them (default: the "
@@ -214,8 +144,7 @@ class MapsBackend(Backend):
 
     @classmethod
     def from_options(cls, options: argparse.Namespace, traces: TraceSet, machine: MachineProfile) -> MapsBackend:
-        from ..machine.cputerms import python_terms
-        from .signature import load_signature_file
+        from ..signature import load_signature_file
 
         assumed = None
         text = getattr(options, "assumed_hits", None)
@@ -224,46 +153,27 @@ class MapsBackend(Backend):
                 assumed = [float(h) for h in text.split(",")]
             except ValueError:
                 raise BackendError(f"--assumed-hits {text!r}: expected comma-separated numbers") from None
-        python_terms(machine.cpu, machine.name)  # a bad CPU-terms block fails here, naming the field
         signatures = getattr(options, "signatures", None)
+        runtime = cpython.Overrides.from_options(options)
         return cls(overlap=getattr(options, "overlap", "auto"), procs=getattr(options, "procs", "nprocs"),
                    signatures=load_signature_file(signatures, machine.levels) if signatures else None,
-                   assumed_hits=assumed, call_overhead_s=getattr(options, "call_overhead", None),
-                   python_flops=getattr(options, "python_flops", None), cores=getattr(options, "cores", None),
-                   annotation_s=_every_kind(getattr(options, "annotation_cost", None)),
-                   streams=getattr(options, "streams", "vector"),
-                   python_exchange=getattr(options, "python_exchange", True),
-                   subscript_s=getattr(options, "subscript_cost", None))
+                   assumed_hits=assumed, call_overhead_s=runtime.call_overhead_s, python_flops=runtime.python_flops,
+                   cores=getattr(options, "cores", None), annotation_s=runtime.annotation_s,
+                   streams=getattr(options, "streams", "vector"), python_exchange=runtime.exchange,
+                   subscript_s=runtime.subscript_s)
 
-    def cpu_terms(self, machine: MachineProfile) -> tuple[float, float | None]:
-        """Seconds per call into compiled code and a Python program's flop rate: the overrides, else the
-        profile's CPU terms, else 0 and None (the peak)."""
-        from ..machine.cputerms import python_terms
+    def runtime(self, model: ModelBuilder, machine: MachineProfile) -> cpython.PythonRuntime | None:
+        """The runtime part of the traced program: the CPython interpreter's where its language includes Python
+        (priced with the profile's ``cpython`` section and this backend's overrides), none for a compiled one."""
+        if not cpython.applies(model.ts):
+            return None
+        return cpython.PythonRuntime(machine.cpython, machine.name, self.runtime_overrides, self.signature_counts)
 
-        terms = python_terms(machine.cpu, machine.name)
-        overhead = self.call_overhead_s if self.call_overhead_s is not None else (
-            terms.call_overhead_s if terms else 0.0)
-        rate = self.python_flops if self.python_flops is not None else (terms.python_flops if terms else None)
-        return overhead, rate
-
-    def annotation_cost(self, model: ModelBuilder, machine: MachineProfile) -> dict[str, float] | None:
-        """Seconds per call of an annotation site by kind: the override, else the profile's ``cpu.annotation_s``
-        for a Python program (None where the profile has none); 0 for a C program (its C API calls cost tens
-        of ns)."""
-        if "python" not in model.ts.language.split("+"):
-            return _every_kind(0.0)
-        if self.annotation_s is not None:
-            return self.annotation_s
-        from ..machine.cputerms import python_terms
-
-        terms = python_terms(machine.cpu, machine.name)
-        return dict(terms.annotation_s) if terms and terms.annotation_s else None
-
-    def compute_rate(self, model: ModelBuilder, machine: MachineProfile) -> tuple[float, str]:
+    def compute_rate(self, runtime: cpython.PythonRuntime | None, machine: MachineProfile) -> tuple[float, str]:
         """Flop/s of the program's sites and what it is: a Python program's flops run in NumPy/SciPy kernels
-        (the profile's ``cpu.python_flops``), a C program's at the FMA peak."""
-        rate = self.cpu_terms(machine)[1]
-        if "python" in model.ts.language.split("+") and rate:
+        (the runtime part's ``python_flops``), a compiled program's at the FMA peak."""
+        rate = runtime.python_flops if runtime is not None else None
+        if rate:
             return rate, "python_flops"
         return machine.peak_flops, "peak_flops"
 
@@ -271,7 +181,7 @@ class MapsBackend(Backend):
                 parameters: Mapping[str, float] | None = None) -> MapsPrediction:
         if machine.bandwidth_fit is None:
             raise BackendError(f"maps backend: profile {machine.name!r} has no bandwidth_fit (run `ma machine fit`)")
-        params = machine.bandwidth_fit.params()
+        params = machine.bandwidth_fit.params
         levels = machine.levels
         for path, rates in self.signatures.items():
             check_hit_rates(rates, levels, f"signature of site {path!r}")
@@ -288,9 +198,10 @@ class MapsBackend(Backend):
             site_parts = parts.setdefault(path, {})
             site_parts[part] = site_parts.get(part, sympy.Integer(0)) + seconds
 
-        rate, rate_name = self.compute_rate(model, machine)
-        if rate_name == "peak_flops" and "python" in model.ts.language.split("+"):
-            notes.append(f"profile {machine.name!r} has no cpu.python_flops: a Python program's flops priced at "
+        runtime = self.runtime(model, machine)
+        rate, rate_name = self.compute_rate(runtime, machine)
+        if rate_name == "peak_flops" and runtime is not None:
+            notes.append(f"profile {machine.name!r} has no cpython.python_flops: a Python program's flops priced at "
                          "the FMA peak")
         flop_rate = sympy.Float(rate)
         for term in model.model("flops", inline=True).terms:
@@ -316,57 +227,54 @@ class MapsBackend(Backend):
             used[path] = row
             words[path] = term.expr
             if row not in bandwidth_cache:
-                bandwidth_cache[row] = bandwidth_expr(params, row) * sympy.Float(1e9)
+                bandwidth_cache[row] = params.symbolic(row)
             add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
         traffic = self._measured_traffic(model, machine, add)
         if traffic:
-            notes += line_bandwidths(machine, "python" in model.ts.language.split("+"), self.streams)[1]
+            notes += line_bandwidths(machine, runtime is not None, self.streams)[1]
             notes.append(f"{len(traffic)} flop site(s) without a loadstore expression: memory from the cache lines "
                          f"their signature run saw served beyond L1 per flop: {', '.join(traffic)}")
-        interpreter, assumed_calls = self._interpreter(model, self.cpu_terms(machine)[0], add)
-        self._subscript_term(model, machine, interpreter, add, notes)
-        annotation = self.annotation_cost(model, machine)
-        if annotation is None:
-            notes.append(f"profile {machine.name!r} has no cpu.annotation_s: the annotated sites' own cost not "
-                         "counted (ma machine probe measures it)")
-        elif any(annotation.values()):
-            self._annotation_term(model, annotation, interpreter, add)
-        work = sympy.Add(*(p.get(name, sympy.Integer(0)) for p in parts.values() for name in ("compute", "memory")))
-        messages = self._communication(model, machine, add, notes, work)
+        charges = runtime.charges(model) if runtime is not None else cpython.Charges()
+        for charge in charges.sites:
+            add(charge.path, charge.subroutine, "runtime", charge.seconds)
+        work = sympy.Add(*(p.get(name, sympy.Integer(0)) for p in parts.values()
+                           for name in ("compute", "memory", "runtime")))
+        messages = self._communication(model, machine, add, notes, work, runtime)
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
         if stated:
             notes.append(f"{len(stated)} loadstore site(s) used the hit rates their annotation states (ma.loadstore "
                          f"hits=), assumed, not measured: {', '.join(stated)}")
-        notes += self._unmatched_signatures(model)
-        if assumed_calls:
-            notes.append(f"no measured calls into compiled code (ma run --counters ccalls): {len(assumed_calls)} "
-                         "flop/loadstore/MPI site(s) charged one call per execution")
+        coverage = self.signature.coverage(site.path for site in model.ts.walk())
+        notes += self._signature_notes(model, coverage)
+        notes += charges.notes
+        if runtime is None and self.runtime_overrides != cpython.Overrides():
+            notes.append(f"the trace's program is in {model.ts.language!r}, not Python: the runtime part's options "
+                         "(call, subscript and annotation costs, NumPy rate, Python exchange) do not apply")
         share = self._time_share(model, machine, notes)
         bound = {sympy.Symbol(k): sympy.Integer(int(v)) if float(v).is_integer() else v  # exact, as in evaluate
                  for k, v in (parameters or {}).items()}
         zero = sympy.Integer(0)
         sites = [SitePrediction(path, *(as_expr(p.get(name, zero) * (share if name != "communication" else 1))
-                                        .subs(bound) for name in ("compute", "memory", "communication")))
+                                        .subs(bound) for name in PARTS))
                  for path, p in parts.items()]
-        interpreter = {path: as_expr(e * share).subs(bound) for path, e in interpreter.items()}
         overlap = combination(self.overlap, rate_name)
         types = {s.path: s.type for s in model.ts.walk()}
         row_loops: set[str] = set()
         if self.signature_rows and self.overlap in ("auto", "net"):
-            sites, row_loops = self._row_loops(model, machine, sites, interpreter, flop_rate, share, bound, notes,
-                                               words)
+            sites, row_loops = self._row_loops(model, machine, sites, flop_rate, share, bound, notes, words)
         if overlap == "max":
-            sites = overlap_blocks(sites, model, interpreter)
+            sites = overlap_blocks(sites, model)
         elif overlap == "net":
             probe = {path: as_expr(w * sympy.Float(PROBE_FLOPS_PER_WORD) / flop_rate * share).subs(bound)
                      for path, w in words.items() if kernel_of(types, path) not in row_loops}
-            sites = net_of_probe_flops(sites, types, probe, interpreter)
+            sites = net_of_probe_flops(sites, types, probe)
         return MapsPrediction(self.NAME, machine.name, tuple(sites), dict(parameters or {}), tuple(notes),
                               subroutines=subroutines, hit_rates=used, assumed=tuple(assumed), stated=tuple(stated),
-                              interpreter=interpreter, assumed_calls=tuple(assumed_calls),
-                              measured_traffic=traffic, messages=as_expr(messages).subs(bound),
+                              assumed_calls=tuple(charges.assumed_calls), measured_traffic=traffic,
+                              signature_coverage={k: tuple(v) for k, v in coverage.items()},
+                              messages=as_expr(messages).subs(bound),
                               work_per_message=as_expr(work / sympy.Max(messages, 1)).subs(bound))
 
     def _measured_traffic(self, model: ModelBuilder, machine: MachineProfile,
@@ -377,7 +285,7 @@ class MapsBackend(Backend):
         flop_terms = model.model("flops", inline=True).terms
         loadstore = [t.site.path for t in model.model("loadstore", inline=True).terms]
         types = {site.path: site.type for site in model.ts.walk()}
-        bandwidths = line_bandwidths(machine, "python" in model.ts.language.split("+"), self.streams)[0]
+        bandwidths = line_bandwidths(machine, cpython.applies(model.ts), self.streams)[0]
         unpriced = kernels_without_loadstore(types, loadstore)
         out: dict[str, float] = {}
         for term in flop_terms:
@@ -395,20 +303,18 @@ class MapsBackend(Backend):
         return out
 
     def _row_loops(self, model: ModelBuilder, machine: MachineProfile, sites: list[SitePrediction],
-                   interpreter: Mapping[str, sympy.Expr], flop_rate: sympy.Expr, share: sympy.Expr,
+                   flop_rate: sympy.Expr, share: sympy.Expr,
                    bound: Mapping[sympy.Symbol, object], notes: list[str], words: Mapping[str, sympy.Expr]
                    ) -> tuple[list[SitePrediction], set[str]]:
         """The kernels the signature states as CSR row loops, priced by :mod:`.rowchain`; returns the sites and
         the kernels' paths (none without the profile's CSR curve, which the notes then say)."""
         from ma_post import to_sympy
 
-        from ..machine.cputerms import csr_rows_curve
-
-        curve = csr_rows_curve(machine.cpu, machine.name)
-        if curve is None:
-            notes.append(f"profile {machine.name!r} has no cpu.python_probe.csr_rows (ma machine probe measures it): "
+        if machine.cpu.csr_rows is None:
+            notes.append(f"profile {machine.name!r} has no cpu.csr_rows (ma machine probe measures it): "
                          "the kernels stated as CSR row loops are priced like any other")
             return sites, set()
+        curve = machine.cpu.csr_rows.points
         found = {s.path: s for s in model.ts.walk()}
         types = {path: s.type for path, s in found.items()}
         kernels: dict[str, list[str]] = {}
@@ -417,7 +323,7 @@ class MapsBackend(Backend):
                 kernels.setdefault(kernel_of(types, s.path), []).append(s.path)
         chains: dict[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]] = {}
         assert machine.bandwidth_fit is not None  # predict() checked
-        l1_hit = bandwidth_expr(machine.bandwidth_fit.params(), [1.0] * machine.levels) * sympy.Float(1e9)
+        l1_hit = machine.bandwidth_fit.params.symbolic([1.0] * machine.levels)
         for path, texts in self.signature_rows.items():
             site = found.get(path)
             if site is None:  # a signature serves every run of its class, whatever sites this one has
@@ -435,105 +341,47 @@ class MapsBackend(Backend):
             chains[kernel] = (as_expr(chain).subs(bound), as_expr(entry_flops).subs(bound), as_expr(in_l1).subs(bound))
         if chains:
             notes.append(f"{len(chains)} kernel(s) stated as CSR row loops: their rows' add chains on "
-                         f"cpu.python_probe.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
-        return price_row_loops(sites, kernels, chains, interpreter), set(chains)
+                         f"cpu.csr_rows plus their memory beyond L1 hits: {', '.join(chains)}")
+        return price_row_loops(sites, kernels, chains), set(chains)
 
-    def _unmatched_signatures(self, model: ModelBuilder) -> list[str]:
-        """A note naming the signature's sites this run does not have: a signature serves every run of its class
-        (a 1-rank run has no MPI sites), but a misspelt path would otherwise go unsaid."""
-        given = {*self.signatures, *self.signature_calls, *self.signature_lines, *self.signature_rows}
-        unknown = sorted(given - {site.path for site in model.ts.walk()})
-        if not unknown:
+    def _signature_notes(self, model: ModelBuilder, coverage: Mapping[str, Sequence[str]]) -> list[str]:
+        """What the signature covered of this run, and a note naming its sites this run does not have: a signature
+        serves every run of its class (a 1-rank run has no MPI sites), but a misspelt path would otherwise go
+        unsaid."""
+        if not self.signature.paths:
             return []
-        return [f"signature file: {len(unknown)} site(s) not in this run, their figures unused (expected for sites "
-                f"that run only at other process counts; else check the paths): {', '.join(unknown)}"]
+        covered = ", ".join(f"{kind.replace('_', ' ')} at {len(paths)} site(s)" for kind, paths in coverage.items()
+                            if paths)
+        notes = [f"signature file: {covered or 'no site of this run'}"]
+        unknown = sorted(self.signature.paths - {site.path for site in model.ts.walk()})
+        if unknown:
+            notes.append(f"signature file: {len(unknown)} site(s) not in this run, their figures unused (expected "
+                         f"for sites that run only at other process counts; else check the paths): "
+                         f"{', '.join(unknown)}")
+        return notes
 
     def _cores(self, machine: MachineProfile) -> int:
         """The cores the ranks share: ``--cores``, else the profile's ``host.cpus`` (0: no time-sharing)."""
-        return self.cores if self.cores is not None else int(machine.host.get("cpus") or 0)
+        return self.cores if self.cores is not None else machine.host.cpus
 
     def _time_share(self, model: ModelBuilder, machine: MachineProfile, notes: list[str]) -> sympy.Expr:
         """max(1, nprocs / cores): with more ranks than cores, each rank has the cores part of the time (compute,
-        memory and interpreter stretch alike; a message's wait for a partner not scheduled is the network's:
+        memory and runtime stretch alike; a message's wait for a partner not scheduled is the network's:
         :func:`.network.link`)."""
         cores = self._cores(machine)
         if not cores or self.procs.name not in model.ts.variable_names():
             return sympy.Integer(1)
         notes.append(f"with more ranks than the {cores} cores of {machine.name!r}, they time-share them: "
-                     f"compute, memory and interpreter time x max(1, {self.procs}/{cores})")
+                     f"compute, memory and runtime x max(1, {self.procs}/{cores})")
         return sympy.Max(1, self.procs / cores)
 
-    def _interpreter(self, model: ModelBuilder, call_overhead_s: float,
-                     add: Callable[[str, str, str, sympy.Expr], None]) -> tuple[dict[str, sympy.Expr], list[str]]:
-        """call_overhead_s x calls per execution x executions, per site; measured (or signature) calls where
-        there are any, else one call per execution of every flop, loadstore and MPI site (not of a region
-        nested in a flop or loadstore region: that is the same kernel)."""
-        out: dict[str, sympy.Expr] = {}
-        assumed: list[str] = []
-        if not call_overhead_s:
-            return out, assumed
-        ts = model.ts
-        per_execution = {**measured_c_calls(ts), **self.signature_calls}
-        fallback = not per_execution
-        overhead = sympy.Float(call_overhead_s)
-        types = {site.path: site.type for site in ts.walk()}
-        for site in ts.walk():
-            if site.type in DECLARATIONS:
-                continue
-            calls = per_execution.get(site.path)
-            kernel = site.type in ("flop", "loadstore") or site.type.startswith("mpi_")
-            nested = types.get(site.path.rpartition("/")[0]) in ("flop", "loadstore")  # the same kernel's calls
-            if calls is None and fallback and kernel and not nested:
-                calls = 1.0
-                assumed.append(site.path)
-            if calls:
-                _charge_interpreter(ts, site, overhead * sympy.Float(calls) * model.executions(site), out, add)
-        return out, assumed
-
-    def _subscript_term(self, model: ModelBuilder, machine: MachineProfile, interpreter: dict[str, sympy.Expr],
-                        add: Callable[[str, str, str, sympy.Expr], None], notes: list[str]) -> None:
-        """The price of a subscript x the subscripts per execution (measured, or a signature's; the children's
-        taken out as for the calls) x the site's executions, into the site's interpreter term."""
-        from ..machine.subscripts import subscript_seconds
-
-        ts = model.ts
-        per_execution = {**measured_subscripts(ts), **self.signature_subscripts}
-        if not per_execution:
-            return
-        price = self.subscript_s if self.subscript_s is not None else subscript_seconds(machine.cpu, machine.name)
-        if price is None:
-            notes.append(f"profile {machine.name!r} has no cpu.python_probe.subscripts (ma machine subscripts PROFILE "
-                         "measures it): the counted subscripts charged nothing")
-            return
-        if not price:
-            return
-        for site in ts.walk():
-            counted = per_execution.get(site.path)
-            if site.type in DECLARATIONS or not counted:
-                continue
-            _charge_interpreter(ts, site, sympy.Float(price) * sympy.Float(counted) * model.executions(site),
-                                interpreter, add)
-        notes.append(f"subscripts (ma run --counters ccalls) at {price * 1e9:.0f} ns each "
-                     "(cpu.python_probe.subscripts), in the interpreter term")
-
-    @staticmethod
-    def _annotation_term(model: ModelBuilder, annotation_s: Mapping[str, float], interpreter: dict[str, sympy.Expr],
-                         add: Callable[[str, str, str, sympy.Expr], None]) -> None:
-        """The cost of its kind x the calls of every annotation site (not a declaration's: ``ma.variable`` runs
-        once), into the interpreter term of the site (an annotated program's own statements, not its kernels)."""
-        ts = model.ts
-        for site in ts.walk():
-            if site.type in DECLARATIONS:
-                continue
-            kind = "loop" if site.type == "loop" else "mpi" if site.type.startswith("mpi_") else "region"
-            _charge_interpreter(ts, site, sympy.Float(annotation_s[kind]) * model.entries(site), interpreter, add)
-
     def _communication(self, model: ModelBuilder, machine: MachineProfile,
-                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str], work: sympy.Expr
-                       ) -> sympy.Expr:
-        """Per MPI site, :func:`.network.site_seconds`. ``work``: a rank's compute, memory and interpreter
-        seconds (one core's, before time-sharing); over the latencies its messages pay (a n summed over the
-        sites), it is the work per message at which the oversubscribed exchange's work curve gives the wait."""
+                       add: Callable[[str, str, str, sympy.Expr], None], notes: list[str], work: sympy.Expr,
+                       runtime: cpython.PythonRuntime | None) -> sympy.Expr:
+        """Per MPI site, :func:`.network.site_seconds`. ``work``: a rank's compute, memory and runtime seconds
+        (one core's, before time-sharing); over the latencies its messages pay (a n summed over the sites), it is
+        the work per message at which the oversubscribed exchange's work curve gives the wait, and a Python
+        program's message its cost beyond L (the runtime part's)."""
         if machine.network is None:
             notes.append(f"profile {machine.name!r} has no network measurements: communication left at 0")
             return sympy.Integer(0)
@@ -549,44 +397,15 @@ class MapsBackend(Backend):
             latency = wait
             notes.append("the wait per message read off the oversubscribed exchange's work curve at this "
                          "program's work per message (network.oversubscribed.work)")
-        if self.python_exchange and "python" in model.ts.language.split("+"):
-            latency = latency + self._python_message(machine, notes, work / sympy.Max(messages, 1))
+        if runtime is not None:
+            extra, said = runtime.message_extra(machine.network, work / sympy.Max(messages, 1), self.procs,
+                                                self._cores(machine))
+            latency, notes[len(notes):] = latency + extra, said
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),
                                            self.procs, latency, bandwidth)
             add(path, term.subroutine, "communication", seconds)
         return messages
-
-
-    def _python_message(self, machine: MachineProfile, notes: list[str], work: sympy.Expr) -> sympy.Expr:
-        """What a Python program's message costs beyond L and the calls charged at its sites
-        (:func:`.network.python_message_extra` on ``network.python_exchange`` at ``work`` seconds per message);
-        with more ranks than cores only its zero-work part, the mpi4py calls' (the oversubscribed curve has the
-        wait then); 0, with a note, for a profile without the curve. L and the call cost taken out are the
-        block's reference (the profile's when measured), so a what-if on either moves the message by its change."""
-        from ..machine.pymessages import FIELD, read_curve
-
-        assert machine.network is not None  # _communication checked
-        found = read_curve(machine.network.python_exchange, machine.name)
-        if found is None:
-            notes.append(f"profile {machine.name!r} has no {FIELD}: a Python program's messages priced at the C "
-                         "ping-pong's latency (ma machine exchange PROFILE measures the curve)")
-            return sympy.Integer(0)
-        latency = found.latency_s if found.latency_s is not None else machine.network.latency_s
-        overhead = found.call_overhead_s if found.call_overhead_s is not None else self.cpu_terms(machine)[0]
-        extra = network.python_message_extra(found.curve, found.calls, latency, overhead, work)
-        notes.append(f"a Python program's messages: the two-rank mpi4py exchange's time per message at this "
-                     f"program's work per message beyond L and {found.calls} calls ({FIELD})")
-        cores = self._cores(machine)
-        if not cores:
-            return extra
-        alone = network.python_message_extra(found.curve, found.calls, latency, overhead, sympy.Integer(0))
-        return sympy.Piecewise((extra, self.procs <= cores), (alone, True))
-
-
-def _every_kind(seconds: float | None) -> dict[str, float] | None:
-    """One cost for every kind of annotation site (``--annotation-cost``)."""
-    return None if seconds is None else dict.fromkeys(ANNOTATION_KINDS, seconds)
 
 
 def combination(overlap: str, rate_name: str) -> str:
@@ -598,30 +417,17 @@ def combination(overlap: str, rate_name: str) -> str:
     return "net" if rate_name == "peak_flops" else "sum"
 
 
-def _subroutine_of(ts: TraceSet, site: Site) -> str:
-    return next((a.path for a in reversed(ts.ancestors(site)) if a.type == "subroutine"), "")
-
-
-def _charge_interpreter(ts: TraceSet, site: Site, seconds: sympy.Expr, interpreter: dict[str, sympy.Expr],
-                        add: Callable[[str, str, str, sympy.Expr], None]) -> None:
-    """``seconds`` of the interpreter at ``site``: into its interpreter term and its compute part, under its own
-    subroutine (a subroutine site's statements are its own)."""
-    interpreter[site.path] = interpreter.get(site.path, sympy.Integer(0)) + seconds
-    add(site.path, site.path if site.type == "subroutine" else _subroutine_of(ts, site), "compute", seconds)
-
-
-def overlap_blocks(sites: Sequence[SitePrediction], model: ModelBuilder | None = None,
-                   interpreter: Mapping[str, sympy.Expr] | None = None) -> list[SitePrediction]:
+def overlap_blocks(sites: Sequence[SitePrediction], model: ModelBuilder | None = None) -> list[SitePrediction]:
     """max(compute, memory) per block (:func:`block_of`): memory stays, compute keeps only what sticks out.
 
-    The block's compute C (without the interpreter term, which no memory traffic hides) is spread over its
-    sites in proportion, scaled to max(C - M, 0) / C, so the parts still add up to the block's time."""
+    The block's compute C (flop time; the runtime part is a part of its own, which no memory traffic hides) is
+    spread over its sites in proportion, scaled to max(C - M, 0) / C, so the parts still add up to the block's
+    time."""
     types = {s.path: s.type for s in model.ts.walk()} if model is not None else {}
     blocks: dict[str, list[int]] = {}
     for i, site in enumerate(sites):
         blocks.setdefault(block_of(types, site.path), []).append(i)
-    return shrink_compute(sites, blocks.values(), interpreter,
-                          lambda members: sympy.Add(*(sites[i].memory for i in members)))
+    return shrink_compute(sites, blocks.values(), lambda members: sympy.Add(*(sites[i].memory for i in members)))
 
 
 def _row_text(row: Sequence[float]) -> str:

@@ -10,20 +10,20 @@ compute is only the flops beyond its words', at the compute rate:
     compute(kernel) = max(flops/rate - PROBE_FLOPS_PER_WORD x words/rate, 0)
 
 per kernel (a flop site with the loadstore sites nested in it, or around it: :func:`kernel_of`), so the
-spare words of a memory-bound kernel do not hide another kernel's flops. The interpreter term is not flop
-time and stays whole; a flop site without words of its own (no loadstore site in its kernel, e.g. a kernel
+spare words of a memory-bound kernel do not hide another kernel's flops. The runtime part is not flop time and
+is a part of its own; a flop site without words of its own (no loadstore site in its kernel, e.g. a kernel
 whose memory is the measured traffic of :mod:`.traffic`, which prices lines beyond L1 only) keeps its flops.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 
 import sympy
 
-from backends.vector.bandwidth import KERNEL_FLOPS_PER_WORD
-
 from ..base import SitePrediction
+from ..machine.kernels import KERNEL_FLOPS_PER_WORD
 
 KERNEL_TYPES = ("flop", "loadstore")
 PROBE_FLOPS_PER_WORD = KERNEL_FLOPS_PER_WORD["stride"]  # multimaps.c's read loop: one add per word loaded
@@ -40,38 +40,32 @@ def kernel_of(types: Mapping[str, str], path: str) -> str:
 
 
 def net_of_probe_flops(sites: Sequence[SitePrediction], types: Mapping[str, str],
-                       probe_seconds: Mapping[str, sympy.Expr],
-                       interpreter: Mapping[str, sympy.Expr] | None = None) -> list[SitePrediction]:
+                       probe_seconds: Mapping[str, sympy.Expr]) -> list[SitePrediction]:
     """Each kernel's flop time less ``probe_seconds`` (per loadstore site: its words' probe flops at the compute
-    rate), floored at 0. A kernel's flop time C (compute without the interpreter term) is scaled to
-    max(C - P, 0) / C on each of its sites, P the probe seconds of its loadstore sites."""
+    rate), floored at 0. A kernel's flop time C (its compute) is scaled to max(C - P, 0) / C on each of its
+    sites, P the probe seconds of its loadstore sites."""
     kernels: dict[str, list[int]] = {}
     for i, site in enumerate(sites):
         if types.get(site.path) in KERNEL_TYPES:
             kernels.setdefault(kernel_of(types, site.path), []).append(i)
     zero = sympy.Integer(0)
-    return shrink_compute(sites, kernels.values(), interpreter,
+    return shrink_compute(sites, kernels.values(),
                           lambda members: sympy.Add(*(probe_seconds.get(sites[i].path, zero) for i in members)))
 
 
 def shrink_compute(sites: Sequence[SitePrediction], groups: Iterable[Sequence[int]],
-                   interpreter: Mapping[str, sympy.Expr] | None,
                    hidden: Callable[[Sequence[int]], sympy.Expr]) -> list[SitePrediction]:
-    """Per group of sites (indices into ``sites``), their compute C without the interpreter term (which nothing
-    hides) scaled to max(C - H, 0) / C on each site, H = ``hidden(group)``: the time C shares with something
-    already priced (the group's memory for the max-overlap rule, the bandwidth probe's flops for net). The
-    parts still add up to the group's time."""
-    calls = dict(interpreter or {})
-    zero = sympy.Integer(0)
+    """Per group of sites (indices into ``sites``), their compute C scaled to max(C - H, 0) / C on each site,
+    H = ``hidden(group)``: the time C shares with something already priced (the group's memory for the
+    max-overlap rule, the bandwidth probe's flops for net). The other parts stay; they still add up to the
+    group's time."""
     out = list(sites)
     for members in groups:
-        compute = sympy.Add(*(sites[i].compute - calls.get(sites[i].path, zero) for i in members))
+        compute = sympy.Add(*(sites[i].compute for i in members))
         taken = hidden(members)
         if compute == 0 or taken == 0:
             continue
         scale = sympy.Max(compute - taken, 0) / compute
         for i in members:
-            s = sites[i]
-            own = calls.get(s.path, zero)
-            out[i] = SitePrediction(s.path, (s.compute - own) * scale + own, s.memory, s.communication)
+            out[i] = replace(sites[i], compute=sites[i].compute * scale)
     return out

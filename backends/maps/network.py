@@ -20,16 +20,14 @@ probe measured that exchange with work between messages (its ``work`` curve), L 
 at the program's work per message (:func:`work_wait`).
 
 A Python program's message costs more than the C ping-pong's L: the mpi4py calls and, with work between
-messages, the wait for a late partner; :func:`python_message_extra` reads that off the profile's two-rank
-Python exchange (``network.python_exchange``).
+messages, the wait for a late partner; the runtime part reads that off the profile's two-rank Python exchange
+(:meth:`backends.cpython.runtime.PythonRuntime.message_extra`) and the backend adds it to L.
 
 Reduction arithmetic, contention and the rendezvous protocol of long messages are not modelled.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import sympy
@@ -37,16 +35,10 @@ from sympy.codegen.cfunctions import log2
 
 from ma_post.sympy_expr import as_expr
 
-if TYPE_CHECKING:
-    from ..machine.profile import NetworkProfile
+from ..machine.curves import wall_per_message
 
-ALGORITHMS: dict[str, str] = {
-    "mpi_send": "Hockney n L + bytes/B", "mpi_isend": "Hockney n L + bytes/B",
-    "mpi_sendrecv": "Hockney n L + bytes/B", "mpi_recv": "charged at the sender", "mpi_irecv": "charged at the sender",
-    "mpi_bcast": "binomial tree", "mpi_reduce": "binomial tree", "mpi_allreduce": "recursive doubling",
-    "mpi_gather": "binomial tree", "mpi_scatter": "binomial tree", "mpi_allgather": "recursive doubling",
-    "mpi_alltoall": "pairwise exchange", "mpi_barrier": "dissemination",
-}
+if TYPE_CHECKING:
+    from ..machine.profile import NetworkProfile, Oversubscribed
 
 
 def factors(site_type: str, procs: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
@@ -87,41 +79,9 @@ def link(network: NetworkProfile, procs: sympy.Expr, cores: int) -> tuple[sympy.
     if not over or not cores:
         return latency, 1 / inverse
     excess = _excess(over, procs, cores)
-    extra_latency = max(0.0, over["latency_s"] - network.latency_s)
-    extra_inverse = max(0.0, 1 / over["bandwidth_bytes_per_s"] - 1 / network.bandwidth_bytes_per_s)
+    extra_latency = max(0.0, over.latency_s - network.latency_s)
+    extra_inverse = max(0.0, 1 / over.bandwidth_bytes_per_s - 1 / network.bandwidth_bytes_per_s)
     return latency + sympy.Float(extra_latency) * excess, 1 / (inverse + sympy.Float(extra_inverse) * excess)
-
-
-def work_curve(network: NetworkProfile) -> list[tuple[float, float]]:
-    """(work seconds, wall seconds) per message of the oversubscribed exchange with work between messages
-    (``network.oversubscribed.work``, probe version 2), sorted by work; [] without one."""
-    over = network.oversubscribed or {}
-    return sorted((float(row["work_s"]), float(row["seconds"])) for row in over.get("work") or ())
-
-
-def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> sympy.Expr:
-    """Wall seconds per message at ``work`` seconds of work per message, on the measured curve, symbolically.
-
-    Between two measured points with work > 0: linear in log-log (what ``numpy.interp`` of the logs gives,
-    y_i (w/x_i)^b_i); from the zero-work point to the first: linear; beyond the last: the last point's stretch
-    w/x_k y_k (the wall time grows with the work, as it must); below the first point without a zero-work
-    point: the first point's wall time."""
-    w = as_expr(work)
-    pieces: list[tuple[sympy.Expr, sympy.Basic]] = []
-    (x0, y0), rest = curve[0], list(curve[1:])
-    if x0 <= 0 and rest:
-        x1, y1 = rest[0]
-        pieces.append((sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * w, w <= sympy.Float(x1)))
-        (x0, y0), rest = rest[0], rest[1:]
-    else:
-        pieces.append((sympy.Float(y0), w <= sympy.Float(x0)))
-    for x1, y1 in rest:
-        slope = math.log(y1 / y0) / math.log(x1 / x0)
-        pieces.append((sympy.Float(y0) * (w / sympy.Float(x0)) ** sympy.Float(slope), w <= sympy.Float(x1)))
-        x0, y0 = x1, y1
-    tail = sympy.Float(y0 / x0) * w if x0 > 0 else sympy.Float(y0)
-    pieces.append((tail, sympy.true))
-    return sympy.Piecewise(*pieces)
 
 
 def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: sympy.Expr) -> sympy.Expr | None:
@@ -132,29 +92,17 @@ def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: symp
     the wait; the work is stretched by the backend's time-sharing factor already, so the wait charged here is
     y(w) - r w beyond the two-rank L (at least 0), scaled like :func:`link`'s by the ranks per core beyond one:
     L + e max(0, y(w) - r w - L). At r and e = 1 the rank's time per message is then exactly y(w)."""
-    curve = work_curve(network)
-    over: Mapping[str, float] = network.oversubscribed or {}
-    if not curve or not cores:
+    over = network.oversubscribed
+    if over is None or not over.work or not cores:
         return None
+    curve = over.work_curve
     latency = sympy.Float(network.latency_s)
-    per_core = sympy.Float(over["ranks"] / over["cores"])
+    per_core = sympy.Float(over.ranks_per_core)
     beyond = wall_per_message(curve, work) - per_core * as_expr(work) - latency
-    return latency + _excess(over, procs, cores) * sympy.Max(0, beyond)
+    # unevaluated: SymPy's search for a simpler Max of a whole program's work costs seconds and finds none
+    return latency + _excess(over, procs, cores) * sympy.Max(0, beyond, evaluate=False)
 
 
-def _excess(over: Mapping[str, float], procs: sympy.Expr, cores: int) -> sympy.Expr:
+def _excess(over: Oversubscribed, procs: sympy.Expr, cores: int) -> sympy.Expr:
     """e = max(0, procs/cores - 1) / (r - 1): the ranks per core beyond one, 1 at the probe's ratio r."""
-    per_core = over["ranks"] / over["cores"]
-    return sympy.Max(0, procs / cores - 1) / sympy.Float(per_core - 1)
-
-
-def python_message_extra(curve: Sequence[tuple[float, float]], calls: int, latency_s: float, call_overhead_s: float,
-                         work: sympy.Expr) -> sympy.Expr:
-    """Seconds one message of a Python program costs beyond what the model charges elsewhere, at ``work``
-    seconds of work per message: the two-rank Python exchange's wall time per message at that work
-    (``network.python_exchange``, :func:`wall_per_message`) less the work, the C latency L and the exchange's
-    ``calls`` counted calls at ``call_overhead_s`` (the interpreter term charges those at the program's MPI
-    sites), at least 0: max(0, y(w) - w - L - calls c)."""
-    w = as_expr(work)
-    charged = sympy.Float(latency_s + calls * call_overhead_s)
-    return sympy.Max(0, wall_per_message(curve, w) - w - charged)
+    return sympy.Max(0, procs / cores - 1) / sympy.Float(over.ranks_per_core - 1)

@@ -5,7 +5,7 @@ SciPy's sparse product (``_sparsetools.csr_matvec``) runs, per row, ``sum += a[k
 add waits for the previous one, and an out-of-order core overlaps the chains of neighbouring rows as far as its
 window reaches. Neither of Eq. 1's rates bounds that loop: NumPy's flop rate is a vectorised ufunc's, and F(h)'s
 probe adds its words into eight independent sums. The machine probe measures the loop itself on a matrix in
-L1, by entries per row (``cpu.python_probe.csr_rows``, :func:`backends.machine.cputerms.measure_csr_rows`):
+L1, by entries per row (``cpu.csr_rows``, :func:`backends.machine.csrrows.measure_csr_rows`):
 short rows run at the loads' issue rate, long ones at the add latency. A kernel stated as a row loop (a signature
 file's ``csr_rows``: entries and rows per execution, expressions in the model's variables) costs
 
@@ -22,62 +22,45 @@ entries / rows).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import sympy
 
 from ma_post.sympy_expr import as_expr
 
 from ..base import SitePrediction
+from ..machine.curves import constant_ends
 
 ENTRY_FLOPS = 2  # a multiply and an add per entry, inside the chain time
 
 
-def seconds_per_entry(curve: Sequence[tuple[float, float]], per_row: sympy.Expr | float) -> sympy.Expr:
-    """The curve ((entries per row, seconds per entry), sorted by row length) at ``per_row``: linear in log-log
-    between neighbouring points (s_i (k / k_i)^b_i), its first value below the first and last above the last."""
-    k = as_expr(per_row)
-    (k0, s0), rest = curve[0], list(curve[1:])
-    pieces: list[tuple[sympy.Expr, sympy.Basic]] = [(sympy.Float(s0), k <= sympy.Float(k0))]
-    for k1, s1 in rest:
-        slope = math.log(s1 / s0) / math.log(k1 / k0)
-        pieces.append((sympy.Float(s0) * (k / sympy.Float(k0)) ** sympy.Float(slope), k <= sympy.Float(k1)))
-        k0, s0 = k1, s1
-    pieces.append((sympy.Float(s0), sympy.true))
-    return sympy.Piecewise(*pieces)
-
-
 def chain_seconds(entries: sympy.Expr, rows: sympy.Expr, curve: Sequence[tuple[float, float]]) -> sympy.Expr:
     """Seconds of ``entries`` entries over ``rows`` rows at the curve's rate for their row length."""
-    return as_expr(entries) * seconds_per_entry(curve, as_expr(entries) / as_expr(rows))
+    return as_expr(entries) * constant_ends(curve, as_expr(entries) / as_expr(rows))
 
 
 def price_row_loops(sites: Sequence[SitePrediction], kernels: Mapping[str, Sequence[str]],
-                    chains: Mapping[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]],
-                    interpreter: Mapping[str, sympy.Expr]) -> list[SitePrediction]:
+                    chains: Mapping[str, tuple[sympy.Expr, sympy.Expr, sympy.Expr]]) -> list[SitePrediction]:
     """Each stated kernel's time made max(chain, M_1) + max(M - M_1, 0) + its flops beyond the entries'.
 
     ``kernels``: kernel path -> the paths of its sites; ``chains``: kernel path -> (chain seconds, the seconds
     of its entries' flops at the compute rate, M_1 its words' seconds as L1 hits). Memory M stays on the sites;
-    the kernel's flop time C (compute less the interpreter term) becomes the rest: the time above less M, spread
-    over its sites in proportion to C (all on its first site when C is 0)."""
+    the kernel's flop time C (its compute) becomes the rest: the time above less M, spread over its sites in
+    proportion to C (all on its first site when C is 0)."""
     out = list(sites)
     index = {s.path: i for i, s in enumerate(sites)}
-    zero = sympy.Integer(0)
     for kernel, (chain, entry_flops, in_l1) in chains.items():
         members = [index[p] for p in kernels.get(kernel, ()) if p in index]
         if not members:
             continue
-        own = [interpreter.get(sites[i].path, zero) for i in members]
-        flop_time = [sites[i].compute - calls for i, calls in zip(members, own, strict=True)]
+        flop_time = [sites[i].compute for i in members]
         total = sympy.Add(*flop_time)
         memory = sympy.Add(*(sites[i].memory for i in members))
         loop = sympy.Max(chain, in_l1) + sympy.Max(memory - in_l1, 0)
         priced = loop - memory + sympy.Max(total - entry_flops, 0)
         shares = [f / total for f in flop_time] if total != 0 else [sympy.Integer(int(j == 0))
                                                                   for j in range(len(members))]
-        for i, calls, share in zip(members, own, shares, strict=True):
-            s = sites[i]
-            out[i] = SitePrediction(s.path, calls + priced * share, s.memory, s.communication)
+        for i, share in zip(members, shares, strict=True):
+            out[i] = replace(sites[i], compute=priced * share)
     return out

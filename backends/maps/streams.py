@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from ma_core.errors import BackendError
 
-from ..machine.vectorstreams import FIELD, level_bandwidths, read_points
+from ..machine.vectorstreams import FIELD, level_bandwidths
 from .traffic import stream_bandwidths
 
 if TYPE_CHECKING:
@@ -36,13 +36,13 @@ def line_bandwidths(machine: MachineProfile, python: bool, streams: str = "vecto
     scalar = stream_bandwidths(machine)
     if streams == "eq1" or not python or not scalar:
         return scalar, []
-    points = read_points(machine.memory, machine.name)
-    if points is None:
+    streams_block = machine.memory.vector_streams
+    if streams_block is None:
         return scalar, [f"profile {machine.name!r} has no {FIELD} (ma machine streams PROFILE measures it): the "
                         "lines of the Python kernels priced at Equation 1's scalar-load stream"]
-    vector = level_bandwidths(points, machine.caches)[1:]
+    vector = level_bandwidths(streams_block.points, machine.caches)[1:]
     names = [f"L{c.level}" for c in machine.caches[1:]] + ["memory"]
     missing = [name for name, value in zip(names, vector, strict=True) if value is None]
     notes = [f"{FIELD} of {machine.name!r} has no point inside {', '.join(missing)}: those lines priced at "
              "Equation 1's scalar-load stream"] if missing else []
-    return [s if v is None else v * 1e9 for s, v in zip(scalar, vector, strict=True)], notes
+    return [s if v is None else v for s, v in zip(scalar, vector, strict=True)], notes

@@ -11,7 +11,7 @@ l_k the lines level k (main memory last) served per flop on the signature run, s
 a stride-1 stream of 8-byte words from level k (1 - 8/line below k, 1 from k on), F the profile's fitted
 Equation 1: the bytes per second MultiMAPS measured streaming from that level, in which every byte of each
 line is used. Times the model's flops, so the term scales with the class like the compute term. L1 hits are
-left out: the compute rate (``cpu.python_flops``, a ufunc in cache) already includes them, and most of the
+left out: the compute rate (``cpython.python_flops``, a ufunc in cache) already includes them, and most of the
 interpreter's own accesses are among them.
 """
 
@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
-
-from .eq1 import bandwidth_expr
 
 if TYPE_CHECKING:
     from ..machine.profile import MachineProfile
@@ -47,8 +45,8 @@ def stream_bandwidths(machine: MachineProfile) -> list[float]:
     """Bytes per second of a stride-1 stream from level 2, 3, ..., main memory: F at :func:`stream_rows`."""
     if machine.bandwidth_fit is None:
         return []
-    params = machine.bandwidth_fit.params()
-    return [float(bandwidth_expr(params, row)) * 1e9 for row in stream_rows(machine)]
+    params = machine.bandwidth_fit.params
+    return [float(params.symbolic(row)) for row in stream_rows(machine)]
 
 
 def seconds_per_flop(lines_per_flop: Sequence[float], line_bytes: int, bandwidths: Sequence[float]) -> float:

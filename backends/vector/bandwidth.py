@@ -28,15 +28,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from backends.machine.kernels import KERNEL_FLOPS_PER_WORD
+from backends.machine.profile import GB
 from ma_core.errors import BackendError
 
 if TYPE_CHECKING:
-    from backends.machine.profile import MachineProfile, MultiMapsPoint
+    from backends.machine.profile import MachineProfile
 
     from .simd import SimdBandwidth
 
@@ -66,7 +69,15 @@ def curve_at(points: Sequence[CurvePoint], size: float) -> float:
                            [p.bandwidth_gbs for p in ordered]))
 
 
-def _curve(machine: MachineProfile, pattern: str, stride: int | None = None) -> list[MultiMapsPoint]:
+@dataclass(frozen=True)
+class _Measured:
+    """A MultiMAPS point in this module's unit (the vector paper's figures are GB/s; the profile's bytes/s)."""
+
+    size_bytes: int
+    bandwidth_gbs: float
+
+
+def _curve(machine: MachineProfile, pattern: str, stride: int | None = None) -> list[_Measured]:
     points = [p for p in machine.multimaps if p.pattern == pattern]
     if pattern == "stride" and points:
         measured = {p.stride for p in points if p.stride}
@@ -77,7 +88,7 @@ def _curve(machine: MachineProfile, pattern: str, stride: int | None = None) -> 
         raise BackendError(f"machine profile {machine.name!r} has no {what} MultiMAPS curve: the vector backend's "
                            f"{'min' if pattern == 'random' else 'max'} bandwidth comes from it (run 'ma machine "
                            "probe' with its MultiMAPS curves)")
-    return points
+    return [_Measured(p.size_bytes, p.bandwidth_bytes_per_s / GB) for p in points]
 
 
 def scenario_bandwidths(machine: MachineProfile, working_set: float | None = None,
@@ -90,7 +101,7 @@ def scenario_bandwidths(machine: MachineProfile, working_set: float | None = Non
     random, strided = _curve(machine, "random"), _curve(machine, "stride", stride)
     size = _size(machine, working_set)
     in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
-    high = machine.triad_gbs if in_memory and stride == 1 else curve_at(strided, size)
+    high = machine.triad_bytes_per_s / GB if in_memory and stride == 1 else curve_at(strided, size)
     low = curve_at(random, size)
     return {"min": low, "mixed": (low + high) / 2, "max": high}
 
@@ -121,15 +132,11 @@ def _unit_stride_scenarios(machine: MachineProfile, triad: Sequence[CurvePoint],
     _check(working_set)
     size = _size(machine, working_set)
     in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
-    high = machine.triad_gbs if in_memory else curve_at(triad, size)
+    high = machine.triad_bytes_per_s / GB if in_memory else curve_at(triad, size)
     low = curve_at(_curve(machine, "random"), size)
     return {"min": low, "mixed": (low + high) / 2, "max": high}
 
 
-# Flops per 8-byte word of bandwidth that each measuring loop does itself (timing.py's "net" flop time): the triads
-# a = b + q*c one FMA per 3 words; the MultiMAPS random loop one add per access, counted as 12 bytes (index and
-# word); its strided loop one add per word loaded.
-KERNEL_FLOPS_PER_WORD = {"triad": 2.0 / 3.0, "random": 8.0 / 12.0, "stride": 1.0}
 
 
 def kernel_flops_per_word(triad: bool) -> dict[str, float]:

@@ -91,8 +91,8 @@ def host_profile(machine: MachineProfile, cores: int | None = None, working_set:
         vector_scenario_bandwidths,
     )
 
-    lanes = simd_lanes(str(machine.cpu.get("isa", "")))
-    ncores = cores or int(machine.host.get("cpus") or 1)
+    lanes = simd_lanes(machine.cpu.isa or "")
+    ncores = cores or machine.host.cpus
     peak = machine.peak_flops
     unit = simd is not None and stride == 1
     scalar_triad = unit and simd is not None and bool(simd.scalar_triad)
@@ -100,7 +100,7 @@ def host_profile(machine: MachineProfile, cores: int | None = None, working_set:
               else scenario_bandwidths(machine, working_set, stride))
     in_memory = working_set is None or memory_level(machine, working_set) > len(machine.caches)
     return VectorProfile(f"{machine.name}-vector", peak, peak * ncores, peak / lanes, peak / lanes * ncores, lanes,
-                         scalar, clock_hz=machine.cpu.get("clock_hz"),
+                         scalar, clock_hz=machine.cpu.clock_hz,
                          vector_bandwidth_gbs=vector_scenario_bandwidths(machine, simd, working_set)
                          if unit and simd else None,
                          kernel_flops_per_word=kernel_flops_per_word(triad=scalar_triad or (in_memory and stride == 1)),

@@ -140,14 +140,15 @@ def for_profile(profile: str | Path | None) -> SimdBandwidth | None:
 
 def build(force: bool = False) -> Path:
     """Build libmasimd.so with the SDK's build (ma_tools.build); return its path."""
+    # no auto-vectoriser: the scalar triad stays scalar; loops on 64 bytes: the scalar triad's loop in one op-cache
+    # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
+    from backends.machine.kernels import TRIAD_HEADER
     from ma_tools.build import build_c
     from ma_tools.toolchain import find_mpicc
 
-    # no auto-vectoriser: the scalar triad stays scalar; loops on 64 bytes: the scalar triad's loop in one op-cache
-    # line (across two it takes two cycles per element on Zen 4, a front-end limit, not the cache's)
     command = [str(find_mpicc()), "-O2", "-mavx2", "-mfma", "-fno-tree-vectorize", "-falign-loops=64", "-g", "-Wall",
-               "-Wextra", "-fPIC", "-shared", str(CSRC)]
-    return build_c("libmasimd.so", command, [CSRC], "the SIMD bandwidth probe", force)
+               "-Wextra", f"-I{TRIAD_HEADER.parent}", "-fPIC", "-shared", str(CSRC)]
+    return build_c("libmasimd.so", command, [CSRC, TRIAD_HEADER], "the SIMD bandwidth probe", force)
 
 
 def build_rows(force: bool = False) -> Path:
@@ -212,25 +213,6 @@ class SimdKernels:
                                                p.ctypes.data, q.ctypes.data, reps))
 
 
-def _aligned(words: int) -> Any:
-    """A float64 array of ``words`` elements on a 64-byte boundary, every page touched."""
-    import numpy as np
-
-    raw = np.empty(words + 8, dtype=np.float64)
-    offset = (-raw.ctypes.data % 64) // WORD
-    array = raw[offset:offset + words]
-    array.fill(1.0)
-    return array
-
-
-def _repetitions(run: Callable[[int], float], min_time: float) -> int:
-    """Repetitions for one run to last at least ``min_time`` (its runs also warm the working set up)."""
-    reps = 1
-    while (elapsed := run(reps)) < min_time:
-        reps = max(reps * 2, int(reps * min_time / max(elapsed, 1e-9) * 1.2))
-    return reps
-
-
 def working_sets(last_cache_bytes: int, count: int = 24, smallest: int = 4096, multiple: float = 4.0) -> list[int]:
     """Log-spaced working sets in bytes from ``smallest`` to ``multiple`` x the last cache."""
     import numpy as np
@@ -250,14 +232,15 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
     (powers of two, bytes of the gathered array), the gather and sparse-dot curves too, in the same rounds: random
     reads of the array, their indices (and the sparse dot's values) streamed from arrays of ``index_bytes``
     (beyond the last cache)."""
-    from backends.machine.probe import pinned
+    from backends.machine.kernels import aligned_array
+    from backends.machine.probe import calibrate, pinned
 
     kernels = kernels or SimdKernels()
     if not kernels.supported:
         raise BackendError("this CPU has no AVX2+FMA: the SIMD bandwidth probe needs them")
     # one pool: the triads' a, b, c are its thirds (prefixes of them per size), the read a prefix of the pool
     third = max(TRIAD_BLOCK, max(sizes) // (3 * WORD) // TRIAD_BLOCK * TRIAD_BLOCK)
-    pool = _aligned(max(3 * third, READ_BLOCK, max(sizes) // WORD // READ_BLOCK * READ_BLOCK))
+    pool = aligned_array(max(3 * third, READ_BLOCK, max(sizes) // WORD // READ_BLOCK * READ_BLOCK))
     a, b, c = pool[:third], pool[third:2 * third], pool[2 * third:]
     runs: dict[tuple[str, int], tuple[Callable[[int], float], int]] = {}  # (kernel, size) -> (run, bytes per rep)
     for size in sizes:
@@ -272,7 +255,7 @@ def measure(sizes: Sequence[int], min_time: float = 1e-3, samples: int = 7, kern
         (kernel, size) for size in gather_sizes for kernel in GATHER_KERNELS]
     rates: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
     with pinned():
-        reps = {key: _repetitions(run, min_time) for key, (run, _) in runs.items()}
+        reps = {key: calibrate(run, min_time) for key, (run, _) in runs.items()}
         for _ in range(samples):
             for key in order:
                 run, nbytes = runs[key]
@@ -295,17 +278,19 @@ def _gather_runs(kernels: SimdKernels, sizes: Sequence[int],
     dot's values an array as long; 8 bytes per gathered read counted."""
     import numpy as np
 
+    from backends.machine.kernels import aligned_array
+
     if any(size < WORD or size & (size - 1) for size in sizes):
         raise BackendError(f"gather sizes must be powers of two of at least {WORD} bytes, not {list(sizes)}")
     count = max(ROW_ENTRIES, index_bytes // WORD // ROW_ENTRIES * ROW_ENTRIES)  # whole rows, whole blocks of 8
     index = np.random.default_rng(19).integers(0, 1 << 62, count, dtype=np.uint64)
-    array, values = _aligned(max(sizes) // WORD), _aligned(count)
+    array, values = aligned_array(max(sizes) // WORD), aligned_array(count)
     runs: dict[tuple[str, int], tuple[Callable[[int], float], int]] = {
         ("gather", size): (partial(kernels.gather, array[:size // WORD], index), WORD * count) for size in sizes}
     runs.update({("sparse_dot", size): (partial(kernels.sparse_dot, values, array[:size // WORD], index), WORD * count)
                  for size in sizes})
     rowstr = np.arange(0, count + 1, ROW_ENTRIES, dtype=np.int64)
-    columns, sums = np.empty(count, dtype=np.int64), _aligned(count // ROW_ENTRIES)
+    columns, sums = np.empty(count, dtype=np.int64), aligned_array(count // ROW_ENTRIES)
     runs.update({("sparse_rows_vectorised", size): (partial(_sparse_rows, kernels, rowstr, columns, index, values,
                                                             array[:size // WORD], sums), WORD * count)
                  for size in sizes})

@@ -11,9 +11,9 @@ one) and the rate (multistreamed: the multi rate).
 **Flop time inside the bandwidth** (``flop_time``). On a measured host the bandwidth of a scenario is the rate
 of a benchmark loop that does flops of its own: the triads one FMA (2 flops) per 3 words, the random-access
 loop one add per 12 bytes counted (2/3 per word), the strided loop one add per word
-(:data:`.bandwidth.KERNEL_FLOPS_PER_WORD`). Its measured time already holds the time of those flops, so Figure 4's
-sum counts them twice: predicting the triad from the triad's own bandwidth gives memory time plus a flop time the
-measurement already contains. ``"net"`` (the default) adds only the flops beyond the bandwidth kernel's,
+(:data:`backends.machine.kernels.KERNEL_FLOPS_PER_WORD`). Its measured time already holds the time of those flops,
+so Figure 4's sum counts them twice: predicting the triad from the triad's own bandwidth gives memory time plus a
+flop time the measurement already contains. ``"net"`` (the default) adds only the flops beyond the bandwidth kernel's,
 ``max(FLOPS - f * LS, 0) / rate`` for a kernel with f flops per word; a profile that does not know its kernels'
 flops (the X1E's quoted figures: f = 0) gives the paper's numbers exactly. ``"sum"`` is Figure 4 as printed
 (Tvc + Tvm), ``"max"`` the overlap form max(Tc, Tm) (as the maps backend's ``--overlap max``).

@@ -24,7 +24,7 @@ import numpy as np
 
 import ma
 from examples.npb_common import cli
-from examples.npb_common.mpi import start_mpi
+from examples.npb_common.mpi import start_run
 from examples.npb_common.report import completed_lines
 
 from .classes import CGITMAX, CLASSES, RCOND, VERIFY_EPSILON, ProblemClass, official_op_count, relative_error
@@ -57,10 +57,6 @@ class Result:
     mops: float
     init_time: float
     zetas: list[float] = field(default_factory=list)
-
-    @property
-    def mops_per_process(self) -> float:
-        return self.mops / self.nprocs
 
 
 def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
@@ -146,12 +142,9 @@ def timed_loop(st: CGState,
 def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
         verbose: bool = False) -> Result:
     """Run CG on ``comm`` (default COMM_WORLD); ``verbose`` prints NPB's report on the root rank."""
-    MPI = start_mpi()
-
-    comm = MPI.COMM_WORLD if comm is None else comm
+    MPI, comm, say = start_run(comm, verbose)
     problem, niter = resolve_class(class_name, niter)
     me = comm.Get_rank()
-    say = print if verbose and me == ROOT else (lambda *a, **k: None)
 
     t0 = MPI.Wtime()
     st = setup(problem, niter, comm)
@@ -256,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     class_metavar="{S,W,A,B,C,D}",
                     niter_help="timed iterations (default: the class's; verification needs the default)",
                     check=check, setup_error=CGSetupError,
-                    run=lambda class_name, niter, comm: run(class_name, niter, comm, verbose=True))
+                    run=run)
 
 
 if __name__ == "__main__":

@@ -63,11 +63,6 @@ class Decomposition:
     def ncols(self) -> int:
         return self.lastcol - self.firstcol + 1
 
-    def nz(self, nonzer: int) -> int:
-        """NPB's bound on stored nonzeros per rank (``alloc_space``), kept for memory models."""
-        return (self.na * (nonzer + 1) // self.nprocs * (nonzer + 1) + nonzer
-                + self.na * (nonzer + 2 + self.nprocs // 256) // self.num_proc_cols)
-
 
 def proc_grid(nprocs: int) -> tuple[int, int]:
     """(num_proc_rows, num_proc_cols) for a power-of-two ``nprocs``; columns get the odd factor 2."""

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,16 +36,16 @@ if __package__ in (None, ""):
 import numpy as np
 
 from examples.npb_common.accuracy import accuracy_main, wants_accuracy
-from examples.npb_common.figures import pyplot, save
-from examples.npb_common.study import main as study_main
+from examples.npb_common.figures import plot_messages, pyplot, save
 from examples.npb_common.study import (
+    PortModels,
     measured_figure,
     print_message_sizes,
     print_official_comparison,
     print_scaling,
     value,
 )
-from ma_core.errors import MAError
+from examples.npb_common.study import main as study_main
 
 from .classes import CGITMAX, CLASSES, official_op_count
 
@@ -55,31 +54,12 @@ SCALES = (1, 2, 10)                    # the x1, x2, x10 of Figure 15
 TIMED_LOOP = "conj_loop"               # the site of NPB's timed iterations
 
 
-@dataclass
-class CGModels:
-    """The models of one traced run, ready to evaluate at any class and process count."""
-
-    flops: Any           # ma_post Model, per rank, whole run
-    flops_timed: Any     # the flops of the timed iterations only (what NPB's Mop/s counts)
-    memory: Any
-    mpi_bytes: Any
-    mpi_count: Any
-    traceset: Any
-    builder: Any
+class CGModels(PortModels):
+    """The models of one traced run of CG."""
 
     @classmethod
     def build(cls, trace_dir: Path) -> CGModels:
-        import ma_post
-
-        ts = ma_post.load(trace_dir)
-        builder = ma_post.ModelBuilder(ts)
-        flops = builder.model("flops", inline=True)
-        timed = [expr for site, expr in flops.by_site() if site.path.split("/")[0] == TIMED_LOOP]
-        if not timed:
-            raise MAError(f"{trace_dir}: no flop assertion below the timed loop {TIMED_LOOP!r}")
-        flops_timed = builder.submodel("flops_timed", sum(timed[1:], timed[0]))
-        return cls(flops, flops_timed, builder.model("memory", inline=True),
-                   builder.model("mpi_bytes", inline=True), builder.model("mpi_count", inline=True), ts, builder)
+        return cls.from_run(trace_dir, TIMED_LOOP)
 
 
 def class_inputs(name: str, nprocs: Any = 1, na_scale: float = 1, nonzer_scale: float = 1) -> dict[str, Any]:
@@ -129,22 +109,6 @@ def message_sizes(models: CGModels, nprocs: int, class_name: str = "C") -> list[
 
 
 # --- the figures ------------------------------------------------------------------------------------
-def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
-    plt = pyplot()
-    fig, (volume, count) = plt.subplots(1, 2, figsize=(11, 4.2))
-    several = scale["nprocs"] > 1  # one process sends nothing: no point on a log scale
-    for axis, key, label in ((volume, "bytes", "message volume (bytes)"), (count, "count", "messages")):
-        axis.loglog(scale["nprocs"][several], scale[f"{key}_total"][several], "o-", label="all ranks")
-        axis.loglog(scale["nprocs"][several], scale[f"{key}_per_rank"][several], "s--", label="per rank")
-        axis.set_xlabel("MPI processes")
-        axis.set_ylabel(label)
-        axis.set_xscale("log", base=2)
-        axis.grid(True, which="both", alpha=0.3)
-        axis.legend()
-    fig.suptitle("NPB CG class C: message volume and count (model)")
-    save(fig, path)
-
-
 def plot_flops(scale: dict[str, np.ndarray], path: Path) -> None:
     plt = pyplot()
     fig, axis = plt.subplots(figsize=(6.5, 4.2))
@@ -219,7 +183,7 @@ def _study(args: argparse.Namespace) -> int:
 
     scale = scaling(models)
     print_scaling(scale)
-    plot_messages(scale, args.out / "fig12_messages.png")
+    plot_messages(scale, args.out / "fig12_messages.png", "CG")
     plot_flops(scale, args.out / "fig14_flops.png")
 
     sens = sensitivity(models, args.sensitivity_nprocs)

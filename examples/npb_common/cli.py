@@ -67,9 +67,9 @@ def parse(argv: Sequence[str] | None, rank: int, *, prog: str, description: str,
 
 def main(argv: Sequence[str] | None, *, prog: str, description: str, class_metavar: str, niter_help: str,
          check: Callable[[argparse.Namespace, Any], None], setup_error: type[Exception],
-         run: Callable[[str, int | None, Any], Any]) -> int:
+         run: Callable[..., Any]) -> int:
     """Parse, ``check`` the arguments against the process count (raising ``setup_error``), then ``run``
-    (class name, niter, communicator) -> a result whose ``verified`` gives the exit status."""
+    (class name, niter, communicator, verbose=True) -> a result whose ``verified`` gives the exit status."""
     MPI = start_mpi()
     comm = MPI.COMM_WORLD
     try:
@@ -81,6 +81,6 @@ def main(argv: Sequence[str] | None, *, prog: str, description: str, class_metav
         if comm.Get_rank() == ROOT:
             print(f"{prog}: error: {exc}", file=sys.stderr, flush=True)
         return EXIT_SETUP
-    result = run(args.class_name, args.niter, comm)
+    result = run(args.class_name, args.niter, comm, verbose=True)
     sys.stdout.flush()
     return EXIT_OK if result.verified in (True, None) else EXIT_UNVERIFIED

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import ModuleType
+from typing import Any
 
 ROOT = 0                                    # the rank that reports, as in NPB
 
@@ -22,3 +24,12 @@ def start_mpi() -> ModuleType:
     from mpi4py import MPI
 
     return MPI
+
+
+def start_run(comm: Any, verbose: bool) -> tuple[ModuleType, Any, Callable[..., None]]:
+    """A port's run begins: MPI started (:func:`start_mpi`), the run's communicator (COMM_WORLD unless given)
+    and what prints NPB's report: ``print`` on the root rank when ``verbose``, nothing elsewhere."""
+    MPI = start_mpi()
+    comm = MPI.COMM_WORLD if comm is None else comm
+    say = print if verbose and comm.Get_rank() == ROOT else (lambda *a, **k: None)
+    return MPI, comm, say

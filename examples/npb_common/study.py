@@ -5,14 +5,48 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 
 from ma_core.errors import MAError
 
 MeasuredRows = list[tuple[str, float, float]]
+
+
+@dataclass
+class PortModels:
+    """The models of one traced run of a port, ready to evaluate at any class and process count."""
+
+    flops: Any           # ma_post Model, per rank, whole run
+    flops_timed: Any     # the flops of the timed loop only (what NPB's Mop/s counts)
+    memory: Any
+    mpi_bytes: Any
+    mpi_count: Any
+    traceset: Any
+    builder: Any
+
+    @classmethod
+    def from_run(cls, trace_dir: Path, timed_loop: str) -> Self:
+        import ma_post
+
+        ts = ma_post.load(trace_dir)
+        builder = ma_post.ModelBuilder(ts)
+        flops = builder.model("flops", inline=True)
+        timed = timed_flops(flops, timed_loop)
+        if not timed:
+            raise MAError(f"{trace_dir}: no flop assertion below the timed loop {timed_loop!r}")
+        return cls(flops, builder.submodel("flops_timed", sum(timed[1:], timed[0])),
+                   builder.model("memory", inline=True), builder.model("mpi_bytes", inline=True),
+                   builder.model("mpi_count", inline=True), ts, builder)
+
+
+def timed_flops(flops: Any, timed_loop: str, within: str | None = None) -> list[Any]:
+    """The flop expressions of the sites below the timed loop (and below a subroutine named ``within``)."""
+    return [expr for site, expr in flops.by_site() if site.path.split("/")[0] == timed_loop
+            and (within is None or within in site.path.split("/"))]
 
 
 def value(model: Any, inputs: dict[str, Any]) -> Any:

@@ -135,11 +135,14 @@ def ninvr(cd: CellData) -> None:
 def ninvr_cell(cd: CellData) -> None:
     r, _ = interior(cd)
     r1, r2, r3, r4, r5 = (x.copy() for x in r)
-    t1 = BT * r3
+    _rotate(r, (-r2, r1, BT * (r4 - r5)), BT * r3, r4, r5)
+
+
+def _rotate(r: np.ndarray, first: tuple[np.ndarray, np.ndarray, np.ndarray], t1: np.ndarray, r4: np.ndarray,
+            r5: np.ndarray) -> None:
+    """The common end of ninvr and pinvr: rhs 1-3 as given, rhs 4 and 5 the pair t1 -/+ the mean of r4, r5."""
     t2 = 0.5 * (r4 + r5)
-    r[0] = -r2
-    r[1] = r1
-    r[2] = BT * (r4 - r5)
+    r[0], r[1], r[2] = first
     r[3] = -t1 + t2
     r[4] = t1 + t2
 
@@ -154,13 +157,7 @@ def pinvr(cd: CellData) -> None:
 def pinvr_cell(cd: CellData) -> None:
     r, _ = interior(cd)
     r1, r2, r3, r4, r5 = (x.copy() for x in r)
-    t1 = BT * r1
-    t2 = 0.5 * (r4 + r5)
-    r[0] = BT * (r4 - r5)
-    r[1] = -r3
-    r[2] = r2
-    r[3] = -t1 + t2
-    r[4] = t1 + t2
+    _rotate(r, (BT * (r4 - r5), -r3, r2), BT * r1, r4, r5)
 
 
 @ma.subroutine("tzetar")

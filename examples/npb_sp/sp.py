@@ -24,7 +24,7 @@ import numpy as np
 
 import ma
 from examples.npb_common import cli
-from examples.npb_common.mpi import ROOT, start_mpi
+from examples.npb_common.mpi import ROOT, start_run
 from examples.npb_common.report import completed_lines
 
 from .adi import adi, copy_faces
@@ -56,10 +56,6 @@ class Result:
     xce_error: np.ndarray | None
     time: float
     mops: float
-
-    @property
-    def mops_per_process(self) -> float:
-        return self.mops / self.nprocs
 
 
 def resolve_class(class_name: str, niter: int | None) -> tuple[ProblemClass, int]:
@@ -144,11 +140,9 @@ def timed_loop(st: SPState, on_step: Callable[[int], None] | None = None) -> Non
 def run(class_name: str, niter: int | None = None, comm: MPI.Comm | None = None,
         verbose: bool = False) -> Result:
     """Run SP on ``comm`` (default COMM_WORLD); ``verbose`` prints NPB's report on the root rank."""
-    MPI = start_mpi()
-    comm = MPI.COMM_WORLD if comm is None else comm
+    MPI, comm, say = start_run(comm, verbose)
     problem, niter = resolve_class(class_name, niter)
     me = comm.Get_rank()
-    say = print if verbose and me == ROOT else (lambda *a, **k: None)
     say(banner(problem, niter, comm.Get_size()))
 
     st = setup(problem, niter, comm)
@@ -239,7 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     class_metavar="{S,W,A,B,C}",
                     niter_help="timed steps (default: the class's; verification needs the default)",
                     check=check, setup_error=SPSetupError,
-                    run=lambda class_name, niter, comm: run(class_name, niter, comm, verbose=True))
+                    run=run)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +37,17 @@ if __package__ in (None, ""):
 import numpy as np
 
 from examples.npb_common.accuracy import accuracy_main, wants_accuracy
-from examples.npb_common.figures import pyplot, save
-from examples.npb_common.study import main as study_main
+from examples.npb_common.figures import loglog, plot_messages, pyplot, save
 from examples.npb_common.study import (
+    PortModels,
     measured_figure,
     print_message_sizes,
     print_official_comparison,
     print_scaling,
+    timed_flops,
     value,
 )
+from examples.npb_common.study import main as study_main
 from ma_core.errors import MAError
 
 from .classes import CLASSES, official_op_count
@@ -58,37 +60,19 @@ STEP_SUBROUTINES = ("compute_rhs", "txinvr", "x_solve", "y_solve", "z_solve", "a
 
 
 @dataclass
-class SPModels:
-    """The models of one traced run, ready to evaluate at any class and process count."""
+class SPModels(PortModels):
+    """The models of one traced run of SP, with the timed flops of each subroutine of the step."""
 
-    flops: Any           # ma_post Model, per rank, whole run
-    flops_timed: Any     # the flops of the timed steps only (what NPB's Mop/s counts)
-    by_subroutine: dict[str, Any]
-    memory: Any
-    mpi_bytes: Any
-    mpi_count: Any
-    traceset: Any
-    builder: Any
+    by_subroutine: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(cls, trace_dir: Path) -> SPModels:
-        import ma_post
-
-        ts = ma_post.load(trace_dir)
-        builder = ma_post.ModelBuilder(ts)
-        flops = builder.model("flops", inline=True)
-        timed = [(site, expr) for site, expr in flops.by_site() if site.path.split("/")[0] == TIMED_LOOP]
-        if not timed:
-            raise MAError(f"{trace_dir}: no flop assertion below the timed loop {TIMED_LOOP!r}")
-        exprs = [expr for _, expr in timed]
-        parts = {}
+        models = cls.from_run(trace_dir, TIMED_LOOP)
         for name in STEP_SUBROUTINES:
-            mine = [expr for site, expr in timed if name in site.path.split("/")]
+            mine = timed_flops(models.flops, TIMED_LOOP, within=name)
             if mine:
-                parts[name] = builder.submodel(f"flops_{name}", sum(mine[1:], mine[0]))
-        return cls(flops, builder.submodel("flops_timed", sum(exprs[1:], exprs[0])), parts,
-                   builder.model("memory", inline=True), builder.model("mpi_bytes", inline=True),
-                   builder.model("mpi_count", inline=True), ts, builder)
+                models.by_subroutine[name] = models.builder.submodel(f"flops_{name}", sum(mine[1:], mine[0]))
+        return models
 
 
 def class_inputs(name: str, nprocs: Any = 1, size_scale: float = 1) -> dict[str, Any]:
@@ -181,27 +165,6 @@ def plot_measured(rows: list[tuple[str, float, float]], path: Path) -> None:
     save(fig, path)
 
 
-def _loglog(axis: Any, x: np.ndarray, series: dict[str, np.ndarray], ylabel: str) -> None:
-    for label, y in series.items():
-        axis.loglog(x, y, "o-", markersize=3, label=label)
-    axis.set_xscale("log", base=2)
-    axis.set_xlabel("MPI processes")
-    axis.set_ylabel(ylabel)
-    axis.grid(True, which="both", alpha=0.3)
-    axis.legend(fontsize=8)
-
-
-def plot_messages(scale: dict[str, np.ndarray], path: Path) -> None:
-    plt = pyplot()
-    fig, (volume, count) = plt.subplots(1, 2, figsize=(11, 4.2))
-    several = scale["nprocs"] > 1        # one process sends nothing: no point on a log scale
-    for axis, key, label in ((volume, "bytes", "message volume (bytes)"), (count, "count", "messages")):
-        _loglog(axis, scale["nprocs"][several], {"all ranks": scale[f"{key}_total"][several],
-                                                 "per rank": scale[f"{key}_per_rank"][several]}, label)
-    fig.suptitle("NPB SP class C: message volume and count (model)")
-    save(fig, path)
-
-
 def plot_flops(scale: dict[str, np.ndarray], path: Path, subroutines: bool = False) -> None:
     plt = pyplot()
     fig, axis = plt.subplots(figsize=(7, 4.4))
@@ -212,7 +175,7 @@ def plot_flops(scale: dict[str, np.ndarray], path: Path, subroutines: bool = Fal
         series = {"model, per rank": scale["flops_per_rank"],
                   "perfect division": scale["flops_per_rank"][0] / scale["nprocs"]}
         title = "NPB SP class C: flops per rank (model)"
-    _loglog(axis, scale["nprocs"], series, "floating-point operations per rank")
+    loglog(axis, scale["nprocs"], series, "floating-point operations per rank")
     axis.set_title(title, fontsize=10)
     save(fig, path)
 
@@ -250,7 +213,7 @@ def _study(args: argparse.Namespace) -> int:
 
     scale = scaling(models)
     print_scaling(scale)
-    plot_messages(scale, args.out / "fig12_messages.png")
+    plot_messages(scale, args.out / "fig12_messages.png", "SP")
     plot_flops(scale, args.out / "fig14_flops.png")
     plot_flops(scale, args.out / "fig17_subroutines.png", subroutines=True)
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+DESCRIPTION = """Print the control-flow model of a run: the annotated sites as an indented tree with their
+expressions."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_trace_arguments
+    from ma_cli.support import trace_command
 
-    parser = subparsers.add_parser("cfg", help="control-flow model: the indented site tree with expressions",
-                                   description="Print the control-flow model of a run: the annotated sites as "
-                                               "an indented tree with their expressions.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "cfg", "control-flow model: the indented site tree with expressions",
+                           DESCRIPTION)
     parser.add_argument("--values", action="store_true",
                         help="append calls per rank and mean predicted/measured values")
     parser.set_defaults(handler=run)

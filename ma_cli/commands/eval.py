@@ -6,17 +6,17 @@ import argparse
 import json
 import sys
 
+DESCRIPTION = """Evaluate symbolic models at any input parameters (float64, the semantics of the exported code).
+Several values per --set make a grid (every combination). Inputs not set keep their traced values; an input that
+differs between ranks gives a value per traced rank, reported as mean and min..max unless --rank picks one. A model
+in the variable rank is evaluated on every rank of the job (--set nprocs=1024: ranks 0..1023), reduced the same
+way."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_model_arguments, add_set_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_set_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "eval", help="evaluate models at parameters the run never used",
-        description="Evaluate symbolic models at any input parameters (float64, the semantics of the exported "
-                    "code). Several values per --set make a grid (every combination). Inputs not set keep their "
-                    "traced values; an input that differs between ranks gives a value per traced rank, reported "
-                    "as mean and min..max unless --rank picks one.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "eval", "evaluate models at parameters the run never used", DESCRIPTION)
     parser.add_argument("--quantity", "-q", action="append", required=True, metavar="Q", help="repeatable")
     add_set_arguments(parser)
     add_model_arguments(parser)
@@ -52,12 +52,12 @@ def run(args: argparse.Namespace) -> int:
         for m, r in zip(models, results, strict=False):
             value = np.asarray(r.value, dtype=float).reshape(-1)
             row[m.quantity] = float(value[k] if value.size > 1 else value[0])
-            if r.per_rank is not None and r.ranks is not None:
-                per_rank = np.asarray(r.per_rank).reshape(len(r.ranks), -1)
-                column = per_rank[:, k if per_rank.shape[1] > 1 else 0]
-                row[f"{m.quantity}:min"] = float(np.nanmin(column))
-                row[f"{m.quantity}:max"] = float(np.nanmax(column))
-                row[f"{m.quantity}:max_rank"] = int(r.ranks[int(np.nanargmax(column))])
+            spread = r.spread()
+            if spread is not None:
+                low, high, high_at = (a[k if a.size > 1 else 0] for a in spread)
+                row[f"{m.quantity}:min"] = float(low)
+                row[f"{m.quantity}:max"] = float(high)
+                row[f"{m.quantity}:max_rank"] = int(high_at)
         rows.append(row)
     if args.format == "json":
         json.dump(rows, sys.stdout, indent=1)

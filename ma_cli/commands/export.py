@@ -12,15 +12,17 @@ if TYPE_CHECKING:
     from ma_post.traceset import TraceSet
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_model_arguments, add_trace_arguments
+DESCRIPTION = """Write the symbolic models as code: one vectorised Octave/MATLAB function file per quantity (function
+r = mpi_bytes(na, nonzer, nprocs)), a Python module of NumPy functions, and a C header and source of double
+functions."""
 
-    parser = subparsers.add_parser(
-        "export", help="export models as Octave/MATLAB .m functions, a NumPy module and C sources",
-        description="Write the symbolic models as code: one vectorised Octave/MATLAB function file per "
-                    "quantity (function r = mpi_bytes(na, nonzer, nprocs)), a Python module of NumPy "
-                    "functions, and a C header and source of double functions.")
-    add_trace_arguments(parser)
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.support import add_model_arguments, trace_command
+
+    parser = trace_command(subparsers, "export",
+                           "export models as Octave/MATLAB .m functions, a NumPy module and C sources",
+                           DESCRIPTION)
     parser.add_argument("--octave", metavar="OUT", help="directory for the .m files")
     parser.add_argument("--python", metavar="OUT", help="directory for the Python module")
     parser.add_argument("--c", metavar="OUT", help="directory for the C header and source")

@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+DESCRIPTION = """Print the intermediate representation of a run: one depth:type:expression line per site and
+depth:name:expression per derived variable, in tree order (main program = depth 1)."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_trace_arguments
+    from ma_cli.support import trace_command
 
-    parser = subparsers.add_parser("ir", help="intermediate representation: depth:type:expression lines",
-                                   description="Print the intermediate representation of a run: one "
-                                               "depth:type:expression line per site and depth:name:expression "
-                                               "per derived variable, in tree order (main program = depth 1).")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "ir", "intermediate representation: depth:type:expression lines", DESCRIPTION)
     parser.add_argument("--inputs", action="store_true", help="list the input variables first (0:input:name)")
     parser.add_argument("--no-subroutines", action="store_true",
                         help="leave out the subroutine lines (their sites keep their depth), as in the paper")

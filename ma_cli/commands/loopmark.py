@@ -9,15 +9,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+DESCRIPTION = """Compile SOURCE with the compiler's vectorisation report (GCC -fopt-info-vec-all, Clang
+-Rpass*=loop-vectorize) and print every loop as FILE:LINE: MV score (vectorised and its lanes, OpenMP where a pragma
+makes it multithreaded, or why it was not vectorised). With --trace, also map the annotated loop sites and the
+ma_vec_loop assertions of a run onto those loops (an asserted MV score the compiler did not deliver is shown)."""
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "loopmark", help="loopmarks: MV score (vectorised, multithreaded) of every loop of a C source",
-        description="Compile SOURCE with the compiler's vectorisation report (GCC -fopt-info-vec-all, Clang "
-                    "-Rpass*=loop-vectorize) and print every loop as FILE:LINE: MV score (vectorised and its "
-                    "lanes, OpenMP where a pragma makes it multithreaded, or why it was not vectorised). With "
-                    "--trace, also map the annotated loop sites and the ma_vec_loop assertions of a run onto those "
-                    "loops (an asserted MV score the compiler did not deliver is shown).")
+        description=DESCRIPTION)
     parser.add_argument("source", metavar="SOURCE.c")
     parser.add_argument("--compiler", choices=("gcc", "clang"), default="gcc")
     parser.add_argument("--flags", default=None, metavar="FLAGS",

@@ -36,11 +36,11 @@ def register(subparsers: Any) -> None:
     show.set_defaults(handler=handle_show)
 
     _fill_command(actions, "streams", "the vector stream curve (memory.vector_streams)", "samples", handle_streams)
-    exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (network.python_exchange)",
+    exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (cpython.exchange)",
                              "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
     indexed = actions.add_parser("subscripts", help="measure the price of a Python program's subscript "
-                                                    "(cpu.python_probe.subscripts) on this host into a profile")
+                                                    "(cpython.subscripts) on this host into a profile")
     indexed.add_argument("profile")
     indexed.add_argument("-o", "--output", help="write here (default: update the profile in place)")
     indexed.add_argument("--quick", action="store_true", help="short timings (a fraction of a second)")
@@ -114,23 +114,27 @@ def handle_probe(args: argparse.Namespace) -> int:
     result = probe.probe(settings, caches=caches, name=args.name, notes=args.note,
                          log=lambda text: print(f"ma machine probe: {text}", file=sys.stderr))
     path = result.save(args.output)
-    print(f"{path}: measured in {result.host['probe_seconds']} s")
+    print(f"{path}: measured in {result.host.probe_seconds} s")
     _print_fit(result)
     return 0
 
 
 def handle_fit(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from backends.machine import gafit, probe
 
     machine = load_profile(args.profile)
     if args.cache:
         import numpy as np
 
-        machine.caches = _cache_overrides(args.cache, machine.caches)
-        probe.simulate_hit_rates(machine.multimaps, machine.caches, np.random.default_rng(args.seed))
-    fit = probe.fit_profile(machine, _ga_settings(args, gafit.GASettings()), args.penalties)
+        caches = tuple(_cache_overrides(args.cache, machine.caches))
+        machine = replace(machine, caches=caches, multimaps=probe.simulate_hit_rates(
+            machine.multimaps, caches, np.random.default_rng(args.seed)))
+    machine = probe.fit_profile(machine, _ga_settings(args, gafit.GASettings()), args.penalties)
     path = machine.save(args.output or args.profile)
-    print(f"{path}: fitted in {fit.ga['seconds']:.1f} s")
+    assert machine.bandwidth_fit is not None
+    print(f"{path}: fitted in {machine.bandwidth_fit.ga['seconds']:.1f} s")
     _print_fit(machine)
     return 0
 
@@ -178,29 +182,24 @@ def _fill_command(actions: Any, name: str, what: str, samples: str, handler: Any
 
 
 def _print_python_terms(machine: MachineProfile) -> None:
-    from backends.machine.cputerms import python_terms
-
-    terms = python_terms(machine.cpu, machine.name)
-    if terms is None:
+    terms = machine.cpython
+    if terms is None or terms.call_overhead_s is None or terms.python_flops is None:
         return
     annotation = "not measured" if terms.annotation_s is None else ", ".join(
         f"{kind} {seconds * 1e9:.0f} ns" for kind, seconds in terms.annotation_s.items())
     print(f"  Python programs: {terms.call_overhead_s * 1e9:.0f} ns per call into compiled code, NumPy "
           f"{terms.python_flops / 1e9:.2f} GFLOP/s in cache; an annotation site: {annotation}")
-    from backends.machine.subscripts import subscript_seconds
-
-    indexed = subscript_seconds(machine.cpu, machine.name)
-    print("  a subscript: " + ("not measured (ma machine subscripts PROFILE)" if indexed is None
-                               else f"{indexed * 1e9:.0f} ns"))
+    print("  a subscript: " + ("not measured (ma machine subscripts PROFILE)" if terms.subscripts is None
+                               else f"{terms.subscripts.seconds * 1e9:.0f} ns"))
 
 
 def handle_show(args: argparse.Namespace) -> int:
     machine = load_profile(args.profile)
     host = machine.host
-    print(f"profile {machine.name}: {host.get('cpu_model')} ({host.get('cpus')} cpus), host {host.get('hostname')}, "
-          f"measured {host.get('measured_at')}{' with --quick' if host.get('quick') else ''}")
-    if host.get("notes"):
-        print(f"  notes: {host['notes']}")
+    print(f"profile {machine.name}: {host.cpu_model} ({host.cpus} cpus), host {host.hostname}, "
+          f"measured {host.measured_at}{' with --quick' if host.quick else ''}")
+    if host.notes:
+        print(f"  notes: {host.notes}")
     for cache in machine.caches:
         model = [cache.replacement, f"{cache.indexing}ly indexed"]
         if cache.prefetch in ("next_line", "stride"):
@@ -210,9 +209,9 @@ def handle_show(args: argparse.Namespace) -> int:
             model.append(f"{cache.prefetch} prefetch")
         print(f"  L{cache.level}: {cache.size_bytes // 1024} KiB, {cache.ways}-way, {cache.line_bytes} B lines "
               f"({cache.source}; simulated {', '.join(model)})")
-    print(f"  peak flops (one core, {machine.cpu.get('isa', '?')}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
+    print(f"  peak flops (one core, {machine.cpu.isa or '?'}): {machine.peak_flops / 1e9:.1f} GFLOP/s")
     _print_python_terms(machine)
-    print(f"  triad: {machine.triad_gbs:.1f} GB/s")
+    print(f"  triad: {machine.triad_bytes_per_s / 1e9:.1f} GB/s")
     _print_vector_streams(machine)
     if machine.network:
         net = machine.network
@@ -220,28 +219,24 @@ def handle_show(args: argparse.Namespace) -> int:
               f"bandwidth {net.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
         if net.oversubscribed:
             over = net.oversubscribed
-            print(f"  MPI exchange on {over['ranks']} ranks over {over['cores']} cores (oversubscribed): latency "
-                  f"{over['latency_s'] * 1e6:.2f} us, bandwidth {over['bandwidth_bytes_per_s'] / 1e9:.2f} GB/s")
-            if over.get("work"):
-                curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.0f}" for row in over["work"])
+            print(f"  MPI exchange on {over.ranks} ranks over {over.cores} cores (oversubscribed): latency "
+                  f"{over.latency_s * 1e6:.2f} us, bandwidth {over.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
+            if over.work:
+                curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
                 print(f"    with work between messages, us of work -> us per message: {curve}")
-        if net.python_exchange:
-            curve = ", ".join(f"{row['work_s'] * 1e6:.0f} -> {row['seconds'] * 1e6:.1f}"
-                              for row in net.python_exchange["work"])
-            print(f"  Python exchange on 2 ranks (mpi4py), us of work -> us per message: {curve}")
+    if machine.cpython and machine.cpython.exchange:
+        curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.1f}" for row in machine.cpython.exchange.work)
+        print(f"  Python exchange on 2 ranks (mpi4py), us of work -> us per message: {curve}")
     curves: dict[str, list[float]] = {}
     for point in machine.multimaps:
-        curves.setdefault(point.curve, []).append(point.bandwidth_gbs)
-    print(f"  MultiMAPS ({machine.multimaps_settings.get('statistic', 'median')} of "
-          f"{machine.multimaps_settings.get('samples', '?')} samples):")
+        curves.setdefault(point.curve, []).append(point.bandwidth_bytes_per_s / 1e9)
+    print(f"  MultiMAPS ({machine.multimaps_settings.statistic or 'median'} of "
+          f"{machine.multimaps_settings.samples or '?'} samples):")
     for label, values in curves.items():
         print(f"    {label:<10} {len(values):>3} sizes, {min(values):8.2f} .. {max(values):8.2f} GB/s")
     fit = machine.bandwidth_fit
     if fit:
-        print("  Equation 1: c = " + ", ".join(f"{v:.3g}" for v in fit.latencies)
-              + "; b (GB/s) = " + ", ".join(f"{v:.3g}" for v in fit.plateaus_gbs)
-              + "; f = " + ", ".join(f"{v:.3g}" for v in fit.penalty_f)
-              + "; x = " + ", ".join(f"{v:.3g}" for v in fit.penalty_x))
+        print(f"  Equation 1: {fit.params.text(1e9, 'GB/s')}")
         _print_fit(machine)
     return 0
 
@@ -253,6 +248,7 @@ def handle_streams(args: argparse.Namespace) -> int:
 
     from backends.machine.kernels import Kernels
     from backends.machine.probe import ProbeSettings, measure_vector_streams, pinned
+    from backends.machine.profile import VECTOR_STREAMS_FIELD, with_block
     from ma_core.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
@@ -260,7 +256,8 @@ def handle_streams(args: argparse.Namespace) -> int:
     machine = load_profile(args.profile)
     settings = ProbeSettings(statistic=args.statistic or "median")
     with pinned():
-        machine.memory["vector_streams"] = measure_vector_streams(Kernels(), machine.caches, settings)
+        machine = with_block(machine, VECTOR_STREAMS_FIELD, measure_vector_streams(Kernels(), machine.caches,
+                                                                                    settings))
     target = Path(args.output or args.profile)
     machine.save(target)
     _print_vector_streams(machine)
@@ -273,8 +270,8 @@ def handle_exchange(args: argparse.Namespace) -> int:
     profile's network block (which keeps every other field)."""
     from pathlib import Path
 
-    from backends.machine import pymessages
-    from backends.machine.cputerms import python_terms
+    from backends.cpython import exchange
+    from backends.machine.profile import with_block
     from ma_core.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
@@ -283,14 +280,14 @@ def handle_exchange(args: argparse.Namespace) -> int:
     if machine.network is None:
         raise ProfileError(args.profile, "the profile has no network block (ma machine probe without --no-mpi "
                                          "measures it)", "network")
-    quick = pymessages.QUICK if args.quick else {}
-    terms = python_terms(machine.cpu, str(args.profile))
-    machine.network.python_exchange = pymessages.measure(
-        machine.caches[-1].size_bytes, statistic=args.statistic or "median", latency_s=machine.network.latency_s,
-        call_overhead_s=terms.call_overhead_s if terms else None, **quick)
+    quick = exchange.QUICK if args.quick else {}
+    block = exchange.measure(machine.caches[-1].size_bytes, statistic=args.statistic or "median",
+                             latency_s=machine.network.latency_s,
+                             call_overhead_s=machine.cpython.call_overhead_s if machine.cpython else None, **quick)
+    machine = with_block(machine, exchange.FIELD, block)
     target = Path(args.output or args.profile)
     machine.save(target)
-    for row in machine.network.python_exchange["work"]:
+    for row in block["work"]:
         print(f"work {row['work_s'] * 1e6:9.2f} us: {row['seconds'] * 1e6:9.2f} us per message")
     print(f"written: {target}")
     return 0
@@ -298,20 +295,21 @@ def handle_exchange(args: argparse.Namespace) -> int:
 
 def handle_subscripts(args: argparse.Namespace) -> int:
     """``ma machine subscripts``: only the subscript block of ``ma machine probe``'s CPU terms, written into the
-    profile's ``cpu.python_probe`` (which keeps every other field)."""
+    profile's ``cpython`` section (which keeps every other field)."""
     from pathlib import Path
 
-    from backends.machine import subscripts
+    from backends.cpython import subscripts
+    from backends.machine.profile import with_block
     from ma_core.errors import ProfileError
 
     if not args.output and not Path(args.profile).exists():
         raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
     machine = load_profile(args.profile)
-    probe = machine.cpu.get("python_probe")
-    if not isinstance(probe, dict):
-        raise ProfileError(args.profile, "the profile has no CPU terms of Python programs (ma machine probe "
-                                         "measures them)", "cpu.python_probe")
-    probe["subscripts"] = block = subscripts.measure(args.quick)
+    if machine.cpython is None or machine.cpython.call_overhead_s is None:
+        raise ProfileError(args.profile, "the profile has no CPython terms (ma machine probe measures them)",
+                           "cpython")
+    block = subscripts.measure(args.quick)
+    machine = with_block(machine, subscripts.FIELD, block)
     target = Path(args.output or args.profile)
     machine.save(target)
     kinds = ", ".join(f"{kind} {seconds * 1e9:.0f}" for kind, seconds in block["kinds_s"].items())
@@ -324,13 +322,14 @@ def handle_subscripts(args: argparse.Namespace) -> int:
 def _print_vector_streams(machine: Any) -> None:
     from backends.machine import vectorstreams
 
-    points = vectorstreams.read_points(machine.memory, machine.name)
-    if points is None:
+    streams = machine.memory.vector_streams
+    if streams is None:
         print("  vector stream curve: not measured (ma machine streams PROFILE)")
         return
+    points = streams.points
     levels = vectorstreams.level_bandwidths(points, machine.caches)
     names = [f"L{c.level}" for c in machine.caches] + ["memory"]
-    by_level = ", ".join(f"{n} {'-' if v is None else f'{v:.1f}'}" for n, v in zip(names, levels, strict=True))
-    print(f"  vector stream curve ({machine.memory['vector_streams'].get('isa', '?')} a = b + c, {len(points)} "
-          f"sizes): {min(p.bandwidth_gbs for p in points):.1f} .. {max(p.bandwidth_gbs for p in points):.1f} GB/s; "
-          f"by level (GB/s): {by_level}")
+    by_level = ", ".join(f"{n} {'-' if v is None else f'{v / 1e9:.1f}'}" for n, v in zip(names, levels, strict=True))
+    gbs = [p.bandwidth_bytes_per_s / 1e9 for p in points]
+    print(f"  vector stream curve ({streams.isa or '?'} a = b + c, {len(points)} sizes): {min(gbs):.1f} .. "
+          f"{max(gbs):.1f} GB/s; by level (GB/s): {by_level}")

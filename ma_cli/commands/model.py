@@ -7,19 +7,18 @@ import json
 import sys
 from typing import Any
 
+DESCRIPTION = """Build symbolic per-rank models from a run: each site's expression times the trip counts of its
+enclosing loops, summed over the tree, in the declared input parameters. Quantities: flops, loadstore, heap_memory,
+stack_memory, memory, mpi_bytes, mpi_count, send_bytes, send_count, recv_bytes, recv_count, <mpi type>_bytes/_count
+(e.g. mpi_allreduce_bytes), ratios loadstore_per_flop, mpi_bytes_per_flop, bytes_per_message, or any A/B."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "model", help="symbolic models of flops, loadstore, memory, mpi_bytes, mpi_count, ...",
-        description="Build symbolic per-rank models from a run: each site's expression times the trip counts "
-                    "of its enclosing loops, summed over the tree, in the declared input parameters. "
-                    "Quantities: flops, loadstore, heap_memory, stack_memory, memory, mpi_bytes, mpi_count, "
-                    "send_bytes, send_count, recv_bytes, recv_count, <mpi type>_bytes/_count (e.g. "
-                    "mpi_allreduce_bytes), ratios loadstore_per_flop, mpi_bytes_per_flop, bytes_per_message, "
-                    "or any A/B.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "model",
+                           "symbolic models of flops, loadstore, memory, mpi_bytes, mpi_count, ...",
+                           DESCRIPTION)
     parser.add_argument("--quantity", "-q", action="append", default=[], metavar="Q",
                         help="quantity to model (repeatable; default: every quantity the trace has sites for)")
     add_model_arguments(parser)

@@ -6,17 +6,16 @@ import argparse
 import json
 import sys
 
+DESCRIPTION = """Predict the distribution of MPI message sizes of one rank at any input parameters: per size in
+bytes, the number of messages per rank and their share of all messages and bytes."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_model_arguments, add_set_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, add_set_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "msgdist", help="message-size distribution (size, messages per rank, share) at any parameters",
-        description="Predict the distribution of MPI message sizes of one rank at any input parameters: per "
-                    "size in bytes, the number of messages per rank and their share of all messages and bytes.")
-    add_trace_arguments(parser)
-    add_set_arguments(parser)
-    add_model_arguments(parser)
+    parser = trace_command(subparsers, "msgdist",
+                           "message-size distribution (size, messages per rank, share) at any parameters",
+                           DESCRIPTION, add_set_arguments, add_model_arguments)
     parser.add_argument("--measured", action="store_true",
                         help="also print the PMPI message-size histogram of the traced run")
     parser.add_argument("--format", choices=("table", "json"), default="table")

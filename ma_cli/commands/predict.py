@@ -9,6 +9,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from backends.base import PARTS
 from ma_core.errors import MAError
 
 from ..support import (
@@ -27,9 +28,6 @@ if TYPE_CHECKING:
 
     from backends.base import Backend, Prediction
     from ma_post import ModelBuilder, TraceSet
-
-PARTS = ("compute", "memory", "communication")
-
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("predict", help="predict run time from the model and a machine profile")
@@ -71,18 +69,16 @@ def make_backend(args: argparse.Namespace, traces: TraceSet, machine: Any) -> Ba
 
 
 def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> float:
-    from backends.maps.measured import per_rank
+    from backends.base import per_rank
 
     return float(per_rank(builder, expr, values).mean())
 
 
-def rank_totals(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> tuple[list[float], int]:
+def rank_totals(builder: ModelBuilder, prediction: Prediction, values: dict[str, float]) -> tuple[list[float], int]:
     """The prediction at each traced rank's own inputs, and the slowest rank (whose time is the run's)."""
     import numpy as np
 
-    from backends.maps.measured import per_rank
-
-    seconds = per_rank(builder, expr, values)
+    seconds = prediction.per_rank(builder, values)
     return [float(s) for s in seconds], int(np.argmax(seconds))
 
 
@@ -95,9 +91,8 @@ def site_rows(builder: ModelBuilder, items: list[tuple[str, Any]], values: dict[
 
 
 def handle(args: argparse.Namespace) -> int:
-    from backends.maps import MapsPrediction
-    from backends.maps import whatif as whatifs
-    from backends.maps.measured import compare
+    from backends.machine import whatif as whatifs
+    from backends.measured import compare
     from ma_post import ModelBuilder
 
     sets = {name: values[0] for name, values in parse_sets(args.sets).items()}
@@ -115,15 +110,14 @@ def handle(args: argparse.Namespace) -> int:
                               "notes": list(prediction.notes)}
     report["sites"] = site_rows(builder, [(s.path, s) for s in prediction.sites], sets)
     report["total_s"] = mean_value(builder, prediction.total, sets)
-    report["per_rank_s"], report["slowest_rank"] = rank_totals(builder, prediction.total, sets)
+    report["per_rank_s"], report["slowest_rank"] = rank_totals(builder, prediction, sets)
     report["variants"] = [{"name": name, "total_s": mean_value(builder, other.total, sets), "notes": list(other.notes)}
                           for name, other in variants.items()]
-    if isinstance(prediction, MapsPrediction):
+    if prediction.subroutines:  # the backend names each site's subroutine: totals and the measured times by them
         report["subroutines"] = site_rows(builder, list(prediction.by_subroutine().items()), sets)
-        report["assumed_hit_rates"] = list(prediction.assumed)
-        report["stated_hit_rates"] = list(prediction.stated)
         report["measured"] = [{"subroutine": c.subroutine, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
                                "error": c.error} for c in compare(builder, prediction, sets)]
+    report.update(prediction.report_fields())
     report["what_if"] = []
     for change in changes:
         other = backend.predict(builder, whatifs.apply(machine, change), sets)
@@ -150,7 +144,7 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _shares(rows: list[dict[str, Any]], label: str) -> str:
-    out = [[label, "seconds", "compute", "memory", "comm"]]
+    out = [[label, "seconds", "compute", "memory", "comm", "runtime"]]
     for row in rows:
         total = row["seconds"] or 1.0
         out.append([row["name"] or "(outside subroutines)", number(row["seconds"]),

@@ -7,16 +7,17 @@ import json
 import sys
 from typing import Any
 
+DESCRIPTION = """Read the traces of runs of one program at different inputs. For every assertion that FAILs or drifts
+(mean error above --drift) in some run, fit the measured values with the performance-model normal form (terms
+p^i*log2(p)^j of the declared inputs, least squares, chosen by leave-one-out cross-validation) and print the best
+expression next to the annotated one, with both errors on every run. MPI traffic that PMPI counted outside every
+assertion gets a suggested messages-per-rank and message-size expression."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "refine", help="suggest expressions for failing or drifting assertions from runs at several inputs",
-        description="Read the traces of runs of one program at different inputs. For every assertion that FAILs "
-                    "or drifts (mean error above --drift) in some run, fit the measured values with the "
-                    "performance-model normal form (terms p^i*log2(p)^j of the declared inputs, least squares, "
-                    "chosen by leave-one-out cross-validation) and print the best expression next to the "
-                    "annotated one, with both errors on every run. MPI traffic that PMPI counted outside every "
-                    "assertion gets a suggested messages-per-rank and message-size expression.")
+        description=DESCRIPTION)
     parser.add_argument("trace_dirs", nargs="+", metavar="DIR", help="trace directories of two or more runs")
     parser.add_argument("--allow-missing", action="store_true",
                         help="warn about missing or unreadable rank files and use the ranks present")

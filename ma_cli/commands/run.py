@@ -6,12 +6,14 @@ import argparse
 import sys
 from typing import Any
 
+DESCRIPTION = """Run COMMAND on N processes (the mpiexec beside this Python, or --launcher), with traces written to
+--trace-dir."""
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "run", help="run an annotated program under mpiexec with the runtime configured",
-        description="Run COMMAND on N processes (the mpiexec beside this Python, or --launcher), "
-                    "with traces written to --trace-dir.")
+        description=DESCRIPTION)
     parser.add_argument("-n", "--nprocs", type=int, default=None,
                         help="number of MPI processes (default 1; inside a Slurm allocation its SLURM_NTASKS)")
     parser.add_argument("--trace-dir", default="ma-traces", help="where rank-<r>.ma.json go (default ma-traces)")
@@ -30,6 +32,9 @@ def register(subparsers: Any) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import os
+
+    from ma_core.disable import VARIABLE, annotations_disabled
     from ma_core.trace_format import RUNNING
     from ma_tools import launch
 
@@ -42,6 +47,10 @@ def handle(args: argparse.Namespace) -> int:
     status = launch.run(plan)
     for note in plan.notes[before:]:
         print(f"ma run: {note}", file=sys.stderr)
+    if annotations_disabled(os.environ):  # the program ran without its annotations: no trace is expected
+        print(f"ma run: exit status {status}; the annotations were off ({VARIABLE}={os.environ[VARIABLE]}), so no "
+              "trace was written", file=sys.stderr)
+        return status
     written = launch.written_traces(plan.trace_dir, plan.nprocs)
     print(f"ma run: exit status {status}; {len(written)} of {plan.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)

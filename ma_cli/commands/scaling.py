@@ -6,17 +6,18 @@ import argparse
 import re
 import sys
 
+DESCRIPTION = """Evaluate quantities against the process count: per rank, over all ranks, the efficiency relative to
+the first count (strong: x(p0)*p0/(x(p)*p); weak: x(p0)/x(p)) and each subroutine's share of the per-rank value.
+--weak rules grow inputs with the process count."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_cli.support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "scaling", help="strong and weak scaling: per rank, all ranks, efficiency, subroutine shares",
-        description="Evaluate quantities against the process count: per rank, over all ranks, the efficiency "
-                    "relative to the first count (strong: x(p0)*p0/(x(p)*p); weak: x(p0)/x(p)) and each "
-                    "subroutine's share of the per-rank value. --weak rules grow inputs with the process count.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "scaling",
+                           "strong and weak scaling: per rank, all ranks, efficiency, subroutine shares",
+                           DESCRIPTION)
     add_quantity_argument(parser, required=False)
     parser.add_argument("--nprocs", required=True, metavar="VALUES",
                         help="process counts: A:B means the powers of two from A to B (1:4096); any other "
@@ -94,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
     rows = [list(main_columns)] + [[number(float(f"{c[i]:.6g}")) for c in main_columns.values()]
                                    for i in range(len(result.nprocs))]
     sys.stdout.write(table(rows))
+    for role, meaning in (("global", "divided among the processes"),
+                          ("per rank", "each process's own amount: the job grows with the process count")):
+        if result.inputs_with_role(role):
+            print(f"held fixed, {role} ({meaning}): {', '.join(result.inputs_with_role(role))}")
     for quantity, shares in result.shares.items():
         if len(shares) < 2:
             continue

@@ -7,19 +7,18 @@ import json
 import sys
 from typing import Any
 
+DESCRIPTION = """For every input p of each quantity Q: the elasticity d log Q / d log p (symbolic, SymPy; floor and
+ceiling taken as their argument) at a point, largest first, and Q at x1, x2, x10 of p relative to x1 (the MA paper's
+Figure 15). An elasticity of 1 means Q grows in proportion to p, 2 with its square, 0 not at all."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_cli.support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "sensitivity", help="elasticities d log Q / d log p of a model to every input, ranked",
-        description="For every input p of each quantity Q: the elasticity d log Q / d log p (symbolic, SymPy; "
-                    "floor and ceiling taken as their argument) at a point, largest first, and Q at x1, x2, x10 of "
-                    "p relative to x1 (the MA paper's Figure 15). An elasticity of 1 means Q grows in proportion "
-                    "to p, 2 with its square, 0 not at all.")
-    add_trace_arguments(parser)
-    add_quantity_argument(parser)
+    parser = trace_command(subparsers, "sensitivity",
+                           "elasticities d log Q / d log p of a model to every input, ranked",
+                           DESCRIPTION, add_quantity_argument)
     add_values_argument(parser, "--at", help_text="the point, one value per parameter (traced values for the rest)")
     parser.add_argument("--param", "-p", action="append", default=None, metavar="P",
                         help="only these parameters (repeatable; default: every input of the model)")
@@ -34,16 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from ma_cli.studies_support import build_models, note
     from ma_cli.support import check_parameters, number, parse_rank, table
-    from ma_core.errors import MAError
-    from ma_post.studies.ranges import parse_assignments, parse_values
+    from ma_post.studies.ranges import parse_point, parse_values
     from ma_post.studies.sensitivity import elasticities, point_value, scale_factors
     from ma_post.sympy_expr import to_text
 
-    points = parse_assignments(args.ats, option="--at")
-    several = [k for k, v in points.items() if len(v) != 1]
-    if several:
-        raise MAError(f"--at {several[0]}=...: one value per parameter (ma sweep takes ranges)")
-    at = {k: float(v[0]) for k, v in points.items()}
+    at = parse_point(args.ats)
     scales = [float(s) for s in parse_values(args.scales)]
     rank = parse_rank(args.rank)
     builder, models = build_models(args, args.quantity)

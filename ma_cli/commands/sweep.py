@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+DESCRIPTION = """Evaluate models on every combination of the --set values, vectorised (the NumPy export's code, one
+call per model over the whole grid). --plot draws a line per quantity over one swept parameter or a heat map over
+two, on log axes where a parameter's values are geometric."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
-    from ma_cli.support import add_model_arguments, add_trace_arguments
+    from ma_cli.support import add_model_arguments, trace_command
 
-    parser = subparsers.add_parser(
-        "sweep", help="evaluate models over a grid of parameters (table, CSV, JSON, plot)",
-        description="Evaluate models on every combination of the --set values, vectorised (the NumPy "
-                    "export's code, one call per model over the whole grid). --plot draws a line per quantity "
-                    "over one swept parameter or a heat map over two, on log axes where a parameter's values "
-                    "are geometric.")
-    add_trace_arguments(parser)
-    add_quantity_argument(parser)
-    add_values_argument(parser)
-    add_rank_argument(parser)
-    add_model_arguments(parser)
+    parser = trace_command(subparsers, "sweep", "evaluate models over a grid of parameters (table, CSV, JSON, plot)",
+                           DESCRIPTION, add_quantity_argument,
+                           add_values_argument, add_rank_argument, add_model_arguments)
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
     parser.add_argument("--plot", metavar="FILE", help="also draw the sweep into FILE (.png, .svg, .pdf)")
     parser.add_argument("--quiet", action="store_true", help="print no table (with --plot)")

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import argparse
 
+DESCRIPTION = """Run the annotated site tree symbolically for every rank (inputs from the trace or --set, partners
+from peer= assertions, flops between MPI calls as compute) and write one SimGrid/SMPI time-independent trace per
+rank. With --replay, play them with smpirun on a cluster with the machine's ping-pong latency and bandwidth and flop
+rate, and print the predicted time."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_trace_arguments
+    from ma_cli.support import trace_command
 
-    parser = subparsers.add_parser(
-        "synth", help="synthetic SimGrid/SMPI traces per rank at any process count; --replay predicts the time",
-        description="Run the annotated site tree symbolically for every rank (inputs from the trace or --set, "
-                    "partners from peer= assertions, flops between MPI calls as compute) and write one "
-                    "SimGrid/SMPI time-independent trace per rank. With --replay, play them with smpirun on a "
-                    "cluster with the machine's ping-pong latency and bandwidth and flop rate, and print the "
-                    "predicted time.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "synth",
+                           "synthetic SimGrid/SMPI traces per rank at any process count; --replay predicts the time",
+                           DESCRIPTION)
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="NAME=V",
                         help="input value (repeatable), e.g. --set nprocs=1024 --set na=150000")
     parser.add_argument("--format", choices=("smpi",), default="smpi", help="trace format (SMPI time-independent)")

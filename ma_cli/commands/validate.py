@@ -6,22 +6,24 @@ import argparse
 import json
 import sys
 
+DESCRIPTION = """Validate every modeling assertion of a run against its measurement. Prints one line per site
+(id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are per-call means over all ranks), a
+table or JSON. Exit status: 0 when nothing fails, 1 when an assertion fails, the run is incomplete (a rank failed or
+left no trace) or the trace has anomalies (unless --anomalies warn), 2 on errors."""
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from ma_cli.support import add_trace_arguments
+    from ma_cli.support import trace_command
 
-    parser = subparsers.add_parser(
-        "validate", help="validate assertions: id:type:predicted:measured:error_rate:PASS=n:FAIL=m",
-        description="Validate every modeling assertion of a run against its measurement. Prints one line per "
-                    "site (id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are "
-                    "per-call means over all ranks), a table or JSON. Exit status: 0 when nothing fails, 1 when "
-                    "an assertion fails, the run is incomplete (a rank failed or left no trace) or the trace "
-                    "has anomalies (unless --anomalies warn), 2 on errors.")
-    add_trace_arguments(parser)
+    parser = trace_command(subparsers, "validate",
+                           "validate assertions: id:type:predicted:measured:error_rate:PASS=n:FAIL=m",
+                           DESCRIPTION)
     parser.add_argument("--format", choices=("lines", "table", "json"), default="lines")
-    parser.add_argument("--tolerance", type=float, default=None, metavar="T",
-                        help="re-judge with relative tolerance T: a site fails when some rank's per-call error "
-                             "exceeds T (default: the runtime's PASS/FAIL under the tolerance in the trace)")
+    parser.add_argument("--tolerance", default=None, metavar="T",
+                        help="judge every call again with relative tolerance T, for every type (0.05) or per type "
+                             "(flop=0.001,loadstore=0.05; the syntax of MA_TOLERANCE, types not named get the "
+                             "default, 0 unless given): the lines, table, JSON and exit status all follow it "
+                             "(default: the runtime's PASS/FAIL under the tolerance in the trace)")
     parser.add_argument("--anomalies", choices=("error", "warn"), default="error",
                         help="whether the trace's anomalies (unbalanced or mismatched annotations, exceptions, "
                              "evaluation errors, unrepresentable values, redeclared variables) make the exit "
@@ -38,12 +40,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ma_cli.support import load_traces
+    from ma_core.tolerance import parse_tolerance
     from ma_post.peers import peer_results
     from ma_post.validation import format_lines, format_notes, format_table, summary_line, to_json, validate
 
+    tolerance = None if args.tolerance is None else parse_tolerance(args.tolerance, source="--tolerance")
     ts = load_traces(args)
     kinds = None if args.kinds is None else {kind.strip().removeprefix("ma_") for kind in args.kinds.split(",")}
-    report = validate(ts, tolerance=args.tolerance, attribution=not args.no_attribution, kinds=kinds)
+    report = validate(ts, tolerance=tolerance, attribution=not args.no_attribution, kinds=kinds)
     peers = [result for result in peer_results(ts) if kinds is None or result.type in kinds]
     if args.format == "json":
         json.dump({**to_json(report), "peers": [result.to_json() for result in peers]}, sys.stdout, indent=1)

@@ -4,23 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from types import SimpleNamespace
 
 from ..models import Model
 from ..printers import C_MOD_SOURCE, CPrinter
-from .common import C_RESERVED, environment, prepare, provenance, wrap
+from .common import C_RESERVED, environment, printed, provenance, wrap
 
 DEFAULT_MODULE = "ma_models"
 
 
 def c_sources(models: Iterable[Model], *, source: str | None = None, module: str = DEFAULT_MODULE) -> tuple[str, str]:
     """(header text, source text)."""
-    printer = CPrinter()
-    functions = []
-    for model in models:
-        f = prepare(model, C_RESERVED)
-        fields = {**vars(f), "definitions": [(n, printer.doprint(e)) for n, e in f.definitions]}
-        functions.append(SimpleNamespace(**fields, body=printer.doprint(f.expr)))
+    functions = printed(models, C_RESERVED, CPrinter())
     env = environment()
     stamp = provenance(source)
     guard = module.upper() + "_H"

@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import jinja2
 import sympy
@@ -80,6 +82,16 @@ def prepare(model: Model, reserved: Iterable[str]) -> Prepared:
         args=args, definitions=definitions, expr=model.expr.xreplace(rename), original_args=list(model.inputs),
         definitions_text=[f"{n} = {to_text(d)}" for n, d in model.definitions.items()],
         model_text=to_text(model.expr), notes=[str(n) for n in model.notes])
+
+
+def printed(models: Iterable[Model], reserved: Iterable[str], printer: Any) -> list[SimpleNamespace]:
+    """Every model prepared for a template, its definitions and its body printed in the target language."""
+    functions = []
+    for model in models:
+        f = prepare(model, reserved)
+        fields = {**vars(f), "definitions": [(n, printer.doprint(e)) for n, e in f.definitions]}
+        functions.append(SimpleNamespace(**fields, body=printer.doprint(f.expr)))
+    return functions
 
 
 def environment() -> jinja2.Environment:

@@ -4,24 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from types import SimpleNamespace
 
 from ..models import Model
 from ..printers import NUMPY_MOD_SOURCE, NumpyPrinter
-from .common import PYTHON_RESERVED, environment, prepare, provenance, wrap
+from .common import PYTHON_RESERVED, environment, printed, provenance, wrap
 
 DEFAULT_MODULE = "ma_models"
 
 
 def python_module(models: Iterable[Model], *, source: str | None = None) -> str:
-    printer = NumpyPrinter()
-    functions = []
-    for model in models:
-        f = prepare(model, PYTHON_RESERVED)
-        fields = {**vars(f), "definitions": [(n, printer.doprint(e)) for n, e in f.definitions]}
-        functions.append(SimpleNamespace(**fields, body=printer.doprint(f.expr)))
     return environment().get_template("python_module.py.j2").render(
-        functions=functions, mod_helper=NUMPY_MOD_SOURCE, provenance=provenance(source), wrap=wrap)
+        functions=printed(models, PYTHON_RESERVED, NumpyPrinter()), mod_helper=NUMPY_MOD_SOURCE,
+        provenance=provenance(source), wrap=wrap)
 
 
 def export_python(models: Iterable[Model], directory: str | Path, *, source: str | None = None,

@@ -20,16 +20,12 @@ from pathlib import Path
 
 import jinja2
 
-from ma_core.errors import MAError
+from ma_core.errors import MAError, ReplayError
 
 from .synth import SynthResult
 
 TEMPLATE = "simgrid_platform.xml.j2"
 _SIMULATED = re.compile(r"Simulation time ([0-9.eE+-]+)")
-
-
-class ReplayError(MAError):
-    """smpirun is missing or the replay failed (its output is in the message)."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ma_core.errors import MAError
+from ma_core.errors import MAError, SynthError
 from ma_core.expr import parse_expression
 
 if TYPE_CHECKING:
@@ -46,11 +46,6 @@ NONBLOCKING = {"isend", "irecv"}
 ROOTED = {"mpi_bcast": "bcast", "mpi_reduce": "reduce", "mpi_gather": "gather", "mpi_scatter": "scatter"}
 UNROOTED = {"mpi_allreduce": "allreduce", "mpi_allgather": "allgather", "mpi_alltoall": "alltoall",
             "mpi_barrier": "barrier"}
-SCOPES = ("loop", "subroutine")
-
-
-class SynthError(MAError):
-    """The site tree cannot be turned into a synthetic trace (names the site and what is missing)."""
 
 
 @dataclass(frozen=True)

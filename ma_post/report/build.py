@@ -47,7 +47,8 @@ class Section:
 @dataclass
 class PredictionSummary:
     """A backend's prediction as the report shows it, in plain values: ``rows`` per subroutine (or per site, ``by``)
-    hold ``name``, ``seconds`` and the seconds of ``compute``, ``memory`` and ``communication``; ``measured`` holds
+    hold ``name``, ``seconds`` and the seconds of ``compute``, ``memory``, ``communication`` and ``runtime`` (the
+    language runtime's own: a Python program's interpreter); ``measured`` holds
     (subroutine, predicted s, measured s) where the trace timed the subroutine; ``total`` is the symbolic time."""
 
     backend: str
@@ -62,13 +63,42 @@ class PredictionSummary:
 
 def mathml(expr: sympy.Expr, name: str | None = None) -> Markup:
     """``name = expr`` as a block of presentation MathML (names keep their underscores)."""
-    from sympy.printing.mathml import mathml as to_mathml
-
     # A visible dot between factors: most names have several letters (cgitmax*na*niter).
-    body = to_mathml(expr, printer="presentation", disable_split_super_sub=True, mul_symbol="dot")
+    body = _presentation_printer()({"disable_split_super_sub": True, "mul_symbol": "dot"}).doprint(expr)
     if name is not None:
         body = f"<mrow><mi>{html.escape(name)}</mi><mo>=</mo>{body}</mrow>"
     return Markup(f'<div class="formula"><math display="block">{body}</math></div>')
+
+
+def _presentation_printer() -> type:
+    """SymPy's presentation MathML printer, with cases for a Piecewise (a sum over a loop's iterations)."""
+    from sympy.printing.mathml import MathMLPresentationPrinter
+
+    class Printer(MathMLPresentationPrinter):  # type: ignore[misc]  # (SymPy is untyped)
+        def _print_Piecewise(self, expr: sympy.Piecewise) -> Any:
+            cases = self.dom.createElement("mrow")
+            brace = self.dom.createElement("mo")
+            brace.appendChild(self.dom.createTextNode("{"))
+            cases.appendChild(brace)
+            table = self.dom.createElement("mtable")
+            table.setAttribute("columnalign", "left left")
+            for value, condition in expr.args:
+                row = self.dom.createElement("mtr")
+                for part in (value, condition):
+                    cell = self.dom.createElement("mtd")
+                    if part is condition:
+                        word = self.dom.createElement("mtext")
+                        text = "otherwise" if condition is sympy.true else "if\u00a0"
+                        word.appendChild(self.dom.createTextNode(text))
+                        cell.appendChild(word)
+                    if part is value or condition is not sympy.true:
+                        cell.appendChild(self._print(part))
+                    row.appendChild(cell)
+                table.appendChild(row)
+            cases.appendChild(table)
+            return cases
+
+    return Printer
 
 
 def _num(x: Any) -> str:
@@ -163,18 +193,22 @@ def _message_figure(classes: Sequence[Any]) -> Any:
 
 
 def _scaling(models: Sequence[Model], nprocs: Sequence[float], figure: Callable[[Any], str]) -> Section:
+    from ..evaluation import RANK
     from ..studies.plots import scaling_figure
     from ..studies.scaling import scaling
 
-    chosen = [m for m in models if m.quantity in SCALING_QUANTITIES and "nprocs" in m.inputs]
+    chosen = [m for m in models if m.quantity in SCALING_QUANTITIES and ("nprocs" in m.inputs or RANK in m.inputs)]
     if not chosen:
         return Section("Scaling", "scaling", missing="no model depends on nprocs")
     result = scaling(chosen, nprocs)
     columns = result.columns()
     header = [k for k in columns if ":share:" not in k]
     rows = [[_num(columns[k][i]) for k in header] for i in range(len(result.nprocs))]
-    return Section("Scaling", "scaling", content={"header": header, "rows": rows,
-                                                  "figure": figure(scaling_figure(result))})
+    return Section("Scaling", "scaling", content={
+        "header": header, "rows": rows, "figure": figure(scaling_figure(result)),
+        "per_rank": ", ".join(result.inputs_with_role("per rank")),
+        "global": ", ".join(result.inputs_with_role("global")),
+        "by_rank": any(RANK in m.inputs for m in chosen)})
 
 
 def _sensitivity(models: Sequence[Model], at: Mapping[str, float], figure: Callable[[Any], str]) -> Section:
@@ -218,12 +252,12 @@ def _predicted_measured(report: Report, figure: Callable[[Any], str]) -> Section
 
 
 def _backend(summary: PredictionSummary) -> Section:
-    parts = ("compute", "memory", "communication")
+    parts = ("compute", "memory", "communication", "runtime")
     rows = []
     for r in summary.rows:
         total = r["seconds"] or 1.0
         rows.append({"name": r["name"] or "(outside subroutines)", "seconds": _num(r["seconds"]),
-                     **{p: f"{100 * r[p] / total:.1f}%" for p in parts}})
+                     **{p: f"{100 * r.get(p, 0.0) / total:.1f}%" for p in parts}})
     measured = [{"name": name, "predicted": _num(pred), "measured": _num(meas),
                  "error": format_rate((pred - meas) / meas) if meas else "-"} for name, pred, meas in summary.measured]
     return Section(f"Predicted time ({summary.backend} on {summary.machine})", "backend",
@@ -262,8 +296,9 @@ def _mapping(value: Any) -> str:
 
 def build_report(ts: TraceSet, *, source: str = "", title: str | None = None,
                  nprocs: Sequence[float] = DEFAULT_NPROCS, at: Mapping[str, float] | None = None,
-                 prediction: PredictionSummary | None = None) -> str:
-    """The HTML text of the report of ``ts``; ``prediction`` adds a backend's predicted time."""
+                 prediction: PredictionSummary | None = None, conditional: str = "literal") -> str:
+    """The HTML text of the report of ``ts``; ``prediction`` adds a backend's predicted time; ``conditional``
+    is the models' rule for sites that ran fewer times than their loops predict (models.ModelBuilder)."""
     import matplotlib
 
     from ..studies.plots import svg
@@ -273,7 +308,7 @@ def build_report(ts: TraceSet, *, source: str = "", title: str | None = None,
             return Markup(svg(fig))
 
     report = validate(ts)
-    builder = ModelBuilder(ts)
+    builder = ModelBuilder(ts, conditional=conditional)
     models = [builder.model(q) for q in available_quantities(ts)]
     sections = [_validation(report), _tree(ts, report), _models(models)]
     for make in (lambda: _messages(ts, builder, figure), lambda: _scaling(models, nprocs, figure),

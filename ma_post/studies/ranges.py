@@ -19,13 +19,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from ma_core.errors import MAError
+from ma_core.errors import MAError, RangeError
 
 MAX_VALUES = 10_000_000  # values of one parameter; a guard against a mistyped step
-
-
-class RangeError(MAError):
-    """A --set or --at value that is not a number, list or range."""
 
 
 def parse_assignment(item: str, *, option: str = "--set") -> tuple[str, np.ndarray]:
@@ -50,6 +46,16 @@ def parse_assignments(items: Iterable[str], *, option: str = "--set") -> dict[st
             raise RangeError(f"{option} {item!r}: {name} is already set")
         out[name] = values
     return out
+
+
+def parse_point(items: Iterable[str], *, option: str = "--at") -> dict[str, float]:
+    """NAME=VALUE items that name one point: one value per parameter (a sweep takes ranges, a point does not)."""
+    point = {}
+    for name, values in parse_assignments(items, option=option).items():
+        if len(values) != 1:
+            raise RangeError(f"{option} {name}=...: one value per parameter (ma sweep takes ranges)")
+        point[name] = float(values[0])
+    return point
 
 
 def parse_values(spec: str) -> np.ndarray:

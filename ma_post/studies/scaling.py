@@ -10,6 +10,13 @@ relative to the first process count -- strong: x(p0)*p0 / (x(p)*p), weak: x(p0) 
 divides perfectly -- and the share of each subroutine (innermost enclosing, merged by name as the MA
 paper's Figure 17) in the per-rank value. A backend's predicted time, where one is given as a function of
 the parameters, gets the same columns: that efficiency is the parallel efficiency.
+
+Inputs the rules do not set keep their values, and what that means depends on the input: a *global* one (the
+work in it divides among the processes: ``na`` in ``na/nprocs``) gives strong scaling in it, a *per rank* one
+(each process's own amount: a local grid size ``nx``) makes the job's problem grow with the process count, weak
+scaling in it. ``ScalingResult.input_roles`` says which is which, from the models: an input is global when the
+change it makes to the per-rank value shrinks as the process count grows. A model in ``rank`` is evaluated on every
+rank of each process count (ma_post.evaluation).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import numpy as np
 
 from ma_core.errors import MAError
 
-from ..evaluation import RankChoice, evaluate
+from ..evaluation import RANK, RankChoice, evaluate
 from ..models import Model
 
 TimeFunction = Callable[[Mapping[str, np.ndarray]], Any]  # parameters -> predicted seconds
@@ -40,6 +47,10 @@ class ScalingResult:
     aggregate: dict[str, np.ndarray] = field(default_factory=dict)
     efficiency: dict[str, np.ndarray] = field(default_factory=dict)
     shares: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)  # quantity -> subroutine -> share
+    input_roles: dict[str, str] = field(default_factory=dict)  # input held fixed -> "global" or "per rank"
+
+    def inputs_with_role(self, role: str) -> list[str]:
+        return sorted(name for name, r in self.input_roles.items() if r == role)
 
     def columns(self) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {self.procs_name: self.nprocs, **self.inputs}
@@ -88,7 +99,7 @@ def scaling(models: Sequence[Model], nprocs: Sequence[float] | np.ndarray, *, gi
     p = np.asarray(nprocs, dtype=float).reshape(-1)
     if p.size == 0 or np.any(p <= 0):
         raise MAError("process counts must be positive")
-    if not any(procs_name in m.inputs for m in models):
+    if not any(procs_name in m.inputs or RANK in m.inputs for m in models):
         raise MAError(f"no model depends on {procs_name!r} (inputs: "
                       f"{', '.join(sorted({n for m in models for n in m.inputs})) or 'none'}); "
                       "name the process-count parameter with --procs-name")
@@ -105,17 +116,47 @@ def scaling(models: Sequence[Model], nprocs: Sequence[float] | np.ndarray, *, gi
         inputs[name] = np.array([float(expression.evaluate({**env, procs_name: float(v)})) for v in p])
     values: dict[str, Any] = {**given, **inputs, procs_name: p}
     result = ScalingResult("weak" if rules else "strong", procs_name, p, dict(rules or {}), inputs)
+    result.input_roles = input_roles(models, procs_name, p, {**given, **{k: v[0] for k, v in inputs.items()}},
+                                     set(inputs))
     for model in models:
-        per_rank = _at(model, model.expr, values, rank, p.size)
+        per_rank = _at(model, model.expr, values, rank, p.size, procs_name)
         _add(result, model.quantity, per_rank)
         if shares and model.terms:
             parts = model.by_subroutine(by="name")
             with np.errstate(invalid="ignore", divide="ignore"):
-                result.shares[model.quantity] = {name: _at(model, expr, values, rank, p.size) / per_rank
+                result.shares[model.quantity] = {name: _at(model, expr, values, rank, p.size, procs_name) / per_rank
                                                  for name, expr in parts.items()}
     if time is not None:
         _add(result, "time", np.broadcast_to(np.asarray(time(values), dtype=float), p.shape).copy())
     return result
+
+
+def input_roles(models: Sequence[Model], procs_name: str, nprocs: np.ndarray, given: Mapping[str, float],
+                skip: set[str]) -> dict[str, str]:
+    """Each input held fixed (not ``procs_name``, ``rank`` or ``skip``): "global" when doubling it changes some
+    model's per-rank value by less at the largest process count than at the smallest (its work divides among the
+    ranks), else "per rank" (each process's own amount; a boundary effect such as the neighbours of the edge
+    ranks may still make its change grow). Inputs a model cannot be evaluated for are left out."""
+    low = float(nprocs[0])
+    high = float(nprocs[-1]) if nprocs[-1] != nprocs[0] else 2 * low
+    base = base_values(models, given)
+    roles: dict[str, str] = {}
+    for model in models:
+        for name in model.inputs:
+            if name in (procs_name, RANK) or name in skip or roles.get(name) == "global":
+                continue
+            x0 = base.get(name) or 1.0
+            values = {**{k: v for k, v in given.items() if k in model.inputs}, name: np.array([x0, 2 * x0, x0, 2 * x0]),
+                      procs_name: np.array([low, low, high, high])}
+            try:
+                q = np.asarray(evaluate(model, values, procs_name=procs_name).value, dtype=float).reshape(-1)
+            except MAError:
+                continue
+            change_low, change_high = abs(q[1] - q[0]), abs(q[3] - q[2])
+            divided = bool(np.isfinite(q).all() and change_high < change_low
+                           and not np.isclose(change_low, change_high, rtol=1e-9, atol=0.0))
+            roles[name] = "global" if divided else "per rank"
+    return roles
 
 
 def _add(result: ScalingResult, name: str, per_rank: np.ndarray) -> None:
@@ -131,8 +172,10 @@ def _add(result: ScalingResult, name: str, per_rank: np.ndarray) -> None:
             result.efficiency[name] = per_rank[0] / per_rank
 
 
-def _at(model: Model, expr: Any, values: Mapping[str, Any], rank: RankChoice, n: int) -> np.ndarray:
-    """``expr`` (in the model's symbols) at every process count, inputs not given taken from the trace."""
+def _at(model: Model, expr: Any, values: Mapping[str, Any], rank: RankChoice, n: int, procs_name: str) -> np.ndarray:
+    """``expr`` (in the model's symbols) at every process count, inputs not given taken from the trace; a model in
+    ``rank`` over every rank of the job of each count."""
     part = model if expr is model.expr else dataclasses.replace(model, expr=expr, terms=[], parts=None, cache={})
-    value = evaluate(part, {k: v for k, v in values.items() if k in model.inputs}, rank=rank).value
+    value = evaluate(part, {k: v for k, v in values.items() if k in model.inputs or k == procs_name}, rank=rank,
+                     procs_name=procs_name).value
     return np.broadcast_to(np.asarray(value, dtype=float), (n,)).copy()

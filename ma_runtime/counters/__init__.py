@@ -1,9 +1,11 @@
 """Counter providers (PAPI, the Valgrind tool, tracemalloc) behind one interface (see base.py).
 
 ``MA_COUNTERS`` names the providers to use, comma-separated: ``auto`` (the Valgrind tool when the program
-runs under it, else PAPI where its events exist, else none), ``papi``, ``valgrind``, ``tracemalloc``,
+runs under it, else PAPI where its events exist, else none), ``papi``, ``valgrind``, ``tracemalloc``, ``mallinfo``,
 ``ccalls`` (calls from Python into compiled code per site, counters/ccalls.py), ``none``. For each kind the
 first provider that can measure it wins. Timers are not providers: wall and CPU time are always recorded.
+``valgrind`` brings ``mallinfo`` along for the heap (glibc's count of the C heap: memory.py) unless the spec names a
+heap provider itself.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ PROVIDERS = {
     "papi": "ma_runtime.counters.papi:PapiProvider",
     "valgrind": "ma_runtime.counters.valgrind:ValgrindProvider",
     "tracemalloc": "ma_runtime.counters.memory:TracemallocProvider",
+    "mallinfo": "ma_runtime.counters.memory:MallinfoProvider",  # the C heap (what libma measures)
     "ccalls": "ma_runtime.counters.ccalls:CCallsProvider",  # calls into compiled code per site (no kind)
 }
 
@@ -47,13 +50,16 @@ def _create(name: str) -> CounterProvider:
 def open_providers(spec: str) -> list[CounterProvider]:
     """Providers named by ``spec``; ``auto`` keeps PAPI only when it has working events."""
     providers: list[CounterProvider] = []
-    for name in parse_spec(spec):
+    names = parse_spec(spec)
+    for name in names:
         if name == "none":
             continue
         if name == "auto":
             providers.extend(_auto())
         else:
             providers.append(_create(name))
+    if "valgrind" in names and not {"tracemalloc", "mallinfo"} & set(names):  # the tool counts no heap
+        providers.append(_create("mallinfo"))
     return providers
 
 

@@ -12,8 +12,10 @@ The tool and the shim are built by ``ma tools build`` (ma_tools/valgrind.py) int
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, Self
 
 from ma_runtime.built import read_stamp, valgrind_dir
 from ma_runtime.counters.base import CounterProvider, ProviderStatus, Reader
@@ -23,15 +25,23 @@ from ma_runtime.counters.base import CounterProvider, ProviderStatus, Reader
 TOOL_NAME = "maflops"
 SHIM_NAME = "libmavgclient.so"
 
-_COUNTER_NAMES = ("dp_flops", "sp_flops", "loads", "stores", "load_bytes", "store_bytes")
 _CACHE_VALUES = 6  # MA_VG_CACHE_VALUES of ma_vgcount.h: levels, line accesses, hits of up to 4 levels
-_VEC_COUNTER_NAMES = ("vec_flops", "scalar_flops", "vec_fp_insns", "vec_lanes", "vec_loads", "vec_stores",
-                      "scalar_loads", "scalar_stores")  # ma_vg_vec_counts of ma_vgcount.h
+
+
+class _Totals:
+    """A reading of running totals, field by field in the order of the C struct; the difference of two readings
+    is what happened between them."""
+
+    def __sub__(self, other: Self) -> Self:
+        return type(self)(*(a - b for a, b in zip(self.values(), other.values(), strict=True)))
+
+    def values(self) -> tuple[int, ...]:
+        return tuple(getattr(self, field.name) for field in fields(self))  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
-class VgCounts:
-    """One reading of the tool's six running totals."""
+class VgCounts(_Totals):
+    """One reading of the tool's six running totals (ma_vg_counts of ma_vgcount.h)."""
 
     dp_flops: int
     sp_flops: int
@@ -39,12 +49,6 @@ class VgCounts:
     stores: int
     load_bytes: int
     store_bytes: int
-
-    def __sub__(self, other: VgCounts) -> VgCounts:
-        return VgCounts(*(a - b for a, b in zip(self._values(), other._values(), strict=False)))
-
-    def _values(self) -> tuple[int, ...]:
-        return (self.dp_flops, self.sp_flops, self.loads, self.stores, self.load_bytes, self.store_bytes)
 
     @property
     def flops(self) -> int:
@@ -75,8 +79,8 @@ class CacheCounts:
 
 
 @dataclass(frozen=True)
-class VgVecCounts:
-    """One reading of the tool's vector metrics (the X1E's vector counters in SIMD terms).
+class VgVecCounts(_Totals):
+    """One reading of the tool's vector metrics (the X1E's vector counters in SIMD terms; ma_vg_vec_counts).
 
     A vector FP instruction does floating-point work in two or more lanes; a vector load (store) reads
     (writes) 16 bytes or more. ``avl`` is the average vector length in lanes of the vector FP
@@ -92,23 +96,13 @@ class VgVecCounts:
     scalar_loads: int
     scalar_stores: int
 
-    def __sub__(self, other: VgVecCounts) -> VgVecCounts:
-        return VgVecCounts(*(a - b for a, b in zip(self._values(), other._values(), strict=True)))
-
-    def _values(self) -> tuple[int, ...]:
-        return tuple(getattr(self, name) for name in _VEC_COUNTER_NAMES)
-
     @property
     def avl(self) -> float:
         return self.vec_lanes / self.vec_fp_insns if self.vec_fp_insns else 0.0
 
-    @property
-    def vec_loadstores(self) -> int:
-        return self.vec_loads + self.vec_stores
 
-    @property
-    def scalar_loadstores(self) -> int:
-        return self.scalar_loads + self.scalar_stores
+_COUNTER_NAMES = tuple(field.name for field in fields(VgCounts))
+_VEC_COUNTER_NAMES = tuple(field.name for field in fields(VgVecCounts))
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -146,6 +140,9 @@ class _Shim:
             getattr(lib, name).restype = ctypes.c_long
         lib.ma_vgc_cache_read.restype = ctypes.c_int
         lib.ma_vgc_cache_read.argtypes = [ctypes.POINTER(ctypes.c_ulonglong)]
+        for name in ("ma_vgc_sdk_enter", "ma_vgc_sdk_leave"):
+            getattr(lib, name).restype = None
+            getattr(lib, name).argtypes = []
         self._cache_values = (ctypes.c_ulonglong * _CACHE_VALUES)()
         self.lib = lib
         self.path = path
@@ -241,6 +238,12 @@ class ValgrindProvider(CounterProvider):
     def source(self, kind: str) -> str:
         return {"flop": f"{TOOL_NAME}:dp_flops+sp_flops",
                 "loadstore": f"{TOOL_NAME}:loads+stores"}.get(kind, self.name)
+
+    def fence(self) -> tuple[Callable[[], Any], Callable[[], Any]] | None:
+        """The shim's SDK fence requests (enter, leave), for the plain-Python runtime (ma_runtime/fence.py); None
+        when not under the tool."""
+        shim = self._load()
+        return (shim.lib.ma_vgc_sdk_enter, shim.lib.ma_vgc_sdk_leave) if shim is not None else None
 
     def read(self) -> VgCounts | None:
         """All six totals at once (None when not under the tool)."""

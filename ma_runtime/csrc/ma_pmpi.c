@@ -10,7 +10,7 @@
  * Byte rules per routine are documented in docs/c-api.md.
  */
 #define _GNU_SOURCE
-#include "ma_pmpi.h"
+#include "ma_pmpi_internal.h"
 
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if MPI_VERSION >= 4
 #define MA_LARGE_COUNT 1
@@ -34,53 +35,6 @@ static int concurrent = 1;
     (concurrent ? (void)__atomic_fetch_add(&(lvalue), (amount), __ATOMIC_RELAXED) \
                 : (void)((lvalue) += (amount)))
 #define LOAD(lvalue) __atomic_load_n(&(lvalue), __ATOMIC_RELAXED)
-
-/* ---- routine table ----------------------------------------------------------------------------- */
-/* X(enum suffix, name, group, flags): P2P keeps per-peer counts, HIST keeps a message-size histogram. */
-#define P2P 1
-#define HIST 2
-#define MA_ROUTINES(X)                                     \
-    X(SEND, "MPI_Send", MA_PMPI_SEND, P2P | HIST)          \
-    X(BSEND, "MPI_Bsend", MA_PMPI_SEND, P2P | HIST)        \
-    X(SSEND, "MPI_Ssend", MA_PMPI_SEND, P2P | HIST)        \
-    X(RSEND, "MPI_Rsend", MA_PMPI_SEND, P2P | HIST)        \
-    X(ISEND, "MPI_Isend", MA_PMPI_ISEND, P2P | HIST)       \
-    X(IBSEND, "MPI_Ibsend", MA_PMPI_ISEND, P2P | HIST)     \
-    X(ISSEND, "MPI_Issend", MA_PMPI_ISEND, P2P | HIST)     \
-    X(IRSEND, "MPI_Irsend", MA_PMPI_ISEND, P2P | HIST)     \
-    X(RECV, "MPI_Recv", MA_PMPI_RECV, P2P | HIST)          \
-    X(MRECV, "MPI_Mrecv", MA_PMPI_RECV, P2P | HIST)        \
-    X(IRECV, "MPI_Irecv", MA_PMPI_IRECV, P2P | HIST)       \
-    X(IMRECV, "MPI_Imrecv", MA_PMPI_IRECV, P2P | HIST)     \
-    X(SENDRECV, "MPI_Sendrecv", MA_PMPI_SENDRECV, P2P | HIST) \
-    X(SENDRECV_REPLACE, "MPI_Sendrecv_replace", MA_PMPI_SENDRECV, P2P | HIST) \
-    X(BCAST, "MPI_Bcast", MA_PMPI_BCAST, HIST)             \
-    X(REDUCE, "MPI_Reduce", MA_PMPI_REDUCE, HIST)          \
-    X(ALLREDUCE, "MPI_Allreduce", MA_PMPI_ALLREDUCE, HIST) \
-    X(GATHER, "MPI_Gather", MA_PMPI_GATHER, HIST)          \
-    X(GATHERV, "MPI_Gatherv", MA_PMPI_GATHER, HIST)        \
-    X(SCATTER, "MPI_Scatter", MA_PMPI_SCATTER, HIST)       \
-    X(SCATTERV, "MPI_Scatterv", MA_PMPI_SCATTER, HIST)     \
-    X(ALLGATHER, "MPI_Allgather", MA_PMPI_ALLGATHER, HIST) \
-    X(ALLGATHERV, "MPI_Allgatherv", MA_PMPI_ALLGATHER, HIST) \
-    X(ALLTOALL, "MPI_Alltoall", MA_PMPI_ALLTOALL, HIST)    \
-    X(ALLTOALLV, "MPI_Alltoallv", MA_PMPI_ALLTOALL, HIST)  \
-    X(BARRIER, "MPI_Barrier", MA_PMPI_BARRIER, HIST)       \
-    X(WAIT, "MPI_Wait", MA_PMPI_OTHER, 0)                  \
-    X(WAITALL, "MPI_Waitall", MA_PMPI_OTHER, 0)            \
-    X(WAITANY, "MPI_Waitany", MA_PMPI_OTHER, 0)            \
-    X(WAITSOME, "MPI_Waitsome", MA_PMPI_OTHER, 0)          \
-    X(TEST, "MPI_Test", MA_PMPI_OTHER, 0)                  \
-    X(TESTALL, "MPI_Testall", MA_PMPI_OTHER, 0)            \
-    X(TESTANY, "MPI_Testany", MA_PMPI_OTHER, 0)            \
-    X(TESTSOME, "MPI_Testsome", MA_PMPI_OTHER, 0)          \
-    X(PROBE, "MPI_Probe", MA_PMPI_OTHER, 0)                \
-    X(IPROBE, "MPI_Iprobe", MA_PMPI_OTHER, 0)              \
-    X(MPROBE, "MPI_Mprobe", MA_PMPI_OTHER, 0)              \
-    X(IMPROBE, "MPI_Improbe", MA_PMPI_OTHER, 0)
-
-#define AS_ENUM(suffix, name, group, flags) R_##suffix,
-enum routine_id { MA_ROUTINES(AS_ENUM) N_ROUTINES };
 
 #define N_BUCKETS 65 /* [0,0], then [2^(k-1), 2^k - 1] for k = 1..64 */
 
@@ -197,8 +151,11 @@ static void log_call(int id, int peer, int tag, uint64_t bytes)
     call_log[log_len++] = (logged_call){id, peer, tag, bytes};
 }
 
+__thread uint64_t ma_pmpi_thread_records;
+
 static inline void record(int id, uint64_t bytes, int peer, int tag, uint64_t elapsed)
 {
+    ma_pmpi_thread_records++;
     routine *r = &routines[id];
     ADD(r->calls, 1);
     ADD(r->bytes, bytes);
@@ -285,15 +242,31 @@ static void remember_probe(MPI_Message message, const MPI_Status *status)
     probed[slot].source = status->MPI_SOURCE;
 }
 
-static int probed_source(MPI_Message message)
+static int probed_source_of(MPI_Message message, int forget)
 {
     for (unsigned i = 0; i < PROBE_SLOTS; i++)
         if (probed[i].message == message && message != MPI_MESSAGE_NULL) {
-            probed[i].message = MPI_MESSAGE_NULL;
+            if (forget)
+                probed[i].message = MPI_MESSAGE_NULL;
             return probed[i].source >= 0 ? probed[i].source : -1;
         }
     return -1;
 }
+
+static int probed_source(MPI_Message message) { return probed_source_of(message, 1); }
+
+/* The same, for the Fortran entry points in ma_pmpi_fortran.c. */
+uint64_t ma_pmpi_clock_ns(void) { return now_ns(); }
+void ma_pmpi_count(int routine, uint64_t bytes, int peer, int tag, uint64_t elapsed)
+{
+    record(routine, bytes, peer, tag, elapsed);
+}
+uint64_t ma_pmpi_payload(MPI_Count count, MPI_Datatype type) { return payload(count, type); }
+uint64_t ma_pmpi_received(const MPI_Status *status) { return received(status); }
+int ma_pmpi_remote_size(MPI_Comm comm) { return remote_size(comm); }
+int ma_pmpi_rank_in(MPI_Comm comm) { return rank_in(comm); }
+void ma_pmpi_remember_probe(MPI_Message message, const MPI_Status *status) { remember_probe(message, status); }
+int ma_pmpi_probed_source(MPI_Message message, int forget) { return probed_source_of(message, forget); }
 
 /* ---- wrappers ---------------------------------------------------------------------------------- */
 /* Each X_LIKE macro defines the classic form (int counts) and, under MPI-4, the `_c` form. */
@@ -675,25 +648,30 @@ static void learn_thread_level(void)
     concurrent = provided == MPI_THREAD_MULTIPLE;
 }
 
+static int init_seen, finalize_seen; /* the hooks ran (whichever layer saw the call first) */
+
+void ma_pmpi_after_init(void)
+{
+    if (__atomic_exchange_n(&init_seen, 1, __ATOMIC_ACQ_REL))
+        return;
+    learn_thread_level();
+    learn_world_size();
+    run_hooks(init_hooks, n_init_hooks);
+}
+
 int MPI_Init(int *argc, char ***argv)
 {
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) {
-        learn_thread_level();
-        learn_world_size();
-        run_hooks(init_hooks, n_init_hooks);
-    }
+    if (rc == MPI_SUCCESS)
+        ma_pmpi_after_init();
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) {
-        learn_thread_level();
-        learn_world_size();
-        run_hooks(init_hooks, n_init_hooks);
-    }
+    if (rc == MPI_SUCCESS)
+        ma_pmpi_after_init();
     return rc;
 }
 
@@ -717,11 +695,18 @@ static void write_call_log(void)
     fclose(out);
 }
 
-int MPI_Finalize(void)
+void ma_pmpi_before_finalize(void)
 {
+    if (__atomic_exchange_n(&finalize_seen, 1, __ATOMIC_ACQ_REL))
+        return;
     run_hooks(finalize_hooks, n_finalize_hooks);
     write_call_log();
     watch_mask = 0;
+}
+
+int MPI_Finalize(void)
+{
+    ma_pmpi_before_finalize();
     return PMPI_Finalize();
 }
 
@@ -875,6 +860,97 @@ size_t ma_pmpi_profile_json(char *buf, size_t cap)
     }
     put(&t, "}}");
     return t.len;
+}
+
+/* ---- the MPI this library was built for, and the one the process runs --------------------------- */
+#define MA_STRING_OF(x) #x
+#define MA_STRING(x) MA_STRING_OF(x)
+#if defined(OMPI_MAJOR_VERSION)
+#define BUILT_FOR "Open MPI v" MA_STRING(OMPI_MAJOR_VERSION) "." MA_STRING(OMPI_MINOR_VERSION) "." \
+    MA_STRING(OMPI_RELEASE_VERSION)
+#elif defined(MPICH_VERSION)
+#define BUILT_FOR "MPICH Version: " MPICH_VERSION
+#else
+#define BUILT_FOR NULL
+#endif
+
+/* The version text after `marker` in the library's own description ("MPICH Version:\t4.0.2" -> "4.0.2"). */
+static void version_after(const char *text, const char *marker, char *out, size_t cap)
+{
+    out[0] = '\0';
+    const char *at = strstr(text, marker);
+    if (!at)
+        return;
+    at += strlen(marker);
+    while (*at == ' ' || *at == '\t')
+        at++;
+    size_t n = strcspn(at, " \t\n,");
+    snprintf(out, cap, "%.*s", (int)(n < cap ? n : cap - 1), at);
+}
+
+/* A program built with one MPI and this library built with another would call into two ABIs and crash
+ * somewhere inside MPI: say so at load time instead, and stop. The family must be the same, and so must the
+ * version where the library's description gives it in the usual words (MPICH's "MPICH Version:", Open MPI's
+ * "Open MPI v"; derivatives that word it otherwise -- Intel MPI, Cray MPICH -- are only held to the family). */
+__attribute__((constructor)) static void check_mpi_library(void)
+{
+    const char *built = BUILT_FOR;
+    static char running[16384];
+    int length = 0;
+    if (!built || PMPI_Get_library_version(running, &length) != MPI_SUCCESS)
+        return;
+    running[sizeof running - 1] = '\0';
+    int built_openmpi = !strncmp(built, "Open MPI", 8), runs_openmpi = strstr(running, "Open MPI") != NULL;
+    const char *marker = built_openmpi ? "Open MPI v" : "MPICH Version:";
+    char want[64], have[64];
+    version_after(built, marker, want, sizeof want);
+    version_after(running, marker, have, sizeof have);
+    if (built_openmpi == runs_openmpi && (!have[0] || !strcmp(want, have)))
+        return;
+    const char *self = ma_pmpi_library_path();
+    size_t first_line = strcspn(running, "\n");
+    fprintf(stderr, "libmapmpi: %s was built for %s %s, but this process runs %.*s: the program and the SDK's "
+            "MPI libraries must come from the same MPI. Build them for the program's MPI (ma tools build "
+            "--mpicc PATH-OF-ITS-MPICC) and link with that MPI's flags (ma config --mpicc PATH --libs), or run "
+            "a Python program with the MPI its mpi4py uses.\n", self ? self : "libmapmpi.so",
+            built_openmpi ? "Open MPI" : "MPICH", want, (int)first_line, running);
+    _exit(1);
+}
+
+void ma_pmpi_note_if_bypassed(const char *name, char *buf, size_t *length, size_t cap)
+{
+    Dl_info mine, theirs;
+    void *found = dlsym(RTLD_DEFAULT, name);
+    if (!found || !dladdr(routines, &mine) || !dladdr(found, &theirs) ||
+        theirs.dli_fbase == mine.dli_fbase)
+        return;
+    int n = snprintf(*length < cap ? buf + *length : NULL, *length < cap ? cap - *length : 0, "%s%s (from %s)",
+                     *length ? ", " : "", name, theirs.dli_fname ? theirs.dli_fname : "?");
+    if (n > 0)
+        *length += (size_t)n;
+}
+
+const char *ma_pmpi_unmeasured_reason(void)
+{
+    static char reason[4096];
+    static int checked;
+    if (__atomic_load_n(&checked, __ATOMIC_ACQUIRE))
+        return reason[0] ? reason : NULL;
+    char names[3000];
+    size_t length = 0;
+    names[0] = '\0';
+    static const char *const life_cycle[] = {"MPI_Init", "MPI_Init_thread", "MPI_Finalize"};
+    for (int i = 0; i < N_ROUTINES; i++)
+        ma_pmpi_note_if_bypassed(routines[i].name, names, &length, sizeof names);
+    for (size_t i = 0; i < sizeof life_cycle / sizeof *life_cycle; i++)
+        ma_pmpi_note_if_bypassed(life_cycle[i], names, &length, sizeof names);
+    ma_pmpi_fortran_bypassed(names, &length, sizeof names);
+    if (length)
+        snprintf(reason, sizeof reason, "MPI calls do not reach libmapmpi: another library's definition comes "
+                 "first for %s%s; link libmapmpi before the MPI libraries (ma config --libs / --flibs, before "
+                 "the MPI's own) or preload it", names, length >= sizeof names ? "..." : "");
+    __atomic_store_n(&checked, 1, __ATOMIC_RELEASE);
+    return reason[0] ? reason : NULL;
 }
 
 const char *ma_pmpi_library_path(void)

@@ -92,6 +92,11 @@ size_t ma_pmpi_profile_json(char *buf, size_t cap);
 /* Zero every counter (profile and groups). */
 void ma_pmpi_reset(void);
 
+/* Why some MPI calls of this process bypass the wrappers -- another library's MPI_Send or mpi_send_ (the
+ * Fortran entry point) comes first in the symbol search order, i.e. the program linked its MPI before
+ * libmapmpi --, naming them; NULL when every wrapped routine is reached. Checked on the first call. */
+const char *ma_pmpi_unmeasured_reason(void);
+
 /* Absolute path of the loaded libmapmpi (from dladdr), or NULL. */
 const char *ma_pmpi_library_path(void);
 

@@ -40,3 +40,8 @@ MA_VGC_API long ma_vgc_core_version(void)
 
 /* The cache simulation's totals (ma_vg_cache_read): values written, 0 without a simulated cache. */
 MA_VGC_API int ma_vgc_cache_read(unsigned long long *out) { return ma_vg_cache_read(out); }
+
+/* The SDK fence (ma_vgcount.h): the Python runtime's work between the two is left out of every count. */
+MA_VGC_API void ma_vgc_sdk_enter(void) { MA_VG_SDK_ENTER(); }
+
+MA_VGC_API void ma_vgc_sdk_leave(void) { MA_VG_SDK_LEAVE(); }

@@ -17,8 +17,8 @@
 #define MA_VGCOUNT_H
 
 #define MA_VG_TOOL_NAME "maflops"
-/* Bumped when the request codes or the counter layout change. */
-#define MA_VG_ABI 1
+/* Bumped when the request codes or the counter layout change (2: the SDK fence, MA_VG_REQ_SDK_ENTER/LEAVE). */
+#define MA_VG_ABI 2
 /* What MA_VG_REQ_PING answers, so that a foreign tool's zero default cannot be mistaken for ours. */
 #define MA_VG_MAGIC (0x4D464C00UL | MA_VG_ABI) /* "MFL" + ABI */
 
@@ -54,8 +54,31 @@ enum ma_vg_request {
     MA_VG_REQ_READ = MA_VG_REQ_BASE + 2,    /* (ma_vg_counts *out, size_t size) -> counters written */
     MA_VG_REQ_SUM = MA_VG_REQ_BASE + 3,     /* (unsigned long mask) -> sum of the masked totals */
     MA_VG_REQ_CORE_VERSION = MA_VG_REQ_BASE + 4, /* -> Valgrind core major*100 + minor it was built for */
-    MA_VG_REQ_CACHE_READ = MA_VG_REQ_BASE + 5 /* (unsigned long long *out, size_t size) -> values written */
+    MA_VG_REQ_CACHE_READ = MA_VG_REQ_BASE + 5, /* (unsigned long long *out, size_t size) -> values written */
+    MA_VG_REQ_SDK_ENTER = MA_VG_REQ_BASE + 6, /* the calling thread enters the SDK's own code: stop counting it */
+    MA_VG_REQ_SDK_LEAVE = MA_VG_REQ_BASE + 7  /* ... and leaves it: count it again */
 };
+
+/* The SDK fence. Everything a thread executes between MA_VG_REQ_SDK_ENTER and the matching
+   MA_VG_REQ_SDK_LEAVE (they nest: a depth per thread) is the SDK's own work -- the runtime's bookkeeping, its
+   expression evaluation, its reads of these counters -- and is left out of every total (flops, loads and stores,
+   bytes, the vector metrics and the simulated caches), so a region counts the program, not the runtime. Reads
+   made inside the fence see the totals as they were at its entry.
+
+   MA_VG_FENCE(code) issues the request with no memory access of its own: the argument block is a static
+   constant (its address goes to RAX by a LEA) and the result register is only clobbered, so no load or store of
+   the request itself is counted at any optimisation level. It is the amd64 client-request sequence of
+   <valgrind/valgrind.h> (a no-op of five instructions outside Valgrind); elsewhere, and with -DMA_NO_VG_FENCE, it
+   is empty. ma.h repeats it for programs, which do not see this header. */
+#define MA_VG_ARGS_OF(code) {(unsigned long)(code), 0, 0, 0, 0, 0}
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MA_NO_VG_FENCE)
+#define MA_VG_FENCE_AT(args)                                                                            \
+    __asm__ volatile("rolq $3, %%rdi ; rolq $13, %%rdi\n\trolq $61, %%rdi ; rolq $51, %%rdi\n\t"  \
+                     "xchgq %%rbx, %%rbx" : : "a"(args) : "rdx", "cc", "memory")
+#define MA_VG_HAVE_FENCE 1
+#else
+#define MA_VG_FENCE_AT(args) ((void)(args))
+#endif
 
 /* Cache simulation (tool option --ma-cache=SIZE:WAYS:LINE[,...], innermost level first): MA_VG_REQ_CACHE_READ
    writes levels, line accesses, then the accesses each level served (not cumulative), up to `size` bytes. */
@@ -144,6 +167,17 @@ static inline int ma_vg_cache_read(unsigned long long *out)
     memset(out, 0, MA_VG_CACHE_VALUES * sizeof *out);
     return (int)MA_VG_REQUEST(0, MA_VG_REQ_CACHE_READ, out, MA_VG_CACHE_VALUES * sizeof *out);
 }
+
+/* The SDK fence (MA_VG_REQ_SDK_ENTER/LEAVE above): no memory access of its own. */
+#if defined(__GNUC__) || defined(__clang__)
+#define MA_VG_UNUSED __attribute__((unused))
+#else
+#define MA_VG_UNUSED
+#endif
+static const unsigned long ma_vg_sdk_enter_args[6] MA_VG_UNUSED = MA_VG_ARGS_OF(MA_VG_REQ_SDK_ENTER);
+static const unsigned long ma_vg_sdk_leave_args[6] MA_VG_UNUSED = MA_VG_ARGS_OF(MA_VG_REQ_SDK_LEAVE);
+#define MA_VG_SDK_ENTER() MA_VG_FENCE_AT(ma_vg_sdk_enter_args)
+#define MA_VG_SDK_LEAVE() MA_VG_FENCE_AT(ma_vg_sdk_leave_args)
 
 /* Fill *out with the vector totals; returns 1, or 0 (and zeros) when not under the tool. */
 static inline int ma_vg_vec_read(ma_vg_vec_counts *out)

@@ -8,13 +8,11 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "ma_triad.h"
+
 volatile double ma_probe_sink;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now(void) { return ma_now(); }
 
 /* Strided read of `words` doubles, `reps` times. Eight independent sums: one running sum is bound by its
  * add chain (one add per latency), which would flatten every cache level to the same rate. */
@@ -72,16 +70,7 @@ double ma_multimaps_random(const double *a, const uint32_t *index, size_t count,
 
 /* STREAM triad a = b + q*c over `words` doubles, `reps` times. */
 double ma_triad(double *a, const double *b, const double *c, size_t words, size_t reps) {
-    const double q = 3.0;
-    double start = now();
-    for (size_t r = 0; r < reps; r++) {
-        for (size_t i = 0; i < words; i++)
-            a[i] = b[i] + q * c[i];
-        __asm__ volatile("" ::: "memory");
-    }
-    double elapsed = now() - start;
-    ma_probe_sink = a[words / 2];
-    return elapsed;
+    return MA_TIMED_TRIAD(a, b, c, words, reps, ma_probe_sink);
 }
 
 /* Vector add stream a = b + c over `words` doubles, `reps` times, with the host's vector loads and stores

@@ -18,13 +18,11 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "ma_triad.h" /* the machine probe's triad loop (backends/machine/csrc) */
+
 volatile double ma_simd_sink;
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now(void) { return ma_now(); }
 
 int ma_simd_supported(void) {
     __builtin_cpu_init();
@@ -58,16 +56,7 @@ double ma_simd_triad(double *a, const double *b, const double *c, size_t words, 
  * scalar FMA, two 8-byte loads and one 8-byte store per element (compiled without the vectoriser). */
 double ma_scalar_triad(double *restrict a, const double *restrict b, const double *restrict c, size_t words,
                        size_t reps) {
-    const double q = 3.0;
-    double start = now();
-    for (size_t r = 0; r < reps; r++) {
-        for (size_t i = 0; i < words; i++)
-            a[i] = b[i] + q * c[i];
-        __asm__ volatile("" ::: "memory");
-    }
-    double elapsed = now() - start;
-    ma_simd_sink = a[words / 2];
-    return elapsed;
+    return MA_TIMED_TRIAD(a, b, c, words, reps, ma_simd_sink);
 }
 
 /* Gathers with an index stream: sum p[idx[k] & (pwords - 1)] over `nidx` indices (a multiple of 8; pwords a

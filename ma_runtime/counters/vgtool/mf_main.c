@@ -42,7 +42,17 @@
    their bytes only when their guard holds.
 
    The totals are per process (Valgrind runs one thread at a time).
-   Client requests (ma_vgcount.h) read them. */
+   Client requests (ma_vgcount.h) read them.
+
+   The SDK fence.  MA_VG_REQ_SDK_ENTER/LEAVE bracket the SDK's own
+   code (they nest: a depth per thread).  While the running thread is
+   inside, what it executes is still added to the totals by the inline
+   IR above (no test on the hot path), and is taken out again when it
+   leaves, or when the scheduler switches to another thread: the totals
+   at its entry are kept in mf_mark and the difference moves to
+   mf_excluded.  Every read answers totals - excluded, and inside the
+   fence the totals as they were at its entry.  The simulated caches
+   see no access of the SDK's code at all (one test in their helper). */
 
 #include "pub_tool_basics.h"
 #include "pub_tool_tooliface.h"
@@ -55,14 +65,15 @@
 #include "pub_tool_clreq.h"
 #include "pub_tool_mallocfree.h"
 #include "pub_tool_machine.h"
+#include "pub_tool_threadstate.h"
 
 #define MA_VG_TOOL_SIDE 1
 #include "ma_vgcount.h"
 
 #define MF_VERSION_MAJOR 0
-#define MF_VERSION_MINOR 1
+#define MF_VERSION_MINOR 2
 #define MF_VERSION_PATCH 0
-#define MF_VERSION_STRING "0.1.0"
+#define MF_VERSION_STRING "0.2.0"
 
 /* The running totals, indexed by enum ma_vg_counter. */
 static ULong mf_totals[MA_VG_N_COUNTERS];
@@ -163,6 +174,78 @@ typedef struct {
    (vector or scalar) when it ends, and the classification is added to
    static pending weights, flushed like the main totals. */
 static ULong mf_vec_totals[MA_VG_N_VEC_COUNTERS];
+
+/*------------------------------------------------------------*/
+/*--- The SDK fence                                        ---*/
+/*------------------------------------------------------------*/
+
+static UInt*    mf_sdk_depth;                /* per thread (VG_N_THREADS): open MA_VG_REQ_SDK_ENTERs */
+static ThreadId mf_running = VG_INVALID_THREADID;
+static Bool     mf_in_sdk = False;           /* the running thread is inside the fence */
+static ULong    mf_mark[MA_VG_N_COUNTERS], mf_vec_mark[MA_VG_N_VEC_COUNTERS];
+static ULong    mf_excluded[MA_VG_N_COUNTERS], mf_vec_excluded[MA_VG_N_VEC_COUNTERS];
+
+static void fence_close(void)
+{
+   Int i;
+   for (i = 0; i < MA_VG_N_COUNTERS; i++)
+      mf_excluded[i] += mf_totals[i] - mf_mark[i];
+   for (i = 0; i < MA_VG_N_VEC_COUNTERS; i++)
+      mf_vec_excluded[i] += mf_vec_totals[i] - mf_vec_mark[i];
+   mf_in_sdk = False;
+}
+
+static void fence_open(void)
+{
+   VG_(memcpy)(mf_mark, mf_totals, sizeof mf_mark);
+   VG_(memcpy)(mf_vec_mark, mf_vec_totals, sizeof mf_vec_mark);
+   mf_in_sdk = True;
+}
+
+/* `tid` runs from now on: the fence follows the thread, not the process. */
+static void fence_switch_to(ThreadId tid)
+{
+   if (tid == mf_running)
+      return;
+   if (mf_in_sdk)
+      fence_close();
+   mf_running = tid;
+   if (tid < VG_N_THREADS && mf_sdk_depth[tid] > 0)
+      fence_open();
+}
+
+static void mf_start_client_code(ThreadId tid, ULong blocks_done)
+{
+   fence_switch_to(tid);
+}
+
+/* A thread id is reused after its thread exits: the new thread starts outside the fence. */
+static void mf_thread_created(ThreadId parent, ThreadId child)
+{
+   if (child < VG_N_THREADS)
+      mf_sdk_depth[child] = 0;
+}
+
+static void fence_request(ThreadId tid, Bool enter)
+{
+   if (tid >= VG_N_THREADS)
+      return;
+   fence_switch_to(tid);
+   if (enter) {
+      if (mf_sdk_depth[tid]++ == 0)
+         fence_open();
+   } else if (mf_sdk_depth[tid] > 0 && --mf_sdk_depth[tid] == 0) {
+      fence_close();
+   }
+}
+
+/* The program's totals: what ran outside the fence (inside it, as they were at its entry). */
+static void program_totals(ULong* out, const ULong* totals, const ULong* mark, const ULong* excluded, Int n)
+{
+   Int i;
+   for (i = 0; i < n; i++)
+      out[i] = (mf_in_sdk ? mark[i] : totals[i]) - excluded[i];
+}
 
 typedef struct {
    ULong pending[MA_VG_N_VEC_COUNTERS];
@@ -462,7 +545,7 @@ static VG_REGPARM(2) void mf_cache_access(Addr addr, HWord size)
 {
    UInt shift = mf_cache[0].line_shift;
    Addr line, last;
-   if (size == 0)
+   if (size == 0 || mf_in_sdk)
       return;
    last = (addr + size - 1) >> shift;
    for (line = addr >> shift; line <= last; line++) {
@@ -643,6 +726,7 @@ static UWord copy_totals_to_client(const UWord* arg, const ULong* totals, SizeT 
 static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
 {
    Int i;
+   ULong totals[MA_VG_N_COUNTERS], vec[MA_VG_N_VEC_COUNTERS];
    if (!VG_IS_TOOL_USERREQ('M', 'F', arg[0]))
       return False;
 
@@ -658,28 +742,27 @@ static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
          return True;
       case MA_VG_REQ_SUM: {
          ULong sum = 0;
+         program_totals(totals, mf_totals, mf_mark, mf_excluded, MA_VG_N_COUNTERS);
          for (i = 0; i < MA_VG_N_COUNTERS; i++)
             if (arg[1] & (1UL << i))
-               sum += mf_totals[i];
+               sum += totals[i];
          *ret = sum;
          return True;
       }
-      case MA_VG_REQ_READ: {
-         Addr out = (Addr)arg[1];
-         SizeT size = arg[2] < sizeof mf_totals ? arg[2] : sizeof mf_totals;
-         SizeT n = size / sizeof(ULong);
-         if (out == 0 || !VG_(am_is_valid_for_client)(out, n * sizeof(ULong), VKI_PROT_WRITE)) {
-            *ret = 0;
-            return True;
-         }
-         VG_(memcpy)((void*)out, mf_totals, n * sizeof(ULong));
-         *ret = n;
+      case MA_VG_REQ_READ:
+         program_totals(totals, mf_totals, mf_mark, mf_excluded, MA_VG_N_COUNTERS);
+         *ret = copy_totals_to_client(arg, totals, MA_VG_N_COUNTERS);
          return True;
-      }
       case MA_VG_REQ_CACHE_READ:
          return cache_read_request(arg, ret);
       case MA_VG_REQ_VEC_READ:
-         *ret = copy_totals_to_client(arg, mf_vec_totals, MA_VG_N_VEC_COUNTERS);
+         program_totals(vec, mf_vec_totals, mf_vec_mark, mf_vec_excluded, MA_VG_N_VEC_COUNTERS);
+         *ret = copy_totals_to_client(arg, vec, MA_VG_N_VEC_COUNTERS);
+         return True;
+      case MA_VG_REQ_SDK_ENTER:
+      case MA_VG_REQ_SDK_LEAVE:
+         fence_request(tid, arg[0] == MA_VG_REQ_SDK_ENTER);
+         *ret = 0;
          return True;
       default:
          VG_(message)(Vg_UserMsg, "maflops: unknown client request 0x%lx\n", arg[0]);
@@ -694,26 +777,32 @@ static Bool mf_handle_client_request(ThreadId tid, UWord* arg, UWord* ret)
 
 static void mf_post_clo_init(void)
 {
+   mf_sdk_depth = VG_(calloc)("maflops.fence", VG_N_THREADS, sizeof(UInt));
    if (mf_cache_option != NULL)
       cache_configure(mf_cache_option);
 }
 
-/* Totals of the whole run, unless -q. */
+/* Totals of the whole run (the program's: the SDK's own code left out), unless -q. */
 static void mf_fini(Int exitcode)
 {
+   ULong t[MA_VG_N_COUNTERS], v[MA_VG_N_VEC_COUNTERS];
    if (VG_(clo_verbosity) == 0)
       return;
-   VG_(umsg)("dp_flops:    %'llu\n", mf_totals[MA_VG_DP_FLOPS]);
-   VG_(umsg)("sp_flops:    %'llu\n", mf_totals[MA_VG_SP_FLOPS]);
-   VG_(umsg)("loads:       %'llu (%'llu bytes)\n",
-             mf_totals[MA_VG_LOADS], mf_totals[MA_VG_LOAD_BYTES]);
-   VG_(umsg)("stores:      %'llu (%'llu bytes)\n",
-             mf_totals[MA_VG_STORES], mf_totals[MA_VG_STORE_BYTES]);
+   if (mf_in_sdk)
+      fence_close();
+   program_totals(t, mf_totals, mf_mark, mf_excluded, MA_VG_N_COUNTERS);
+   program_totals(v, mf_vec_totals, mf_vec_mark, mf_vec_excluded, MA_VG_N_VEC_COUNTERS);
+   VG_(umsg)("dp_flops:    %'llu\n", t[MA_VG_DP_FLOPS]);
+   VG_(umsg)("sp_flops:    %'llu\n", t[MA_VG_SP_FLOPS]);
+   VG_(umsg)("loads:       %'llu (%'llu bytes)\n", t[MA_VG_LOADS], t[MA_VG_LOAD_BYTES]);
+   VG_(umsg)("stores:      %'llu (%'llu bytes)\n", t[MA_VG_STORES], t[MA_VG_STORE_BYTES]);
    VG_(umsg)("vector:      %'llu flops in %'llu instructions (%'llu lanes), %'llu loads, %'llu stores\n",
-             mf_vec_totals[MA_VG_VEC_FLOPS], mf_vec_totals[MA_VG_VEC_FP_INSNS], mf_vec_totals[MA_VG_VEC_LANES],
-             mf_vec_totals[MA_VG_VEC_LOADS], mf_vec_totals[MA_VG_VEC_STORES]);
-   VG_(umsg)("scalar:      %'llu flops, %'llu loads, %'llu stores\n", mf_vec_totals[MA_VG_SCALAR_FLOPS],
-             mf_vec_totals[MA_VG_SCALAR_LOADS], mf_vec_totals[MA_VG_SCALAR_STORES]);
+             v[MA_VG_VEC_FLOPS], v[MA_VG_VEC_FP_INSNS], v[MA_VG_VEC_LANES], v[MA_VG_VEC_LOADS], v[MA_VG_VEC_STORES]);
+   VG_(umsg)("scalar:      %'llu flops, %'llu loads, %'llu stores\n", v[MA_VG_SCALAR_FLOPS],
+             v[MA_VG_SCALAR_LOADS], v[MA_VG_SCALAR_STORES]);
+   VG_(umsg)("in the SDK:  %'llu flops, %'llu loads, %'llu stores (left out above)\n",
+             mf_excluded[MA_VG_DP_FLOPS] + mf_excluded[MA_VG_SP_FLOPS], mf_excluded[MA_VG_LOADS],
+             mf_excluded[MA_VG_STORES]);
 }
 
 static void mf_pre_clo_init(void)
@@ -728,6 +817,8 @@ static void mf_pre_clo_init(void)
 
    VG_(basic_tool_funcs)(mf_post_clo_init, mf_instrument, mf_fini);
    VG_(needs_client_requests)(mf_handle_client_request);
+   VG_(track_start_client_code)(mf_start_client_code);
+   VG_(track_pre_thread_ll_create)(mf_thread_created);
    VG_(needs_command_line_options)(mf_process_cmd_line_option, mf_print_usage, mf_print_debug_usage);
 }
 

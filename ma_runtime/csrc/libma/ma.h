@@ -48,6 +48,7 @@
 #define ma_def_variable_assign_int(name, expr, value) MA__USE3(name, expr, value)
 #define ma_loop_start(id, expr, value) MA__USE3(id, expr, value)
 #define ma_loop_end(id, iterations) MA__USE2(id, iterations)
+#define ma_loop_next(id) MA__USE1(id)
 #define ma_subroutine_start(id) MA__USE1(id)
 #define ma_subroutine_end(id) MA__USE1(id)
 #define ma_flop_start(id, expr, value) MA__USE3(id, expr, value)
@@ -56,6 +57,8 @@
 #define ma_loadstore_stop(id) MA__USE1(id)
 #define ma_heap_memory_start(id, expr, value) MA__USE3(id, expr, value)
 #define ma_heap_memory_stop(id) MA__USE1(id)
+#define ma_stack_memory_start(id, expr, value) MA__USE3(id, expr, value)
+#define ma_stack_memory_stop(id) MA__USE1(id)
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
     (MA__USE4(id, vls, vls_value, vfl), MA__USE4(vfl_value, avl, avl_value, mv))
 #define ma_vec_loop_stop(id) MA__USE1(id)
@@ -105,7 +108,11 @@ void ma_def_variable_assign_int(const char *name, const char *expr, long long va
 
 /* ---- structure and assertions ---- */
 void ma_loop_start(const char *id, const char *expr, long long value);
-void ma_loop_end(const char *id, long long iterations); /* the measured trip count (MA_NO_VALUE: none) */
+/* the measured trip count (MA_NO_VALUE: the ma_loop_next calls, when the loop made them; else none) */
+void ma_loop_end(const char *id, long long iterations);
+/* At the start of every iteration of loop `id` (its innermost open loop): counts the iteration, and inside it
+ * every expression may use `iter`, the iteration from 0 ("1 + min(iter, 1)": once in the first, twice after). */
+void ma_loop_next(const char *id);
 void ma_subroutine_start(const char *id);
 void ma_subroutine_end(const char *id);
 void ma_flop_start(const char *id, const char *expr, long long value);
@@ -115,6 +122,10 @@ void ma_loadstore_stop(const char *id);
 /* Net heap bytes allocated inside the region and still allocated at its end. */
 void ma_heap_memory_start(const char *id, const char *expr, long long value);
 void ma_heap_memory_stop(const char *id);
+/* Stack bytes used inside the region: asserted and modelled like the others, but no C counter measures them
+ * (the calls count as unmeasured), as in Python's ma.stack_memory. */
+void ma_stack_memory_start(const char *id, const char *expr, long long value);
+void ma_stack_memory_stop(const char *id);
 /* The vector paper's loop assertion (docs/vector-backend.md), in its argument order: vector load/stores,
  * vector flops and AVL (each an expression and the program's value, MA_NO_VALUE / NAN when it has none)
  * and the MV score (0..3 = 2*vectorised + multithreaded). No site-tree node: a record per (enclosing site,
@@ -161,6 +172,7 @@ void ma_def_variable_assign_int_at(const char *name, const char *expr, long long
                                    int line);
 void ma_start_at(const char *type, const char *id, const char *expr, long long value, const char *file, int line);
 void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line);
+void ma_loop_next_at(const char *id, const char *file, int line);
 void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloadstore_value, const char *vflops,
                           long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
                           int line);
@@ -179,31 +191,71 @@ int ma_evaluate(const char *expr, const char *bindings, char *out, size_t cap);
 }
 #endif
 
+/* ---- the SDK fence of the maflops Valgrind tool (ma_runtime/csrc/ma_vgcount.h, MA_VG_REQ_SDK_ENTER/LEAVE) ----
+ * Under `ma run --counters valgrind` the tool leaves out what runs between the two requests, so every call below
+ * is bracketed in the program's own code: a flop or loadstore region counts the program, not the runtime, down
+ * to the call's argument set-up and return (an empty region measures 0). The request touches no memory (its
+ * argument block is a static constant, the result register only clobbered); outside Valgrind it is five register
+ * instructions. amd64 with GCC or Clang; elsewhere, or with -DMA_NO_VG_FENCE, the calls are plain calls. */
+#define MA__VG_SDK_ENTER_CODE (((unsigned long)'M' << 24 | (unsigned long)'F' << 16) + 6)
+#define MA__VG_SDK_LEAVE_CODE (((unsigned long)'M' << 24 | (unsigned long)'F' << 16) + 7)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(MA_NO_VG_FENCE)
+static const unsigned long ma__vg_sdk_enter[6] __attribute__((unused)) = {MA__VG_SDK_ENTER_CODE, 0, 0, 0, 0, 0};
+static const unsigned long ma__vg_sdk_leave[6] __attribute__((unused)) = {MA__VG_SDK_LEAVE_CODE, 0, 0, 0, 0, 0};
+#define MA__VG_FENCE(args)                                                                           \
+    __asm__ volatile("rolq $3, %%rdi ; rolq $13, %%rdi\n\trolq $61, %%rdi ; rolq $51, %%rdi\n\t" \
+                     "xchgq %%rbx, %%rbx" : : "a"(args) : "rdx", "cc", "memory")
+#define MA__FENCED(call) (__extension__({ MA__VG_FENCE(ma__vg_sdk_enter); call; MA__VG_FENCE(ma__vg_sdk_leave); }))
+#else
+#define MA__FENCED(call) (call)
+#endif
+
 #ifndef MA_NO_SOURCE_LOCATION
-#define ma_def_variable_int(name, value) ma_def_variable_int_at((name), (value), __FILE__, __LINE__)
-#define ma_def_variable_double(name, value) ma_def_variable_double_at((name), (value), __FILE__, __LINE__)
+#define ma_def_variable_int(name, value) \
+    MA__FENCED(ma_def_variable_int_at((name), (value), __FILE__, __LINE__))
+#define ma_def_variable_double(name, value) \
+    MA__FENCED(ma_def_variable_double_at((name), (value), __FILE__, __LINE__))
 #define ma_def_variable_assign_int(name, expr, value) \
-    ma_def_variable_assign_int_at((name), (expr), (value), __FILE__, __LINE__)
-#define ma_loop_start(id, expr, value) ma_start_at("loop", (id), (expr), (value), __FILE__, __LINE__)
-#define ma_loop_end(id, iterations) ma_end_at("loop", (id), (iterations), __FILE__, __LINE__)
-#define ma_subroutine_start(id) ma_start_at("subroutine", (id), NULL, MA_NO_VALUE, __FILE__, __LINE__)
-#define ma_subroutine_end(id) ma_end_at("subroutine", (id), MA_NO_VALUE, __FILE__, __LINE__)
-#define ma_flop_start(id, expr, value) ma_start_at("flop", (id), (expr), (value), __FILE__, __LINE__)
-#define ma_flop_stop(id) ma_end_at("flop", (id), MA_NO_VALUE, __FILE__, __LINE__)
-#define ma_loadstore_start(id, expr, value) ma_start_at("loadstore", (id), (expr), (value), __FILE__, __LINE__)
-#define ma_loadstore_stop(id) ma_end_at("loadstore", (id), MA_NO_VALUE, __FILE__, __LINE__)
+    MA__FENCED(ma_def_variable_assign_int_at((name), (expr), (value), __FILE__, __LINE__))
+#define ma_loop_start(id, expr, value) \
+    MA__FENCED(ma_start_at("loop", (id), (expr), (value), __FILE__, __LINE__))
+#define ma_loop_end(id, iterations) \
+    MA__FENCED(ma_end_at("loop", (id), (iterations), __FILE__, __LINE__))
+#define ma_loop_next(id) \
+    MA__FENCED(ma_loop_next_at((id), __FILE__, __LINE__))
+#define ma_subroutine_start(id) \
+    MA__FENCED(ma_start_at("subroutine", (id), NULL, MA_NO_VALUE, __FILE__, __LINE__))
+#define ma_subroutine_end(id) \
+    MA__FENCED(ma_end_at("subroutine", (id), MA_NO_VALUE, __FILE__, __LINE__))
+#define ma_flop_start(id, expr, value) \
+    MA__FENCED(ma_start_at("flop", (id), (expr), (value), __FILE__, __LINE__))
+#define ma_flop_stop(id) \
+    MA__FENCED(ma_end_at("flop", (id), MA_NO_VALUE, __FILE__, __LINE__))
+#define ma_loadstore_start(id, expr, value) \
+    MA__FENCED(ma_start_at("loadstore", (id), (expr), (value), __FILE__, __LINE__))
+#define ma_loadstore_stop(id) \
+    MA__FENCED(ma_end_at("loadstore", (id), MA_NO_VALUE, __FILE__, __LINE__))
 #define ma_heap_memory_start(id, expr, value) \
-    ma_start_at("heap_memory", (id), (expr), (value), __FILE__, __LINE__)
-#define ma_heap_memory_stop(id) ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__)
+    MA__FENCED(ma_start_at("heap_memory", (id), (expr), (value), __FILE__, __LINE__))
+#define ma_heap_memory_stop(id) \
+    MA__FENCED(ma_end_at("heap_memory", (id), MA_NO_VALUE, __FILE__, __LINE__))
+#define ma_stack_memory_start(id, expr, value) \
+    MA__FENCED(ma_start_at("stack_memory", (id), (expr), (value), __FILE__, __LINE__))
+#define ma_stack_memory_stop(id) \
+    MA__FENCED(ma_end_at("stack_memory", (id), MA_NO_VALUE, __FILE__, __LINE__))
 #define ma_vec_loop_start(id, vls, vls_value, vfl, vfl_value, avl, avl_value, mv) \
-    ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), __FILE__, __LINE__)
-#define ma_vec_loop_stop(id) ma_vec_loop_stop_at((id), __FILE__, __LINE__)
+    MA__FENCED(ma_vec_loop_start_at((id), (vls), (vls_value), (vfl), (vfl_value), (avl), (avl_value), (mv), \
+                                    __FILE__, __LINE__))
+#define ma_vec_loop_stop(id) \
+    MA__FENCED(ma_vec_loop_stop_at((id), __FILE__, __LINE__))
 #define ma_vec_loop_gathers(id, gathers, gathers_value, bytes, bytes_value) \
-    ma_vec_loop_gathers_at((id), (gathers), (gathers_value), (bytes), (bytes_value), __FILE__, __LINE__)
+    MA__FENCED(ma_vec_loop_gathers_at((id), (gathers), (gathers_value), (bytes), (bytes_value), __FILE__, __LINE__))
 #define ma_mpi(type, id, expr, value, count_expr, count) \
-    ma_mpi_at((type), (id), (expr), (value), (count_expr), (count), __FILE__, __LINE__)
-#define ma_mpi_peer(expr) ma_mpi_peer_at((expr), __FILE__, __LINE__)
-#define MA__MPI(type, id, expr, value, count) ma_mpi_at(type, (id), (expr), (value), NULL, (count), __FILE__, __LINE__)
+    MA__FENCED(ma_mpi_at((type), (id), (expr), (value), (count_expr), (count), __FILE__, __LINE__))
+#define ma_mpi_peer(expr) \
+    MA__FENCED(ma_mpi_peer_at((expr), __FILE__, __LINE__))
+#define MA__MPI(type, id, expr, value, count) \
+    MA__FENCED(ma_mpi_at(type, (id), (expr), (value), NULL, (count), __FILE__, __LINE__))
 #define ma_mpi_send(id, expr, value, count) MA__MPI("mpi_send", id, expr, value, count)
 #define ma_mpi_isend(id, expr, value, count) MA__MPI("mpi_isend", id, expr, value, count)
 #define ma_mpi_recv(id, expr, value, count) MA__MPI("mpi_recv", id, expr, value, count)

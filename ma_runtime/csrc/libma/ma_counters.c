@@ -11,7 +11,7 @@
  *  - valgrind: flops and loads/stores through the client requests of ma_vgcount.h, when the program runs
  *              under `valgrind --tool=maflops`. HOOK: this is where the Valgrind soft counter plugs in;
  *              built only when ma_vgcount.h and <valgrind/valgrind.h> are present (MA_HAVE_VGCOUNT).
- *  - mallinfo: heap bytes in use (glibc mallinfo2), for heap_memory regions.
+ *  - mallinfo: heap bytes in use (glibc mallinfo2), for heap_memory regions; `valgrind` brings it along.
  */
 #include <ctype.h>
 #include <malloc.h>
@@ -154,6 +154,7 @@ void ma_counters_open(ma_counters *c, const char *spec, char *warning, size_t wa
             open_papi(c);
         } else if (strcmp(name, "valgrind") == 0) {
             open_valgrind(c, 0);
+            open_mallinfo(c); /* the tool counts no heap: mallinfo2 does (named twice: added once) */
         } else if (strcmp(name, "ccalls") == 0) {
             continue; /* calls from Python into compiled code: nothing to count in a C program */
         } else if (strcmp(name, "mallinfo") == 0 || strcmp(name, "tracemalloc") == 0) {

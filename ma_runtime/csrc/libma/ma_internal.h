@@ -32,6 +32,7 @@ typedef struct ma_node {
     struct ma_node *parent, *first_child, *last_child, *next_sibling;
     const char *type; /* one of the static type names */
     char *id, *path, *expr_text, *count_text, *file;
+    size_t id_len; /* strlen(id), for ends that come with a length (Fortran) */
     int line;
     const char *seen_expr, *seen_count; /* last argument pointers checked against expr_text/count_text */
     uint64_t calls, pass, fail, unmeasured, mismatch;
@@ -46,6 +47,8 @@ typedef struct ma_node {
     int track_cpu;
     uint64_t cache_version; /* env version the cached prediction was computed for; 0 = none */
     int cache_ok;
+    int uses_iter;          /* an expression names `iter`: the cache also keys on the iteration */
+    long long cache_iter;   /* the iteration the cached prediction was computed for */
     ma_num cache_value, cache_count;
     /* partner assertion (ma_mpi_peer): its expression, verdicts and first wrong call */
     char *peer_text;
@@ -156,8 +159,23 @@ typedef struct ma_vecrec {
 } ma_vecrec;
 const ma_vecrec *ma_rt_vector_loops(const ma_runtime_state *rt);
 
+/* ---- the Fortran bindings (ma_fortran.c, called by the `ma` module's procedures) ---- */
+#define MA_HIDDEN __attribute__((visibility("hidden"))) /* libma's own: called directly, not through the PLT */
+/* Length of a Fortran string without its trailing blanks (and a trailing NUL a C habit appended). */
+MA_HIDDEN size_t ma_fortran_length(const char *text, size_t length);
+/* ma_end_at for an id of `id_len` characters that need not end in a NUL (read as ma_fortran_length does). */
+MA_HIDDEN void ma_end_fortran(const char *type, const char *id, size_t id_len, long long measured);
+/* 1 when an annotation call from this thread is recorded or at least binds variables (the runtime is running,
+ * this is its thread); ma_rt_recording also wants tracing on. Starts the runtime on the first call. */
+MA_HIDDEN int ma_rt_accepting(void);
+MA_HIDDEN int ma_rt_recording(void);
+/* Set by the first call through the Fortran module (the header's language is then "fortran"). */
+MA_HIDDEN extern int ma_fortran_calls;
+
 /* Annotation calls made from threads other than the recording one (ignored, reported as an anomaly). */
 uint64_t ma_rt_foreign_calls(const ma_runtime_state *rt);
+/* Why the process's MPI calls bypass libmapmpi (ma_pmpi_unmeasured_reason), or NULL. */
+const char *ma_rt_mpi_unmeasured(const ma_runtime_state *rt);
 double ma_wall_clock(void);
 
 #endif /* MA_INTERNAL_H */

@@ -37,6 +37,25 @@
 #ifdef MA_HAVE_VGCOUNT
 #include "ma_vgcount.h"
 #endif
+#define MA_NO_SOURCE_LOCATION /* the declarations of ma.h, checked against the definitions below */
+#include "ma.h"
+
+/* The SDK fence (ma_vgcount.h): every entry into libma, from the program (ma.h brackets its calls already,
+ * this covers the plain-named functions, Fortran and -DMA_NO_VG_FENCE builds) or from libmapmpi's hooks, opens
+ * it, and it closes when the function returns, whichever return (the cleanup attribute). Fences nest. */
+#if defined(MA_HAVE_VGCOUNT) && (defined(__GNUC__) || defined(__clang__))
+_Static_assert(MA__VG_SDK_ENTER_CODE == MA_VG_REQ_SDK_ENTER && MA__VG_SDK_LEAVE_CODE == MA_VG_REQ_SDK_LEAVE,
+               "ma.h and ma_vgcount.h disagree on the fence's request codes");
+static inline void fence_close(int *unused)
+{
+    (void)unused;
+    MA_VG_SDK_LEAVE();
+}
+#define FENCE_THIS_CALL() \
+    int fence_ __attribute__((cleanup(fence_close), unused)) = __extension__({ MA_VG_SDK_ENTER(); 0; })
+#else
+#define FENCE_THIS_CALL() ((void)0)
+#endif
 
 /* ---- types ------------------------------------------------------------------------------------ */
 static const char *const STRUCTURE_TYPES[] = {"root", "subroutine", "loop", "flop", "loadstore",
@@ -82,6 +101,7 @@ typedef struct frame {
     uint64_t t0, c0;
     int has_cache0;     /* the cache simulation's totals at the start (flop and loadstore sites under --cache) */
     unsigned long long cache0[MA_CACHE_VALUES];
+    uint64_t iterations; /* a loop: its ma_loop_next calls so far (the iteration is iterations - 1) */
 } frame;
 
 typedef struct undo_entry {
@@ -131,10 +151,13 @@ struct ma_runtime_state {
     ma_anomaly *anomalies, *anomalies_tail;
     pending_mpi pending[MA_PMPI_NGROUPS];
     int last_mpi_group; /* group of the latest MPI assertion + 1 (0: none), for ma_mpi_peer */
+    ma_var *iter_var;   /* `iter`: bound to the innermost counting loop's iteration at every evaluation ... */
+    int iter_declared;  /* ... unless the program declared a variable of that name */
     uint32_t watch;
     uint64_t flush_interval_ns, flush_deadline;
     uint64_t foreign_calls; /* annotation calls from other threads, ignored */
     int write_failed;
+    const char *mpi_unmeasured; /* why MPI calls bypass libmapmpi (its assertions are then unmeasured), or NULL */
 };
 
 static ma_runtime_state *rt;
@@ -383,6 +406,18 @@ static void refresh_rank(void)
 /* ---- creation --------------------------------------------------------------------------------- */
 static void on_exit_handler(void);
 
+/* Whether the expression text names the identifier `iter` (the iteration of the innermost loop). */
+static int names_iter(const char *text)
+{
+    for (const char *p = text; p && (p = strstr(p, "iter")) != NULL; p += 4) {
+        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[4]) || p[4] == '_';
+        if (!before && !after)
+            return 1;
+    }
+    return 0;
+}
+
 static ma_node *new_node(ma_node *parent, const char *type, const char *id, const char *expr_text,
                          const char *count_text, const char *file, int line)
 {
@@ -390,6 +425,7 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
     n->parent = parent;
     n->type = type;
     n->id = xstrdup(id);
+    n->id_len = strlen(n->id);
     if (!parent || !parent->path[0]) {
         n->path = xstrdup(id);
     } else {
@@ -399,6 +435,7 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
     }
     n->expr_text = dup_or_null(expr_text);
     n->count_text = dup_or_null(count_text);
+    n->uses_iter = names_iter(expr_text) || names_iter(count_text);
     n->seen_expr = expr_text;
     n->seen_count = count_text;
     n->file = dup_or_null(file);
@@ -419,6 +456,7 @@ static ma_node *new_node(ma_node *parent, const char *type, const char *id, cons
 
 static void watch_hook(int group);
 static void flush_now(const char *status);
+static ma_var *intern_var(ma_var **table, const char *name, size_t length);
 
 static void create_runtime(void)
 {
@@ -436,12 +474,16 @@ static void create_runtime(void)
     state->start_time = ma_wall_clock();
     launcher_rank_size(&state->rank, &state->size);
     state->env_version = 1;
+    state->iter_var = intern_var(state->vars, "iter", 4);
     state->root = new_node(NULL, "root", "", NULL, NULL, NULL, 0);
     state->root->track_cpu = 1;
     state->current = state->root;
     state->flush_interval_ns =
         state->settings.flush_seconds > 0 ? (uint64_t)(state->settings.flush_seconds * 1e9) : 0;
     state->flush_deadline = state->flush_interval_ns ? mono_ns() + state->flush_interval_ns : UINT64_MAX;
+    state->mpi_unmeasured = ma_pmpi_unmeasured_reason();
+    if (state->mpi_unmeasured)
+        warn("MPI assertions will be unmeasured: %s", state->mpi_unmeasured);
     rt = state;
     refresh_rank();
     atexit(on_exit_handler);
@@ -535,7 +577,17 @@ static const ma_expr *compiled(const char *text, const char **error)
     return c->expr;
 }
 
-/* Evaluate `text` in the current scope; on failure record an `evaluation` anomaly at `node`. */
+/* The iteration (from 0) of the innermost open loop, when it counts its iterations (ma_loop_next); else -1. */
+static long long current_iteration(void)
+{
+    for (size_t i = rt->depth; i > 0; i--)
+        if (!strcmp(rt->stack[i - 1].type, "loop"))
+            return (long long)rt->stack[i - 1].iterations - 1;
+    return -1;
+}
+
+/* Evaluate `text` in the current scope, `iter` bound to the current iteration unless the program declared it;
+ * on failure record an `evaluation` anomaly at `node`. */
 static int evaluate(const char *text, const ma_node *node, const char *file, int line, ma_num *out)
 {
     const char *error;
@@ -545,18 +597,30 @@ static int evaluate(const char *text, const ma_node *node, const char *file, int
         anomaly("evaluation", node, file, line, "%s", error);
         return -1;
     }
+    long long iteration = -1;
+    if (!rt->iter_declared) {
+        iteration = current_iteration();
+        rt->iter_var->defined = iteration >= 0;
+        rt->iter_var->value = ma_int(iteration);
+    }
     if (ma_expr_eval(e, out, message, sizeof message)) {
-        anomaly("evaluation", node, file, line, "%s", message);
+        if (!rt->iter_declared && iteration < 0 && names_iter(text))
+            anomaly("evaluation", node, file, line, "%s; iter is the iteration (from 0) of the innermost open loop "
+                    "that counts its iterations (ma_loop_next); none is open here", message);
+        else
+            anomaly("evaluation", node, file, line, "%s", message);
         return -1;
     }
     return 0;
 }
 
-/* The node's prediction (and MPI count), cached until a variable changes. */
+/* The node's prediction (and MPI count), cached until a variable changes (or, in `iter`, the iteration). */
 static int predict(ma_node *node, const char *file, int line)
 {
-    if (node->cache_version == rt->env_version && node->cache_ok)
+    long long iteration = node->uses_iter && !rt->iter_declared ? current_iteration() : 0;
+    if (node->cache_version == rt->env_version && node->cache_ok && node->cache_iter == iteration)
         return 0;
+    node->cache_iter = iteration;
     node->cache_ok = 0;
     if (evaluate(node->expr_text, node, file, line, &node->cache_value))
         return -1;
@@ -579,6 +643,8 @@ static frame *scope_frame(void)
 static void define(const char *name, ma_num value)
 {
     ma_var *v = intern_var(rt->vars, name, strlen(name));
+    if (v == rt->iter_var)
+        rt->iter_declared = 1; /* the program's own `iter` wins from now on */
     if (scope_frame()) {
         if (rt->n_undo == rt->undo_cap) {
             rt->undo_cap = rt->undo_cap ? 2 * rt->undo_cap : 64;
@@ -690,6 +756,8 @@ static void record(ma_node *n, int has_pred, ma_num pred, int has_meas, ma_num m
 /* Fold one MPI assertion (tree.py Node.record_mpi): bytes per message and number of calls must both pass. */
 static void record_mpi(ma_node *n, int has_pred, ma_num size, ma_num count, uint64_t calls, uint64_t bytes)
 {
+    if (calls == 0 && ma_num_cmp(count, ma_int(0)) == 0)
+        size = ma_int(0); /* no message asserted, none made: nothing to compare the size with */
     ma_stats_add(&n->count_predicted, count);
     ma_num measured_calls = ma_int((long long)calls);
     ma_stats_add(&n->count_measured, measured_calls);
@@ -773,9 +841,16 @@ static void close_mpi(int group, uint64_t t1)
     n->wall_ns += t1 - p->t0;
     if (n->track_cpu)
         n->cpu_ns += cpu_ns() - p->c0;
-    record_mpi(n, p->has_pred, p->pred, p->pcount, calls - p->calls0, bytes - p->bytes0);
-    if (p->has_peer)
-        check_peer(n, group, p->calls0, calls);
+    if (rt->mpi_unmeasured) { /* the calls did not all reach libmapmpi: its counts say nothing */
+        ma_stats_add(&n->count_predicted, p->pcount);
+        record(n, p->has_pred, p->pred, 0, ma_int(0));
+        if (p->has_peer)
+            n->peer_unmeasured++;
+    } else {
+        record_mpi(n, p->has_pred, p->pred, p->pcount, calls - p->calls0, bytes - p->bytes0);
+        if (p->has_peer)
+            check_peer(n, group, p->calls0, calls);
+    }
     if (rt->watch & (1u << group)) {
         rt->watch &= ~(1u << group);
         update_watch();
@@ -793,6 +868,7 @@ static void close_mpi_from(size_t depth, uint64_t t1)
 /* libmapmpi calls this after each call of a watched group, inside the MPI wrapper. */
 static void watch_hook(int group)
 {
+    FENCE_THIS_CALL();
     if (!rt || rt->finished || !pthread_equal(pthread_self(), rt->main_thread))
         return;
     pending_mpi *p = &rt->pending[group];
@@ -844,6 +920,7 @@ static void finish_frame(size_t index, int has_measured, ma_num measured, uint64
 /* ---- public API ------------------------------------------------------------------------------- */
 void ma_init(void)
 {
+    FENCE_THIS_CALL();
     if (!rt)
         pthread_once(&rt_once, create_runtime);
     if (rt && !rt->finished)
@@ -894,6 +971,7 @@ static void finish(const char *status, const char *reason)
 
 void ma_finalize(void)
 {
+    FENCE_THIS_CALL();
     if (!rt)
         pthread_once(&rt_once, create_runtime);
     finish("complete", NULL);
@@ -915,12 +993,14 @@ static void flush_now(const char *status)
 
 void ma_flush(void)
 {
+    FENCE_THIS_CALL();
     if (runtime_for_call())
         flush_now("running");
 }
 
 static void on_exit_handler(void)
 {
+    FENCE_THIS_CALL();
     if (!rt || rt->finished)
         return;
     int initialized = 0, finalized = 0;
@@ -934,12 +1014,14 @@ static void on_exit_handler(void)
 
 void ma_set_tracing(void)
 {
+    FENCE_THIS_CALL();
     if (runtime_for_call())
         rt->enabled = 1;
 }
 
 void ma_unset_tracing(void)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     if (rt->depth) {
@@ -1029,16 +1111,19 @@ static void declare(const char *type, const char *name, const char *expr, int ha
 
 void ma_def_variable_int_at(const char *name, long long value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     declare("variable", name, NULL, 1, ma_int(value), file, line);
 }
 
 void ma_def_variable_double_at(const char *name, double value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     declare("variable", name, NULL, 1, ma_dbl(value), file, line);
 }
 
 void ma_def_variable_assign_int_at(const char *name, const char *expr, long long value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!expr) {
         if (runtime_for_call())
             anomaly("invalid", rt->current, file, line, "ma_def_variable_assign_int('%s', NULL, ...): the "
@@ -1050,6 +1135,7 @@ void ma_def_variable_assign_int_at(const char *name, const char *expr, long long
 
 void ma_start_at(const char *type, const char *id, const char *expr, long long value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     const char *canonical = canonical_type(type);
@@ -1064,6 +1150,8 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     ma_node *n = child(canonical, id, is_subroutine ? NULL : expr, NULL, 0, file, line);
     if (!n)
         return;
+    /* predicted before the frame is pushed: a loop's trip count sees the iteration of the loop around it */
+    int has_pred = !is_subroutine && predict(n, file, line) == 0;
     if (rt->depth == rt->stack_cap) {
         rt->stack_cap = rt->stack_cap ? 2 * rt->stack_cap : 32;
         rt->stack = realloc(rt->stack, rt->stack_cap * sizeof *rt->stack);
@@ -1078,7 +1166,7 @@ void ma_start_at(const char *type, const char *id, const char *expr, long long v
     f->undo_base = rt->n_undo;
     f->kind = kind_of_type(canonical);
     if (!is_subroutine) {
-        f->has_pred = predict(n, file, line) == 0;
+        f->has_pred = has_pred;
         f->pred = n->cache_value;
         if (f->has_pred && value != MA_NO_VALUE)
             note_value(n, ma_int(value), f->pred);
@@ -1108,8 +1196,12 @@ static void add_cache_counts(const frame *f, const unsigned long long *after)
         n->cache_hits[k] += after[2 + k] - f->cache0[2 + k];
 }
 
-void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line)
+/* The end of an annotation: `id` is `id_len` characters long (a Fortran string needs no NUL; with
+ * `fortran_text` its trailing blanks, and anything from a NUL on, are not part of it). */
+static void end_annotation(const char *type, const char *id, size_t id_len, int fortran_text, long long measured,
+                           const char *file, int line)
 {
+    FENCE_THIS_CALL();
     /* read the counter first, for the same reason as above (only the recording thread touches the stack) */
     int recording = rt && !rt->finished && pthread_equal(pthread_self(), rt->main_thread);
     frame *top = recording && rt->depth ? &rt->stack[rt->depth - 1] : NULL;
@@ -1119,11 +1211,13 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
     uint64_t t1 = mono_ns();
     if (!runtime_for_call() || !rt->enabled)
         return;
+    if (fortran_text && id)
+        id_len = ma_fortran_length(id, id_len);
     const char *canonical = canonical_type(type);
     size_t index = rt->depth; /* the innermost open annotation of this type and id */
     while (index > 0) {
-        const frame *candidate = &rt->stack[index - 1];
-        if (candidate->type == canonical && !strcmp(candidate->node->id, id ? id : ""))
+        const ma_node *open = rt->stack[index - 1].node;
+        if (rt->stack[index - 1].type == canonical && id && open->id_len == id_len && !memcmp(open->id, id, id_len))
             break;
         index--;
     }
@@ -1133,8 +1227,8 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
             snprintf(where, sizeof where, "the innermost open annotation is %s '%s'", top->type, top->node->id);
         else
             snprintf(where, sizeof where, "none is open");
-        anomaly("mismatched_end", top ? top->node : NULL, file, line, "end of %s '%s', which is not open (%s); "
-                "ignored", type ? type : "(null)", id ? id : "(null)", where);
+        anomaly("mismatched_end", top ? top->node : NULL, file, line, "end of %s '%.*s', which is not open (%s); "
+                "ignored", type ? type : "(null)", id ? (int)id_len : 6, id ? id : "(null)", where);
         return;
     }
     frame *f = &rt->stack[index - 1];
@@ -1156,14 +1250,67 @@ void ma_end_at(const char *type, const char *id, long long measured, const char 
     } else if (!strcmp(f->type, "loop") && measured != MA_NO_VALUE) {
         has_measured = 1;
         value = ma_int(measured);
+    } else if (!strcmp(f->type, "loop") && f->iterations > 0) {
+        has_measured = 1; /* no count given: the iterations ma_loop_next counted */
+        value = ma_int((long long)f->iterations);
     }
     finish_frame(index - 1, has_measured, value, t1, 0);
     maybe_flush(t1);
 }
 
+void ma_loop_next_at(const char *id, const char *file, int line)
+{
+    FENCE_THIS_CALL();
+    if (!runtime_for_call() || !rt->enabled)
+        return;
+    for (size_t i = rt->depth; i > 0; i--) {
+        frame *f = &rt->stack[i - 1];
+        if (strcmp(f->type, "loop"))
+            continue;
+        if (!strcmp(f->node->id, id ? id : "")) {
+            f->iterations++;
+            return;
+        }
+        anomaly("invalid", f->node, file, line, "ma_loop_next('%s'): the innermost open loop is '%s' (ignored)",
+                id ? id : "(null)", f->node->id);
+        return;
+    }
+    anomaly("invalid", rt->current, file, line, "ma_loop_next('%s'): no loop is open (ignored)", id ? id : "(null)");
+}
+
+void ma_end_at(const char *type, const char *id, long long measured, const char *file, int line)
+{
+    end_annotation(type, id, id ? strlen(id) : 0, 0, measured, file, line);
+}
+
+void ma_end_fortran(const char *type, const char *id, size_t id_len, long long measured)
+{
+    end_annotation(type, id, id_len, 1, measured, NULL, 0);
+}
+
+int ma_rt_accepting(void) { return runtime_for_call() != NULL; }
+
+int ma_rt_recording(void) { return runtime_for_call() != NULL && rt->enabled; }
+
+/* The decimal text of `value` in `buf` (at least 21 bytes), returned. Not snprintf: on every MPI assertion, and a
+ * Fortran program's libquadmath registers printf extensions that send every printf down glibc's slow path. */
+static const char *decimal(long long value, char *buf)
+{
+    char *end = buf + 21, *p = end;
+    unsigned long long magnitude = value < 0 ? 0ull - (unsigned long long)value : (unsigned long long)value;
+    *p = '\0';
+    do
+        *--p = (char)('0' + magnitude % 10);
+    while (magnitude /= 10);
+    if (value < 0)
+        *--p = '-';
+    return p;
+}
+
 void ma_mpi_at(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
                long long count, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     uint64_t t0 = mono_ns();
     if (!runtime_for_call() || !rt->enabled)
         return;
@@ -1177,11 +1324,7 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
     }
     close_mpi(group, t0); /* an assertion of the same type ends the previous one */
     char literal[32];
-    const char *count_text = count_expr;
-    if (!count_text) {
-        snprintf(literal, sizeof literal, "%lld", count);
-        count_text = literal;
-    }
+    const char *count_text = count_expr ? count_expr : decimal(count, literal);
     ma_node *n = child(canonical, id, expr, count_text, 1, file, line);
     if (!n)
         return;
@@ -1214,6 +1357,7 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
 
 void ma_mpi_peer_at(const char *expr, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     pending_mpi *p = rt->last_mpi_group ? &rt->pending[rt->last_mpi_group - 1] : NULL;
@@ -1242,6 +1386,7 @@ void ma_def_variable_assign_int(const char *name, const char *expr, long long va
 }
 void ma_loop_start(const char *id, const char *expr, long long value) { ma_start_at("loop", id, expr, value, NULL, 0); }
 void ma_loop_end(const char *id, long long iterations) { ma_end_at("loop", id, iterations, NULL, 0); }
+void ma_loop_next(const char *id) { ma_loop_next_at(id, NULL, 0); }
 void ma_subroutine_start(const char *id) { ma_start_at("subroutine", id, NULL, MA_NO_VALUE, NULL, 0); }
 void ma_subroutine_end(const char *id) { ma_end_at("subroutine", id, MA_NO_VALUE, NULL, 0); }
 void ma_flop_start(const char *id, const char *expr, long long value) { ma_start_at("flop", id, expr, value, NULL, 0); }
@@ -1256,6 +1401,11 @@ void ma_heap_memory_start(const char *id, const char *expr, long long value)
     ma_start_at("heap_memory", id, expr, value, NULL, 0);
 }
 void ma_heap_memory_stop(const char *id) { ma_end_at("heap_memory", id, MA_NO_VALUE, NULL, 0); }
+void ma_stack_memory_start(const char *id, const char *expr, long long value)
+{
+    ma_start_at("stack_memory", id, expr, value, NULL, 0);
+}
+void ma_stack_memory_stop(const char *id) { ma_end_at("stack_memory", id, MA_NO_VALUE, NULL, 0); }
 void ma_mpi(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
             long long count)
 {
@@ -1356,11 +1506,13 @@ void ma_rt_identity(const ma_runtime_state *s, int *rank, int *size, double *sta
     *start_time = s->start_time;
 }
 uint64_t ma_rt_foreign_calls(const ma_runtime_state *s) { return s->foreign_calls; }
+const char *ma_rt_mpi_unmeasured(const ma_runtime_state *s) { return s->mpi_unmeasured; }
 
 /* ---- hooks into libmapmpi: start inside MPI_Init, write inside MPI_Finalize ------------------- */
-static void on_mpi_init(void) { ma_init(); }
+static void on_mpi_init(void) { ma_init(); } /* (fenced there) */
 static void on_mpi_finalize(void)
 {
+    FENCE_THIS_CALL();
     if (rt && !rt->finished)
         finish("complete", NULL);
 }
@@ -1403,6 +1555,7 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
                           long long vflops_value, const char *avl, double avl_value, int mv, const char *file,
                           int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     const char *exprs[3] = {vloadstore, vflops, avl};
@@ -1455,6 +1608,7 @@ void ma_vec_loop_start_at(const char *id, const char *vloadstore, long long vloa
 
 void ma_vec_loop_stop_at(const char *id, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     if (!vec_depth || !id || strcmp(vec_open[vec_depth - 1].rec->id, id)) {
@@ -1475,6 +1629,7 @@ void ma_vec_loop_stop_at(const char *id, const char *file, int line)
 void ma_vec_loop_gathers_at(const char *id, const char *gathers, long long gathers_value, const char *bytes,
                             long long bytes_value, const char *file, int line)
 {
+    FENCE_THIS_CALL();
     if (!runtime_for_call() || !rt->enabled)
         return;
     if (!vec_depth || !id || strcmp(vec_open[vec_depth - 1].rec->id, id) || !gathers || !bytes) {

@@ -256,7 +256,7 @@ static void header(out *o, const ma_runtime_state *rt, const char *status, const
     ma_rt_identity(rt, &rank, &size, &start_time);
     char host[256] = "";
     gethostname(host, sizeof host - 1);
-    raw(o, "{\"language\":\"c\",\"producer\":");
+    raw(o, ma_fortran_calls ? "{\"language\":\"fortran\",\"producer\":" : "{\"language\":\"c\",\"producer\":");
     str(o, MA_PRODUCER);
     fmt(o, ",\"rank\":%d,\"size\":%d,\"host\":", rank, size);
     str(o, host);
@@ -308,9 +308,12 @@ static void header(out *o, const ma_runtime_state *rt, const char *status, const
             raw(o, "null");
         }
     }
-    raw(o, "}},\"mpi\":{\"profiling\":true,\"library\":");
+    const char *unmeasured = ma_rt_mpi_unmeasured(rt);
+    raw(o, unmeasured ? "}},\"mpi\":{\"profiling\":false,\"library\":" : "}},\"mpi\":{\"profiling\":true,\"library\":");
     str(o, ma_pmpi_library_path());
-    raw(o, ",\"reason\":null}}");
+    raw(o, ",\"reason\":");
+    str(o, unmeasured);
+    raw(o, "}}");
 }
 
 static void anomaly_entry(out *o, const char *kind, const char *path, const char *message, uint64_t count,

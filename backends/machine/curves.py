@@ -1,0 +1,60 @@
+"""Measured curves of the profile read at a symbolic point: linear in log-log between neighbouring measured points
+(what ``numpy.interp`` of the logs gives, y_i (x/x_i)^b_i), as SymPy ``Piecewise`` expressions, so a prediction
+stays symbolic in the model's inputs and exports to Octave.
+
+:func:`loglog` is that rule with the ends a caller chooses; :func:`wall_per_message` reads a work curve (wall
+seconds per message by seconds of work between messages: the oversubscribed exchange's, the Python exchange's),
+:func:`constant_ends` a curve that keeps its end values beyond its points (the CSR curve).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import sympy
+
+from ma_post.sympy_expr import as_expr
+
+Pieces = list[tuple[sympy.Expr, sympy.Basic]]
+
+
+def loglog(points: Sequence[tuple[float, float]], x: sympy.Expr, below: Pieces, beyond: sympy.Expr) -> sympy.Expr:
+    """``below`` (the pieces up to the first point, with their conditions), then y_0 (x/x_0)^b between each two
+    neighbouring ``points`` (sorted, x > 0), then ``beyond`` past the last."""
+    pieces = list(below)
+    (x0, y0), rest = points[0], points[1:]
+    for x1, y1 in rest:
+        slope = math.log(y1 / y0) / math.log(x1 / x0)
+        pieces.append((sympy.Float(y0) * (x / sympy.Float(x0)) ** sympy.Float(slope), x <= sympy.Float(x1)))
+        x0, y0 = x1, y1
+    pieces.append((beyond, sympy.true))
+    return sympy.Piecewise(*pieces)
+
+
+def constant_ends(points: Sequence[tuple[float, float]], at: sympy.Expr | float) -> sympy.Expr:
+    """The curve at ``at``: log-log between its points, its first value below the first and its last above the
+    last (``points`` sorted by x)."""
+    x = as_expr(at)
+    (x0, y0), (_, last) = points[0], points[-1]
+    return loglog(points, x, [(sympy.Float(y0), x <= sympy.Float(x0))], sympy.Float(last))
+
+
+def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> sympy.Expr:
+    """Wall seconds per message at ``work`` seconds of work per message, on a measured curve (sorted by work).
+
+    Between two measured points with work > 0: log-log; from the zero-work point to the first: linear; beyond the
+    last: the last point's stretch w/x_k y_k (the wall time grows with the work, as it must); below the first
+    point without a zero-work point: the first point's wall time."""
+    w = as_expr(work)
+    (x0, y0), rest = curve[0], list(curve[1:])
+    if x0 <= 0 and rest:
+        x1, y1 = rest[0]
+        below: Pieces = [(sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * w, w <= sympy.Float(x1))]
+        points = rest
+    else:
+        below = [(sympy.Float(y0), w <= sympy.Float(x0))]
+        points = list(curve)
+    xk, yk = points[-1]
+    tail = sympy.Float(yk / xk) * w if xk > 0 else sympy.Float(yk)
+    return loglog(points, w, below, tail)

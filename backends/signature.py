@@ -1,0 +1,228 @@
+"""Application signatures: what a program's signature runs measured per site beyond the model's counts, which a
+backend convolves with a machine profile (MetaSim's output in PMaC), in a file any backend can read:
+
+- cumulative hit rates per loadstore site on the profile's hierarchy, and per flop site without a ``loadstore``
+  expression in its block the cache lines each level served per flop (``lines_per_flop``, L1 first, main memory
+  last): ``ma run --counters valgrind --cache PROFILE``;
+- calls into compiled code and subscripts per execution of a site (a Python program's runtime part,
+  :mod:`backends.cpython`): ``ma run --counters ccalls``;
+- a kernel that is a CSR row loop (per row a chain of dependent adds over its entries, SciPy's sparse product),
+  stated by the program: ``csr_rows``, its entries and rows per execution as expressions in the model's variables,
+  which the maps backend prices on the profile's CSR curve (:mod:`backends.maps.rowchain`).
+
+:func:`from_traces` makes one from the signature runs' traces (``ma signature``); :func:`save_signature_file` writes
+it and :func:`load_signature_file` reads it back (``ma predict --signatures``), checking every entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ma_core.errors import BackendError, MAError
+from ma_core.hitrates import cumulative_problem
+
+if TYPE_CHECKING:
+    from ma_post import TraceSet
+    from ma_post.traceset import Site
+
+SIGNATURE_FORMAT = "ma-signature"
+
+
+def check_hit_rates(rates: Sequence[float], levels: int, what: str) -> None:
+    """Cumulative h_1..h_n in [0, 1], non-decreasing, ending at 1 (main memory), one per level of the profile;
+    BackendError naming ``what``."""
+    if len(rates) != levels:
+        raise BackendError(f"{what}: expected {levels} cumulative hit rates (one per cache, then memory), "
+                           f"got {len(rates)}")
+    problem = cumulative_problem(rates)
+    if problem is not None:
+        raise BackendError(f"{what}: hit rates {list(rates)!r}: {problem}")
+
+
+def check_lines_per_flop(lines: object, levels: int, what: str) -> tuple[float, ...]:
+    """One number >= 0 per level (L1 first, main memory last): the lines each served per flop."""
+    if (not isinstance(lines, (list, tuple)) or len(lines) != levels
+            or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0 for v in lines)):
+        raise BackendError(f"{what}: expected {levels} numbers >= 0 (cache lines each level served per flop, "
+                           f"L1 first, main memory last), got {lines!r}")
+    return tuple(float(v) for v in lines)
+
+
+def check_csr_rows(stated: object, what: str) -> tuple[str, str]:
+    """``{"entries": E, "rows": R}``, two expressions the project's parser reads (never evaluated as code)."""
+    from ma_core.expr import parse_expression
+
+    if not isinstance(stated, dict) or sorted(stated) != ["entries", "rows"]:
+        raise BackendError(f"{what}: expected {{\"entries\": EXPR, \"rows\": EXPR}} (a CSR row loop's entries and "
+                           f"rows per execution), got {stated!r}")
+    for key in ("entries", "rows"):
+        text = stated[key]
+        if not isinstance(text, str):
+            raise BackendError(f"{what}.{key}: expected an expression string, got {text!r}")
+        try:
+            parse_expression(text)
+        except MAError as exc:
+            raise BackendError(f"{what}.{key}: {text!r} is not an expression: {exc}") from None
+    return str(stated["entries"]), str(stated["rows"])
+
+
+KINDS = ("hit_rates", "lines_per_flop", "c_calls", "subscripts", "csr_rows")
+
+
+@dataclass(frozen=True)
+class Signatures:
+    """A signature file's contents, by site path: hit rates, lines per flop, calls into compiled code and
+    subscripts per execution, CSR row loops."""
+
+    hit_rates: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    c_calls: dict[str, float] = field(default_factory=dict)
+    lines_per_flop: dict[str, tuple[float, ...]] = field(default_factory=dict)  # per level served, memory last
+    csr_rows: dict[str, tuple[str, str]] = field(default_factory=dict)  # entries, rows per execution (expressions)
+    subscripts: dict[str, float] = field(default_factory=dict)  # subscripts per execution
+
+    def coverage(self, paths: Iterable[str]) -> dict[str, list[str]]:
+        """Per kind (:data:`KINDS`), the sites among ``paths`` (a run's) the signature gives a figure for."""
+        present = set(paths)
+        return {kind: sorted(present & set(getattr(self, kind))) for kind in KINDS}
+
+    @property
+    def paths(self) -> set[str]:
+        """Every site the signature gives something for."""
+        return {path for kind in KINDS for path in getattr(self, kind)}
+
+
+def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures:
+    """``{"format": "ma-signature", "sites": {"<site path>": ENTRY, ...}}`` where ENTRY is either the list of
+    cumulative hit rates ``[h1, ..., hn]`` or an object ``{"hit_rates": [...], "c_calls": C, "lines_per_flop":
+    [l1, ..., ln], "csr_rows": {"entries": E, "rows": R}, "subscripts": S}`` with any of the keys: C is the calls
+    from Python into compiled code per execution of the site (per iteration of a loop), S its subscripts alike;
+    l_k the cache lines level k served per flop of the site (memory last); E and R the entries and rows per
+    execution of a CSR row loop, expressions in the model's variables (:func:`check_csr_rows`)."""
+    name = os.fspath(path)
+    try:
+        doc = json.loads(Path(name).read_text())
+    except OSError as exc:
+        raise BackendError(f"{name}: cannot read: {exc.strerror or exc}") from None
+    except json.JSONDecodeError as exc:
+        raise BackendError(f"{name}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    if not isinstance(doc, dict) or doc.get("format") != SIGNATURE_FORMAT or not isinstance(doc.get("sites"), dict):
+        raise BackendError(f"{name}: expected {{\"format\": \"{SIGNATURE_FORMAT}\", \"sites\": {{path: [h1..hn]}}}}")
+    out = Signatures()
+    for site, entry in doc["sites"].items():
+        where = f"{name}: field 'sites.{site}'"
+        rates, calls = (entry, None) if isinstance(entry, list) else (None, None)
+        if isinstance(entry, dict):
+            unknown = sorted(set(entry) - {"hit_rates", "c_calls", "lines_per_flop", "csr_rows", "subscripts"})
+            if unknown or not entry:
+                raise BackendError(f"{where}: expected the keys hit_rates, c_calls, lines_per_flop, csr_rows and/or "
+                                   f"subscripts, got {sorted(entry)}")
+            if "subscripts" in entry:
+                out.subscripts[site] = _per_execution(entry["subscripts"], f"{where}.subscripts", "subscripts")
+            if "csr_rows" in entry:
+                out.csr_rows[site] = check_csr_rows(entry["csr_rows"], f"{where}.csr_rows")
+            rates, calls = entry.get("hit_rates"), entry.get("c_calls")
+            if "lines_per_flop" in entry:
+                out.lines_per_flop[site] = check_lines_per_flop(entry["lines_per_flop"], levels,
+                                                                f"{where}.lines_per_flop")
+        elif not isinstance(entry, list):
+            raise BackendError(f"{where}: expected a list of {levels} hit rates or an object with hit_rates/c_calls")
+        if rates is not None:
+            if not isinstance(rates, list):
+                raise BackendError(f"{where}.hit_rates: expected a list of {levels} hit rates")
+            check_hit_rates(rates, levels, where)
+            out.hit_rates[site] = tuple(float(h) for h in rates)
+        if calls is not None:
+            out.c_calls[site] = _per_execution(calls, f"{where}.c_calls", "calls")
+    return out
+
+
+def _per_execution(value: object, where: str, what: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0:
+        raise BackendError(f"{where}: expected a number >= 0 ({what} per execution), got {value!r}")
+    return float(value)
+
+
+def load_signatures(path: str | os.PathLike[str], levels: int) -> dict[str, tuple[float, ...]]:
+    """The hit rates of a signature file (:func:`load_signature_file`)."""
+    return load_signature_file(path, levels).hit_rates
+
+
+def save_signature_file(signatures: Signatures, path: str | os.PathLike[str]) -> Path:
+    """Write ``signatures`` in the format :func:`load_signature_file` reads (for ``ma predict --signatures``)."""
+    sites: dict[str, dict[str, object]] = {}
+    for site, rates in signatures.hit_rates.items():
+        sites.setdefault(site, {})["hit_rates"] = list(rates)
+    for site, calls in signatures.c_calls.items():
+        sites.setdefault(site, {})["c_calls"] = calls
+    for site, counted in signatures.subscripts.items():
+        sites.setdefault(site, {})["subscripts"] = counted
+    for site, lines in signatures.lines_per_flop.items():
+        sites.setdefault(site, {})["lines_per_flop"] = list(lines)
+    for site, (entries, rows) in signatures.csr_rows.items():
+        sites.setdefault(site, {})["csr_rows"] = {"entries": entries, "rows": rows}
+    target = Path(path)
+    target.write_text(json.dumps({"format": SIGNATURE_FORMAT, "sites": sites}, indent=1) + "\n")
+    return target
+
+
+def site_hit_rates(site: Site) -> tuple[float, ...] | None:
+    """The hit rates the trace measured at ``site``, or None."""
+    rates = getattr(site, "hit_rates", None)
+    return None if rates is None else tuple(float(h) for h in rates)
+
+
+def site_lines_per_flop(site: Site) -> tuple[float, ...] | None:
+    """Cache lines each level served (L1 first, main memory last: accesses no cache served) per flop the
+    counters measured at ``site``, over every call of the run; None without a cache simulation or flops."""
+    if site.type != "flop" or getattr(site, "hit_rates", None) is None:
+        return None
+    flops = float(np.nansum(site.measured.sum))
+    if not flops > 0:
+        return None
+    hits = np.asarray(site.cache_hits, dtype=float).sum(axis=(1, 2))
+    accesses = float(np.asarray(site.cache_accesses, dtype=float).sum())
+    return tuple(float(v) / flops for v in (*hits, accesses - float(hits.sum())))
+
+
+def from_traces(cache: TraceSet | None = None, calls: TraceSet | None = None,
+                csr_rows: Mapping[str, tuple[str, str]] | None = None) -> Signatures:
+    """The signature of the runs whose traces are given: ``cache``, a ``--counters valgrind --cache PROFILE`` run
+    (the hit rates of its loadstore sites, the lines per flop of its flop sites; where the hit rates differ in
+    their number of levels, BackendError); ``calls``, a ``--counters ccalls`` run (calls into compiled code and
+    subscripts per execution, the children's taken out; the cache run's own where it counted them and no calls
+    run is given). ``csr_rows``: a site id (a path's last part) -> the (entries, rows) expressions of the row loop
+    the program states there, given at every path of that id in the traces."""
+    from .cpython.tracedata import measured_c_calls, measured_subscripts
+
+    out = Signatures()
+    paths: set[str] = set()
+    if cache is not None:
+        for site in cache.walk():
+            paths.add(site.path)
+            if site.type == "loadstore" and (rates := site_hit_rates(site)) is not None:
+                out.hit_rates[site.path] = rates
+            if (lines := site_lines_per_flop(site)) is not None:
+                out.lines_per_flop[site.path] = lines
+        levels = {len(r) for r in (*out.hit_rates.values(), *out.lines_per_flop.values())}
+        if len(levels) > 1:
+            raise BackendError(f"the cache run's sites measured {sorted(levels)} levels: one run simulates one "
+                               "hierarchy (ma run --counters valgrind --cache PROFILE)")
+    counted = calls if calls is not None else cache
+    if counted is not None:
+        paths |= {site.path for site in counted.walk()}
+        out.c_calls.update(measured_c_calls(counted))
+        out.subscripts.update(measured_subscripts(counted))
+    for site_id, stated in (csr_rows or {}).items():
+        found = sorted(path for path in paths if path.rsplit("/", 1)[-1] == site_id)
+        if not found:
+            raise BackendError(f"csr_rows of {site_id!r}: no site of that id in the traces")
+        entries, rows = check_csr_rows({"entries": stated[0], "rows": stated[1]}, f"csr_rows of {site_id!r}")
+        out.csr_rows.update(dict.fromkeys(found, (entries, rows)))
+    return out
