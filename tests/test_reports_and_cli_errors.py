@@ -107,13 +107,19 @@ def test_a_variable_declared_again_with_another_value_names_both_values_and_plac
     assert f"{program}:3: anomaly: redeclared at n: variable 'n' declared again with value 7" in validate.stderr
 
 
-def test_a_variable_declared_again_with_another_value_names_both_values_and_places_c(tmp_path: Path) -> None:
-    source = tmp_path / "redeclared.c"
-    source.write_text(REDECLARED_C.lstrip("\n"))
-    program = compile_c(source, tmp_path / "redeclared")
+def run_c_program(tmp_path: Path, name: str, text: str) -> Path:
+    """Compile ``text`` as ``name.c`` and run it with its traces in ``tmp_path/traces``; the source's path."""
+    source = tmp_path / f"{name}.c"
+    source.write_text(text.lstrip("\n"))
+    program = compile_c(source, tmp_path / name)
     done = subprocess.run([str(program)], cwd=tmp_path, env=environment(tmp_path / "traces"), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    return source
+
+
+def test_a_variable_declared_again_with_another_value_names_both_values_and_places_c(tmp_path: Path) -> None:
+    source = run_c_program(tmp_path, "redeclared", REDECLARED_C)
     anomaly = redeclared_anomaly(tmp_path / "traces")
     assert anomaly["message"] == (f"variable 'n' declared again with value 7 at {source}:7; it was 5 "
                                   f"(first declared at {source}:5)")
@@ -137,12 +143,7 @@ int main(void) {
 
 def test_an_unevaluated_assertion_is_never_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # The measured trip count of `l` has no prediction to compare with: not PASS, and a problem of the run.
-    source = tmp_path / "unevaluated.c"
-    source.write_text(UNEVALUATED_C.lstrip("\n"))
-    program = compile_c(source, tmp_path / "unevaluated")
-    done = subprocess.run([str(program)], cwd=tmp_path, env=environment(tmp_path / "traces"), capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    source = run_c_program(tmp_path, "unevaluated", UNEVALUATED_C)
     traces = str(tmp_path / "traces")
     assert main(["validate", traces]) == 1
     lines = capsys.readouterr()
