@@ -23,7 +23,7 @@ from ma_core.trace_format import COMPLETE, GIVEN_HITS_KEY, PEERS_KEY, RUNNING, T
 from . import COMPILED, merge, peers, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
-from .sites import NodeFactory, caller
+from .sites import NodeFactory, caller, is_unicode_text
 from .threadstate import ThreadState
 from .tree import Node, Stats, values_differ
 
@@ -143,6 +143,10 @@ class Runtime:
                 raise _annotation_error(f"ma.variable({name!r}, ...): value must be a number, not {value!r}")
             evaluated: Number = value  # type: ignore[assignment]
         else:
+            if isinstance(expr_text, str) and not is_unicode_text(expr_text):
+                file, line = caller()
+                raise _annotation_error(f"{file}:{line}: ma.assign({name!r}, ...): the expression "
+                                        f"{expr_text[:80]!r} is not valid Unicode text (it holds a lone surrogate)")
             expression = parse_expression(expr_text)
             evaluated = expression.evaluate(state.env_for(expression.symbols))
             if value is not None and not _is_number(value):
@@ -221,7 +225,7 @@ class Runtime:
                 state.flush_deadline = 1 << 62  # no re-entry while writing
             try:
                 self._write(RUNNING)
-            except OSError as error:
+            except (OSError, RecursionError) as error:  # (RecursionError: the program's own stack stands deep)
                 self._write_failed(error)
         finally:
             self.flush_deadline = time.perf_counter_ns() + self.flush_interval_ns
@@ -229,7 +233,7 @@ class Runtime:
                 state.flush_deadline = self.flush_deadline
             self.write_lock.release()
 
-    def _write_failed(self, error: OSError) -> None:
+    def _write_failed(self, error: Exception) -> None:
         if self.write_problem is None:
             self.write_problem = f"cannot write the trace into {self.settings.trace_dir}: {error}"
             print(f"ma: rank {self.rank}: {self.write_problem}; the program goes on, and later writes will try "
@@ -254,7 +258,7 @@ class Runtime:
         else:
             try:
                 self.write(status, reason, final=True)
-            except OSError as error:  # said, not raised: an exit handler's traceback would hide the reason
+            except (OSError, RecursionError) as error:  # said, not raised: a traceback would hide the reason
                 print(f"ma: rank {self.rank}: cannot write the final trace into {self.settings.trace_dir}: {error}",
                       file=sys.stderr, flush=True)
         for provider in self.providers:
