@@ -149,7 +149,7 @@ def main() -> None:
     args = parser.parse_args()
     latency, bandwidth = ping_pong()
     print(f"machine: ping-pong latency {latency * 1e6:.2f} us, bandwidth {bandwidth / 1e9:.2f} GB/s (2 ranks, "
-          "mpiexec of the venv; shared 2-core VM)")
+          f"mpiexec of the venv; {os.cpu_count()} cores)")
     with tempfile.TemporaryDirectory(prefix="synth-scale-") as tmp:
         work = Path(tmp)
         base = traced("S", 4, work)

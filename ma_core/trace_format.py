@@ -53,20 +53,63 @@ GIVEN_HITS_KEYS = ("path", "hit_rates", "file", "line")
 OPTIONAL_DOCUMENT_KEYS = (PEERS_KEY, VECTOR_LOOPS_KEY, GIVEN_HITS_KEY)
 HEADER_KEYS = ("language", "producer", "rank", "size", "host", "pid", "run_id", "command", "start_time",
                "end_time", "status", "exit_reason", "tolerance", "counters", "mpi")
-# Keys of a site node; an MPI node has NODE_MPI_KEYS too.
-NODE_KEYS = ("id", "type", "path", "expr", "file", "line", "calls", "predicted", "measured", "pass", "fail",
-             "unmeasured", "mismatch", "first_mismatch", "first_fail", "wall_ns", "cpu_ns", "children")
-NODE_MPI_KEYS = ("count_expr", "count")
-# Optional keys of a site node, written only where measured (docs/trace-format.md, "Measured signature"):
-# `cache` {"calls", "accesses", "hits": [per level]} of the Valgrind tool's cache simulation (ma run --cache),
-# `c_calls` the calls from Python into compiled code inside the site (ma run --counters ccalls), `subscripts` the
-# subscript instructions of the program's code inside it (the same counter; traces before it have none).
-NODE_CACHE_KEY = "cache"
+# --- the site node ---------------------------------------------------------------------------------------------
+# Every key of a site node (docs/trace-format.md, "Site tree nodes"), in the order the runtimes write it, with the
+# JSON value it holds and when it is there. Spelled here once: the C runtime takes names and order from the header
+# generated from this table (csrc/libma/ma_trace_format.h, by ma_core/trace_format_c.py); the Python runtime's
+# writer (ma_runtime/tree.py, sitecounts.py), the merge (ma_runtime/merge.py) and both readers (ma_post/reader.py,
+# typed_reader.py) are checked against it (tests/test_node_layout.py).
+STRING, OPTIONAL_STRING, OPTIONAL_INTEGER, COUNT = "string", "string or null", "integer or null", "integer >= 0"
+OPTIONAL_STATS, OPTIONAL_OBJECT, OBJECT, NODES = "stats or null", "object or null", "object", "array of nodes"
+# Where a key is present: on every node, on MPI nodes only, or only where a counter measured it.
+ALWAYS, MPI_ONLY, MEASURED = "always", "mpi", "measured"
+
+
+@dataclass(frozen=True)
+class NodeKey:
+    """One key of a site node."""
+
+    name: str
+    value: str  # STRING ... NODES
+    presence: str = ALWAYS
+    c_runtime: bool = True  # False: a measurement only the Python runtime makes (the C runtime never writes it)
+
+
+NODE_LAYOUT: tuple[NodeKey, ...] = (
+    NodeKey("id", STRING), NodeKey("type", STRING), NodeKey("path", STRING), NodeKey("expr", OPTIONAL_STRING),
+    NodeKey("file", OPTIONAL_STRING), NodeKey("line", OPTIONAL_INTEGER), NodeKey("calls", COUNT),
+    NodeKey("predicted", OPTIONAL_STATS), NodeKey("measured", OPTIONAL_STATS), NodeKey("pass", COUNT),
+    NodeKey("fail", COUNT), NodeKey("unmeasured", COUNT), NodeKey("mismatch", COUNT),
+    NodeKey("first_mismatch", OPTIONAL_OBJECT), NodeKey("first_fail", OPTIONAL_OBJECT), NodeKey("wall_ns", COUNT),
+    NodeKey("cpu_ns", COUNT),
+    NodeKey("count_expr", STRING, MPI_ONLY), NodeKey("count", OBJECT, MPI_ONLY),
+    NodeKey("children", NODES),
+    # The measured signature (docs/trace-format.md): `cache` {"calls", "accesses", "hits": [per level]} of the
+    # Valgrind tool's cache simulation (ma run --cache), `c_calls` the calls from Python into compiled code inside
+    # the site (ma run --counters ccalls), `subscripts` the subscript instructions of the program's code inside it
+    # (the same counter; traces before it have none).
+    NodeKey("cache", OBJECT, MEASURED), NodeKey("c_calls", COUNT, MEASURED, c_runtime=False),
+    NodeKey("subscripts", COUNT, MEASURED, c_runtime=False),
+)
+NODE_KEYS = tuple(k.name for k in NODE_LAYOUT if k.presence == ALWAYS)
+NODE_MPI_KEYS = tuple(k.name for k in NODE_LAYOUT if k.presence == MPI_ONLY)
+NODE_CACHE_KEY, NODE_C_CALLS_KEY, NODE_SUBSCRIPTS_KEY = (k.name for k in NODE_LAYOUT if k.presence == MEASURED)
+# The objects inside a node: stats, `count`, `first_mismatch`, `first_fail` (an MPI node's adds the count pair),
+# `cache`.
+STATS_KEYS = ("n", "min", "max", "sum")
+COUNT_KEYS = ("predicted", "measured")
+FIRST_MISMATCH_KEYS = ("given", "evaluated")
+FIRST_FAIL_KEYS = ("call", "predicted", "measured")
+FIRST_FAIL_MPI_KEYS = ("count_predicted", "count_measured")
 CACHE_KEYS = ("calls", "accesses", "hits")
 CACHE_MAX_LEVELS = 4  # MA_VG_CACHE_MAX_LEVELS of csrc/ma_vgcount.h
-NODE_C_CALLS_KEY = "c_calls"
-NODE_SUBSCRIPTS_KEY = "subscripts"
-STATS_KEYS = ("n", "min", "max", "sum")
+# The counts of a node (the integer keys every node has), and its stats with the prefix of their value columns,
+# in the order of the value arrays (VALUE_FIELDS).
+NODE_COUNTS = tuple(k.name for k in NODE_LAYOUT if k.value == COUNT and k.presence == ALWAYS)
+NODE_STATS = {"predicted": "pred", "measured": "meas", "count.predicted": "cpred", "count.measured": "cmeas"}
+# What a flat row of a node holds besides its numbers, after its parent's row (-1 at the top): a merged trace's
+# structure (`groups`) and the readers' rows; the readers add the node's first_fail and first_mismatch.
+NODE_ROW_KEYS = ("type", "id", "path", "expr", "count_expr", "file", "line")
 
 # The run record `ma run` writes beside the rank files: how the job and each rank ended (docs/trace-format.md).
 RUN_RECORD_FILE = "ma-run.json"
@@ -90,15 +133,12 @@ MERGED_INDEX = "trace.json"  # the JSON member of the archive: structure, names,
 LAYOUTS = ("merged", "per-rank", "both")
 # Per-call aggregates of a site in the order of a merged trace's value arrays (and of a TraceSet's data axis 1).
 VALUE_FIELDS: tuple[str, ...] = (
-    "calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns",
-    "pred_n", "pred_min", "pred_max", "pred_sum",
-    "meas_n", "meas_min", "meas_max", "meas_sum",
-    "cpred_n", "cpred_min", "cpred_max", "cpred_sum",
-    "cmeas_n", "cmeas_min", "cmeas_max", "cmeas_sum",
+    *NODE_COUNTS,
+    *(f"{prefix}_{key}" for prefix in NODE_STATS.values() for key in STATS_KEYS),
     # The node's optional measurements (NODE_CACHE_KEY, NODE_C_CALLS_KEY): calls measured, levels, line accesses,
     # accesses served by each level (0 beyond `levels`); calls counted and calls from Python into C; calls counted
     # and subscripts (NODE_SUBSCRIPTS_KEY).
-    "cache_calls", "cache_levels", "cache_accesses", *(f"cache_hits{k}" for k in range(1, 5)),
+    "cache_calls", "cache_levels", "cache_accesses", *(f"cache_hits{k}" for k in range(1, CACHE_MAX_LEVELS + 1)),
     "ccalls_n", "ccalls", "subscripts_n", "subscripts",
 )
 VARIABLE_FIELDS = ("value", "min", "max", "defs")

@@ -21,6 +21,7 @@ from ma_core.trace_format import (
     MERGED_INDEX,
     MERGED_V2_FIELDS,
     MERGED_VERSION,
+    NODE_ROW_KEYS,
     OPTIONAL_DOCUMENT_KEYS,
     VALUE_FIELDS,
     VARIABLE_FIELDS,
@@ -207,10 +208,10 @@ def _group(archive: Any, path: Path, g: int, entry: Any, fields: int) -> Group:
         if not isinstance(nodes, list) or not isinstance(thread.get("thread"), int):
             raise TraceError(str(path), f"{where}.threads[{t}]: expected {{'thread': int, 'name', 'nodes': [...]}}")
         for n, node in enumerate(nodes):
-            if not (isinstance(node, list) and len(node) == 8 and isinstance(node[0], int)
+            if not (isinstance(node, list) and len(node) == 1 + len(NODE_ROW_KEYS) and isinstance(node[0], int)
                     and -1 <= node[0] < n and isinstance(node[1], str) and isinstance(node[2], str)):
                 raise TraceError(str(path), f"{where}.threads[{t}].nodes[{n}]: expected [parent row before it, "
-                                            "type, id, path, expr, count_expr, file, line]")
+                                            f"{', '.join(NODE_ROW_KEYS)}]")
         threads.append((thread["thread"], str(thread.get("name") or f"thread {thread['thread']}"), nodes))
     rows = sum(len(nodes) for _, _, nodes in threads)
     ranks = _array(archive, f"group-{g}-ranks", path, (None,))

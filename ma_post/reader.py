@@ -38,12 +38,22 @@ except ImportError:  # optional: the standard library parses the same text, slow
 
 from ma_core.errors import TraceError
 from ma_core.trace_format import (
+    ALWAYS,
     FORMAT,
     NODE_C_CALLS_KEY,
     NODE_CACHE_KEY,
+    NODE_COUNTS,
+    NODE_LAYOUT,
+    NODE_ROW_KEYS,
+    NODE_STATS,
     NODE_SUBSCRIPTS_KEY,
     OPTIONAL_DOCUMENT_KEYS,
+    OPTIONAL_INTEGER,
+    OPTIONAL_OBJECT,
+    OPTIONAL_STRING,
     RANK_FILE,
+    STATS_KEYS,
+    STRING,
     VALUE_FIELDS,
     VERSION,
     rank_file_name,
@@ -233,7 +243,7 @@ def _check_consistent(traces: dict[int, FlatTrace], files: dict[int, Path]) -> N
 # Per-call aggregates of a site, in the order of the value rows (and of TraceSet.data's axis 1).
 FIELDS: tuple[str, ...] = VALUE_FIELDS
 
-# (parent row or -1, type, id, path, expr, count_expr, file, line, first_fail, first_mismatch)
+# (parent row or -1, *NODE_ROW_KEYS, first_fail, first_mismatch): type, id, path, expr, count_expr, file, line
 NodeRow = tuple[int, str, str, str, Any, Any, Any, Any, Any, Any]
 
 
@@ -263,21 +273,33 @@ _NUMBER_TYPES = {int, float}
 _OPTIONAL_NUMBER_TYPES = {int, float, type(None)}
 _COUNT_COLUMNS = tuple(i for i, f in enumerate(FIELDS) if f in ("calls", "pass", "fail", "unmeasured", "mismatch")
                        or f.endswith("_n"))
-# Where each value of a row sits in a site node of the JSON document (for error messages).
-_JSON_FIELD = {f: f.replace("cpred_", "count.predicted.").replace("cmeas_", "count.measured.")
-               .replace("pred_", "predicted.").replace("meas_", "measured.") for f in FIELDS}
-# Node fields and the types JSON gives them: (field, allowed types, what the message says is expected)
-_NODE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = (
-    ("type", (str,), "a string"), ("id", (str,), "a string"), ("path", (str,), "a string"),
-    ("expr", (str, type(None)), "a string or null"), ("count_expr", (str, type(None)), "a string or null"),
-    ("file", (str, type(None)), "a string or null"), ("line", (int, type(None)), "an integer or null"),
-    ("first_fail", (dict, type(None)), "an object or null"),
-    ("first_mismatch", (dict, type(None)), "an object or null"))
+# Where each value of a row sits in a site node of the JSON document (for error messages): pred_min is predicted.min.
+_JSON_FIELD = {f: next((f.replace(f"{prefix}_", f"{key}.", 1) for key, prefix in NODE_STATS.items()
+                        if f.startswith(f"{prefix}_")), f) for f in FIELDS}
+# The JSON types of a node row's fields, from the node layout: (allowed types, what the message says is expected).
+_JSON_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    STRING: ((str,), "a string"), OPTIONAL_STRING: ((str, type(None)), "a string or null"),
+    OPTIONAL_INTEGER: ((int, type(None)), "an integer or null"),
+    OPTIONAL_OBJECT: ((dict, type(None)), "an object or null")}
 
 
-_AGGREGATES = itemgetter("calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns")
+def _row_field(name: str) -> tuple[str, tuple[type, ...], str]:
+    """(field, allowed types, expected) of a node key; one that only some nodes have may be absent (None)."""
+    key = next(key for key in NODE_LAYOUT if key.name == name)
+    allowed, expected = _JSON_TYPES[key.value]
+    if key.presence != ALWAYS and type(None) not in allowed:
+        allowed, expected = (*allowed, type(None)), f"{expected} or null"
+    return name, allowed, expected
+
+
+# The fields of a node row after its parent: NODE_ROW_KEYS, then first_fail and first_mismatch.
+_NODE_FIELDS: tuple[tuple[str, tuple[type, ...], str], ...] = tuple(
+    _row_field(name) for name in (*NODE_ROW_KEYS, "first_fail", "first_mismatch"))
+
+
+_AGGREGATES = itemgetter(*NODE_COUNTS)
 _IDENTITY = itemgetter("type", "id", "path", "expr", "file", "line", "first_fail", "first_mismatch")
-_STATS = itemgetter("n", "min", "max", "sum")
+_STATS = itemgetter(*STATS_KEYS)
 
 
 def _stats(stats: Mapping[str, Any] | None) -> tuple[Any, Any, Any, Any]:
@@ -389,7 +411,7 @@ def _diagnose(node: Any, parent: int, nodes: list[NodeRow], name: str) -> TraceE
                          *((f"count.{k}", (node.get("count") or {}).get(k)) for k in ("predicted", "measured"))):
         if stats is not None and not isinstance(stats, dict):
             return TraceError(name, f"site {path!r}: field {field!r} is {_shown(stats)}, expected an object or null")
-        missing = [key for key in ("n", "min", "max", "sum") if isinstance(stats, dict) and key not in stats]
+        missing = [key for key in STATS_KEYS if isinstance(stats, dict) and key not in stats]
         for key in missing[:1]:
                 return TraceError(name, f"site {path!r}: field '{field}.{key}' is missing (stats are "
                                         "{\"n\", \"min\", \"max\", \"sum\"})")

@@ -1,10 +1,11 @@
 """The fast path of reading a rank file: msgspec decodes the JSON straight into typed structs.
 
-The structs spell the node layout of docs/trace-format.md with its exact JSON types (counts are integers, not
-strings, floats or booleans), so a file that decodes is well typed without a check per value in Python, and
-walking structs is cheaper than walking dictionaries. Anything the structs refuse — a wrong type, a missing
-field, a number past 64 bits or the double range, nesting too deep — returns None, and the caller reads the
-file the checked way (reader.py), which either accepts it or words the error with file, site path and field.
+The structs spell the node layout (NODE_LAYOUT of ma_core/trace_format.py; tests/test_node_layout.py holds them to
+it) with its exact JSON types (counts are integers, not strings, floats or booleans), so a file that decodes is well
+typed without a check per value in Python, and walking structs is cheaper than walking dictionaries. Anything the
+structs refuse — a wrong type, a missing field, a number past 64 bits or the double range, nesting too deep — returns
+None, and the caller reads the file the checked way (reader.py), which either accepts it or words the error with
+file, site path and field.
 """
 
 from __future__ import annotations

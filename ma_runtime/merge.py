@@ -34,6 +34,8 @@ from ma_core.trace_format import (
     MERGED_VERSION,
     NODE_C_CALLS_KEY,
     NODE_CACHE_KEY,
+    NODE_COUNTS,
+    NODE_ROW_KEYS,
     NODE_SUBSCRIPTS_KEY,
     OPTIONAL_DOCUMENT_KEYS,
     RANK_HEADER_KEYS,
@@ -50,6 +52,7 @@ from . import trace
 TAG_DATA, TAG_ACK = 0x4D41, 0x4D42  # "MA": kept apart from the program's own messages on COMM_WORLD
 DEFAULT_TIMEOUT = 120.0
 _NAN = float("nan")
+_ROW_DEFAULTS = {"path": ""}  # of a node row's keys (NODE_ROW_KEYS) a hand-made document may leave out
 
 # A rank's part: (rank, structure text, values, variable values, header text, per-rank header fields,
 # anomalies, first fails and mismatches [(kind, row, object)], mpi_profile, optional top-level lists
@@ -116,8 +119,7 @@ def part_of(document: Mapping[str, Any]) -> Part:
             node, parent = stack.pop()
             get = node.get
             count = get("count") or {}
-            values.extend(_number(get(key, 0)) for key in ("calls", "pass", "fail", "unmeasured", "mismatch",
-                                                             "wall_ns", "cpu_ns"))
+            values.extend(_number(get(key, 0)) for key in NODE_COUNTS)
             for stats in (get("predicted"), get("measured"), count.get("predicted"), count.get("measured")):
                 values.extend(_stats(stats))
             values.extend(signature_columns(get(NODE_CACHE_KEY), get(NODE_C_CALLS_KEY), get("calls", 0),
@@ -125,8 +127,7 @@ def part_of(document: Mapping[str, Any]) -> Part:
             for kind in ("first_fail", "first_mismatch"):
                 if get(kind):
                     firsts.append((kind, row, get(kind)))
-            nodes.append([parent, node["type"], node["id"], get("path", ""), get("expr"), get("count_expr"),
-                          get("file"), get("line")])
+            nodes.append([parent, *(get(key, _ROW_DEFAULTS.get(key)) for key in NODE_ROW_KEYS)])
             index = len(nodes) - 1
             row += 1
             stack.extend((child, index) for child in reversed(get("children") or ()))

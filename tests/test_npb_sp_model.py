@@ -172,7 +172,7 @@ def test_flop_assertions_are_measured_under_the_software_counter(tmp_path: Path)
     # line: NumPy computes the tail of each short row in a full 4-lane vector, which the counter counts).
     for nprocs, tolerance in ((1, 0.01), (4, 0.05)):
         trace_dir = tmp_path / f"vg-{nprocs}"
-        done = ma_run(trace_dir, "S", nprocs, 1, "--counters", "valgrind", MA_TOLERANCE="flop=0.05")
+        done = ma_run(trace_dir, "S", nprocs, 1, "--counters", "valgrind", MA_TOLERANCE="flop=0.05,heap_memory=0.03")
         assert done.returncode == 0, done.stderr[-3000:]
         report = ma_post.validate(ma_post.load(trace_dir))
         flops = {r.site.path: r for r in report.results if r.site.type == "flop"}
@@ -184,6 +184,7 @@ def test_flop_assertions_are_measured_under_the_software_counter(tmp_path: Path)
         tzetar = flops["step/adi/z_solve/tzetar/tzetar_ldst/tzetar_flops"]
         txinvr = flops["step/adi/txinvr/txinvr_cells/txinvr_flops"]
         assert tzetar.measured[0] == pytest.approx(txinvr.measured[0], rel=0.005)
+        # The heap is measured too (glibc's mallinfo under the tool), within the tracemalloc test's tolerance.
         # The paper's load/store count is the Fortran loop's scalar one; NumPy's and the interpreter's
         # instructions are not that: the only assertions that fail.
         failing = {r.site.path.split("/")[-1] for r in report.results if r.fails}

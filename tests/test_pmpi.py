@@ -237,6 +237,28 @@ else:
         comm.Recv(np.empty(n, dtype="u1"), source=0, tag=n)
 results["send"] = readers["mpi_send"]()
 results["recv"] = readers["mpi_recv"]()
+
+# The structured read the merged trace uses (ma_pmpi_read_hist, ma_pmpi_read_peers): the rows of each routine's
+# histogram and peers, as C structs, with the count of rows returned even when the room is smaller.
+import ctypes
+class Bucket(ctypes.Structure):
+    _fields_ = [("lo", ctypes.c_uint64), ("hi", ctypes.c_uint64), ("calls", ctypes.c_uint64)]
+class PeerTotal(ctypes.Structure):
+    _fields_ = [("peer", ctypes.c_int), ("calls", ctypes.c_uint64), ("bytes", ctypes.c_uint64)]
+c = ctypes.CDLL(str(lib.path))
+c.ma_pmpi_read_hist.restype = c.ma_pmpi_read_peers.restype = ctypes.c_size_t
+c.ma_pmpi_routine_name.restype = ctypes.c_char_p
+structured = {}
+for routine in range(c.ma_pmpi_nroutines()):
+    buckets, peers = (Bucket * 65)(), (PeerTotal * size)()
+    n_buckets, n_peers = c.ma_pmpi_read_hist(routine, buckets, 65), c.ma_pmpi_read_peers(routine, peers, size)
+    if n_buckets:
+        assert c.ma_pmpi_read_hist(routine, buckets, 1) == n_buckets
+        structured[c.ma_pmpi_routine_name(routine).decode()] = {
+            "hist": [[b.lo, b.hi, b.calls] for b in buckets[:n_buckets]],
+            "peers": {str(p.peer): [p.calls, p.bytes] for p in peers[:n_peers]}}
+assert c.ma_pmpi_read_hist(-1, buckets, 65) == 0 and c.ma_pmpi_read_peers(999, peers, size) == 0
+results["structured"] = structured
 '''
 
 
@@ -253,6 +275,9 @@ def test_histogram_peers_and_reset(tmp_path: Path, library: Path, mode: str) -> 
     assert send["calls"] == 6 and send["bytes"] == total and send["hist"] == expected_hist
     assert send["peers"] == {"1": [6, total]}
     assert recv["hist"] == expected_hist and recv["peers"] == {"0": [6, total]}
+    for r in ranks.values():  # the structured read gives what the profile's JSON says
+        assert r["structured"] == {name: {"hist": entry["hist"], "peers": entry["peers"]}
+                                   for name, entry in r["profile"]["calls"].items() if entry["hist"]}
     assert "MPI_Barrier" not in ranks[0]["profile"]["calls"]
 
 

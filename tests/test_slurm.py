@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, VENV_BIN, clean_env
+from mpi_builds import DEBIAN_MPICH, DEBIAN_OPENMPI, Mpi, mpi_sites, validation
 from test_c_runtime import RING, compile_c
 from test_run_record import PROGRAM, Chunks, wait_for
 
@@ -217,6 +218,37 @@ def test_each_mpi_forms_one_job_under_the_plugin_ma_run_picks_and_no_other(slurm
         done = run(["srun", "-n", "2", f"--mpi={plugin}", "--kill-on-bad-exit=1", "./hello"], tmp_path, env)
         one_job = done.returncode == 0 and sorted(done.stdout.splitlines()) == ["rank 0 of 2", "rank 1 of 2"]
         assert one_job == (plugin == chosen), (plugin, done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.mpi
+@pytest.mark.slurm
+@pytest.mark.parametrize("language", ["c", "fortran"])
+@pytest.mark.parametrize("mpi", [DEBIAN_MPICH, DEBIAN_OPENMPI], ids=lambda m: m.name)
+def test_annotated_rings_built_with_each_distribution_mpi_validate_under_srun(
+        slurm: dict[str, str], tmp_path: Path, mpi: Mpi, language: str) -> None:
+    """The C and Fortran rings linked with Debian's MPICH or Open MPI (and that MPI's build of the SDK): srun with
+    the PMI that MPI needs starts one job whose every MPI assertion, partners included, is measured through the
+    PMPI library of the program's own MPI."""
+    mpi.skip_unless_available()
+    if language == "c":
+        program = mpi.compile_c(REPO / "examples" / "c_ring" / "ring.c", tmp_path / "ring")
+    else:
+        program = mpi.compile_fortran(REPO / "examples" / "fortran_ring" / "ring.F90", tmp_path / "ring")
+    env = clean_env(**slurm, MA_TOLERANCE="heap_memory=0.01")
+    done = ma("run", "--launcher", "srun", "-n", "2", "--", str(program), cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 of 2 rank traces" in done.stderr, done.stderr
+    plugin = "--mpi=pmix" if mpi is DEBIAN_OPENMPI else "--mpi=pmi2"
+    assert record(tmp_path)["argv"][:4] == ["srun", "-n", "2", plugin]
+    assert_ranks_watched(tmp_path, 2)
+    report = validation(tmp_path / "ma-traces")
+    assert report["exit"] == 0, report
+    sites = mpi_sites(report)
+    assert sites and report["trace"]["language"] == language
+    for site in sites:
+        assert site["unmeasured"] == 0 and site["status"] == "PASS" and site["pass"] == site["calls"] > 0, site
+    if language == "fortran":
+        assert report["peers"] and all(p["fail"] == 0 and p["pass"] > 0 for p in report["peers"]), report["peers"]
 
 
 # ---- srun's report, read on the way (no Slurm needed) -------------------------------------------------------

@@ -1,7 +1,8 @@
-"""The C runtime spells the trace format in its own sources: check its copy against ma_core/trace_format.py.
+"""The C runtime's own spelling of the trace format, read from its sources against ma_core/trace_format.py.
 
-Read from the sources, not from a run, so that a name changed on one side fails here at once, without a
-compiler or MPI.
+Most names reach the C runtime through ma_trace_format.h, generated from trace_format.py (checked current by
+tests/test_node_layout.py); what its sources still spell themselves is checked here. Read from the sources, not from
+a run, so that a name changed on one side fails at once, without a compiler or MPI.
 """
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ def function_body(source: str, signature: str) -> str:
     return source[start:source.index("\n}\n", start)]
 
 
-def test_format_name_and_version() -> None:
+def test_documents_take_format_and_version_from_the_generated_header() -> None:
     trace = c_source("libma/ma_trace.c")
-    assert f'{{\\"format\\":\\"{tf.FORMAT}\\",\\"version\\":%d' in trace
-    version = re.search(r"#define MA_TRACE_VERSION (\d+)", c_source("libma/ma_internal.h"))
-    assert version and int(version.group(1)) == tf.VERSION
+    assert '"{\\"format\\":\\"%s\\",\\"version\\":%d,\\"header\\":", MA_TRACE_FORMAT, MA_TRACE_VERSION' in trace
+    merge = c_source("libma/ma_merge.c")
+    assert "MA_MERGED_FORMAT,\n               MA_MERGED_VERSION" in merge
+    assert '"%s/" MA_MERGED_FILE' in merge and "MA_MERGED_INDEX" in merge
 
 
 def test_rank_file_and_temporary_names() -> None:
@@ -48,23 +50,21 @@ def test_rank_file_and_temporary_names() -> None:
     assert Path(tf.temporary_file(Path(), 3, 1).name).match(tf.TEMPORARY_GLOB)
 
 
-def test_mpi_call_types_and_node_types() -> None:
-    runtime = c_source("libma/ma_runtime.c")
-    assert string_array(runtime, "MPI_TYPE_NAMES") == tf.MPI_TYPES
-    assert set(string_array(runtime, "STRUCTURE_TYPES")) == set(tf.NODE_TYPES) - set(tf.MPI_TYPES)
+def test_pmpi_groups_follow_the_mpi_types() -> None:
     # The PMPI library's groups: one per MPI call type, in the same order, then the untyped routines.
     assert string_array(c_source("ma_pmpi.c"), "group_names") == (*tf.MPI_TYPES, "other")
+    assert "MA_STRUCTURE_TYPES(AS_STRING) MA_MPI_TYPES(AS_STRING)" in c_source("libma/ma_tree.c")
 
 
-def test_statuses_written_by_the_c_runtime_are_known() -> None:
-    runtime = c_source("libma/ma_runtime.c")
-    written = set(re.findall(r'\b(?:finish|flush_now)\("(\w+)"', runtime))
-    assert written and written <= set(tf.STATUSES)
-    assert {tf.COMPLETE, tf.RUNNING} <= written
+def test_statuses_written_by_the_c_runtime_are_the_generated_ones() -> None:
+    lifecycle = c_source("libma/ma_lifecycle.c")
+    written = set(re.findall(r"\b(?:finish|ma_trace_document)\((?:ma_rt, )?MA_STATUS_(\w+)", lifecycle))
+    assert {tf.COMPLETE.upper(), tf.RUNNING.upper(), tf.TERMINATED.upper()} <= written
+    assert not re.search(r'\bfinish\("', lifecycle)  # no status spelled as a literal
 
 
 def test_header_keys_written_by_the_c_runtime() -> None:
-    header = function_body(c_source("libma/ma_trace.c"), "static void header(")
+    header = function_body(c_source("libma/ma_trace.c"), "void ma_trace_header(")
     written = re.findall(r'\\"([a-z_]+)\\":', header)
     top_level = list(dict.fromkeys(key for key in written if key in tf.HEADER_KEYS))  # a ternary writes one twice
     assert top_level == list(tf.HEADER_KEYS)  # every key, in the documented order
@@ -82,22 +82,3 @@ def test_header_status_reader() -> None:
             assert "header" in str(error)
         else:
             raise AssertionError(f"{bad!r} accepted")
-
-
-def test_merged_value_fields_and_version_of_the_c_writer() -> None:
-    trace = c_source("libma/ma_trace.c")
-    assert string_array(trace, "value_fields") == tf.VALUE_FIELDS
-    assert f'\\"version\\":{tf.MERGED_VERSION},' in trace
-    levels = re.search(r"#define MA_CACHE_MAX_LEVELS (\d+)", c_source("libma/ma_internal.h"))
-    assert levels and int(levels.group(1)) == tf.CACHE_MAX_LEVELS
-
-
-def test_measured_signature_keys_written_by_the_c_runtime() -> None:
-    node = function_body(c_source("libma/ma_trace.c"), "static void node(")
-    start = node.index(f'\\"{tf.NODE_CACHE_KEY}\\":{{')
-    written = re.findall(r'\\"([a-z_]+)\\":', node[start:])
-    assert tuple(written[1:4]) == tf.CACHE_KEYS
-
-
-def test_vec_loop_gather_keys_written_by_the_c_runtime() -> None:
-    assert string_array(c_source("libma/ma_trace.c"), "gather_keys") == tf.VEC_LOOP_GATHER_KEYS

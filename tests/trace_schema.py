@@ -28,7 +28,7 @@ def check_node(node: dict[str, Any], parent_path: str | None) -> None:
     keys = set(tf.NODE_KEYS)
     if node["type"] in MPI_TYPES:
         keys |= set(tf.NODE_MPI_KEYS)
-    optional = {tf.NODE_CACHE_KEY, tf.NODE_C_CALLS_KEY}  # only where measured (the measured signature)
+    optional = {k.name for k in tf.NODE_LAYOUT if k.presence == tf.MEASURED}  # the measured signature
     assert keys <= set(node) <= keys | optional, f"{where}: keys {sorted((set(node) - optional) ^ keys)}"
     assert node["type"] in NODE_TYPES, where
     if parent_path is None:
@@ -39,7 +39,7 @@ def check_node(node: dict[str, Any], parent_path: str | None) -> None:
     assert node["expr"] is None or isinstance(node["expr"], str), where
     assert node["file"] is None or isinstance(node["file"], str), where
     assert node["line"] is None or isinstance(node["line"], int), where
-    for key in ("calls", "pass", "fail", "unmeasured", "mismatch", "wall_ns", "cpu_ns"):
+    for key in tf.NODE_COUNTS:
         assert isinstance(node[key], int) and node[key] >= 0, f"{where}: {key}"
     check_stats(node["predicted"], where)
     check_stats(node["measured"], where)

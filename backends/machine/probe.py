@@ -265,8 +265,10 @@ def measure_network(settings: ProbeSettings) -> dict[str, Any]:
 
     table = _pingpong_table(2, settings.pingpong_time, settings)
     latency, bandwidth = _hockney(table)
+    launcher = toolchain.find_program("mpiexec")
+    # its name, not its path: a profile describes a machine, and is shipped and shared beyond the host it was taken on
     return {"latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "ranks": 2,
-            "launcher": str(toolchain.find_program("mpiexec")), "pingpong": table,
+            "launcher": launcher.name if launcher else "mpiexec", "pingpong": table,
             "oversubscribed": measure_oversubscribed(settings)}
 
 

@@ -101,10 +101,12 @@ def setup(problem: ProblemClass, niter: int, comm: MPI.Comm) -> SPState:
         niter, dt, n = broadcast_inputs(problem, niter, comm)
         # Per cell: u with two ghost layers, rhs and forcing, the eight point-wise quantities with one,
         # and the solve's lhs (15) and rhs (5) work arrays of (csize+2) x isize^2, all doubles.
+        # The communicators first: MPI's own allocations for them are not the cells' (glibc's heap counts them).
+        comm_solve, comm_rhs = comm.Dup(), comm.Dup()
         with ma.heap_memory("cells", "8*ncells*(5*(csize+4)^3 + 10*csize^3 + 8*(csize+2)^3 "
                                      "+ 20*(csize+2)*isize^2)"):
             st = SPState(class_name=problem.name, niter=niter, layout=layout, k=Constants.make(n, dt),
-                         comm_setup=comm, comm_solve=comm.Dup(), comm_rhs=comm.Dup())
+                         comm_setup=comm, comm_solve=comm_solve, comm_rhs=comm_rhs)
         with ma.subroutine("initialize"):
             initialize(st)
         with ma.subroutine("exact_rhs"):

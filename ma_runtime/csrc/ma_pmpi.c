@@ -36,7 +36,7 @@ static int concurrent = 1;
                 : (void)((lvalue) += (amount)))
 #define LOAD(lvalue) __atomic_load_n(&(lvalue), __ATOMIC_RELAXED)
 
-#define N_BUCKETS 65 /* [0,0], then [2^(k-1), 2^k - 1] for k = 1..64 */
+#define N_BUCKETS MA_PMPI_HIST_BUCKETS /* [0,0], then [2^(k-1), 2^k - 1] for k = 1..64 */
 
 typedef struct peer_count {
     uint64_t calls;
@@ -820,6 +820,39 @@ static void put(text *t, const char *format, ...)
         t->len += (size_t)n;
 }
 
+size_t ma_pmpi_read_hist(int id, ma_pmpi_bucket *out, size_t cap)
+{
+    size_t n = 0;
+    for (int k = 0; id >= 0 && id < N_ROUTINES && k < N_BUCKETS; k++) {
+        uint64_t calls = LOAD(routines[id].hist[k]);
+        if (!calls)
+            continue;
+        if (n < cap) {
+            out[n].lo = k ? (uint64_t)1 << (k - 1) : 0;
+            out[n].hi = k ? (k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1) : 0;
+            out[n].calls = calls;
+        }
+        n++;
+    }
+    return n;
+}
+
+size_t ma_pmpi_read_peers(int id, ma_pmpi_peer_total *out, size_t cap)
+{
+    peer_count *table = id >= 0 && id < N_ROUTINES ? __atomic_load_n(&routines[id].peers, __ATOMIC_ACQUIRE) : NULL;
+    int n_table = LOAD(n_peers);
+    size_t n = 0;
+    for (int p = 0; table && p < n_table; p++) {
+        uint64_t calls = LOAD(table[p].calls);
+        if (!calls)
+            continue;
+        if (n < cap)
+            out[n] = (ma_pmpi_peer_total){p, calls, LOAD(table[p].bytes)};
+        n++;
+    }
+    return n;
+}
+
 size_t ma_pmpi_profile_json(char *buf, size_t cap)
 {
     text t = {buf, buf ? cap : 0, 0};
@@ -827,6 +860,9 @@ size_t ma_pmpi_profile_json(char *buf, size_t cap)
         buf[0] = '\0';
     put(&t, "{\"calls\":{");
     int first = 1;
+    ma_pmpi_bucket buckets[N_BUCKETS];
+    size_t n_table = (size_t)LOAD(n_peers);
+    ma_pmpi_peer_total *peers = n_table ? malloc(n_table * sizeof *peers) : NULL;
     for (int i = 0; i < N_ROUTINES; i++) {
         routine *r = &routines[i];
         uint64_t calls = LOAD(r->calls);
@@ -835,29 +871,18 @@ size_t ma_pmpi_profile_json(char *buf, size_t cap)
         put(&t, "%s\"%s\":{\"calls\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"time_ns\":%" PRIu64 ",\"hist\":[",
             first ? "" : ",", r->name, calls, LOAD(r->bytes), LOAD(r->time_ns));
         first = 0;
-        int first_bucket = 1;
-        for (int k = 0; k < N_BUCKETS; k++) {
-            uint64_t n = LOAD(r->hist[k]);
-            if (!n)
-                continue;
-            uint64_t lo = k ? (uint64_t)1 << (k - 1) : 0;
-            uint64_t hi = k ? (k == 64 ? UINT64_MAX : ((uint64_t)1 << k) - 1) : 0;
-            put(&t, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", first_bucket ? "" : ",", lo, hi, n);
-            first_bucket = 0;
-        }
+        size_t n_buckets = ma_pmpi_read_hist(i, buckets, N_BUCKETS);
+        for (size_t k = 0; k < n_buckets; k++)
+            put(&t, "%s[%" PRIu64 ",%" PRIu64 ",%" PRIu64 "]", k ? "," : "", buckets[k].lo, buckets[k].hi,
+                buckets[k].calls);
         put(&t, "],\"peers\":{");
-        peer_count *table = __atomic_load_n(&r->peers, __ATOMIC_ACQUIRE);
-        int n_table = LOAD(n_peers), first_peer = 1;
-        for (int p = 0; table && p < n_table; p++) {
-            uint64_t peer_calls = LOAD(table[p].calls);
-            if (!peer_calls)
-                continue;
-            put(&t, "%s\"%d\":[%" PRIu64 ",%" PRIu64 "]", first_peer ? "" : ",", p, peer_calls,
-                LOAD(table[p].bytes));
-            first_peer = 0;
-        }
+        size_t n_peer = peers ? ma_pmpi_read_peers(i, peers, n_table) : 0;
+        for (size_t p = 0; p < n_peer && p < n_table; p++)
+            put(&t, "%s\"%d\":[%" PRIu64 ",%" PRIu64 "]", p ? "," : "", peers[p].peer, peers[p].calls,
+                peers[p].bytes);
         put(&t, "}}");
     }
+    free(peers);
     put(&t, "}}");
     return t.len;
 }

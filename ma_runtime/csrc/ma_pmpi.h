@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define MA_PMPI_API_VERSION 1
+#define MA_PMPI_API_VERSION 2 /* 2: ma_pmpi_read_hist, ma_pmpi_read_peers */
 
 /* One group per MPI annotation type, in this order (ma_runtime/pmpi.py MPI_TYPES follows it). */
 enum ma_pmpi_group {
@@ -84,6 +84,22 @@ int ma_pmpi_nroutines(void);
 const char *ma_pmpi_routine_name(int routine); /* "MPI_Send", ...; NULL when out of range */
 int ma_pmpi_routine_group(int routine);        /* its group, or -1 */
 void ma_pmpi_read_routine(int routine, uint64_t *calls, uint64_t *bytes, uint64_t *time_ns);
+/* One bucket of a routine's message-size histogram: `calls` messages of lo..hi bytes (both included). */
+typedef struct ma_pmpi_bucket {
+    uint64_t lo, hi, calls;
+} ma_pmpi_bucket;
+/* What a point-to-point routine sent to (or received from) one rank of MPI_COMM_WORLD. */
+typedef struct ma_pmpi_peer_total {
+    int peer;
+    uint64_t calls, bytes;
+} ma_pmpi_peer_total;
+/* The non-empty buckets of a routine's histogram, smallest sizes first, into out[0..cap); returns how many there
+ * are (more than cap: the rest was not written), 0 for a bad index. At most MA_PMPI_HIST_BUCKETS. */
+#define MA_PMPI_HIST_BUCKETS 65 /* [0,0], then [2^(k-1), 2^k - 1] for k = 1..64 */
+size_t ma_pmpi_read_hist(int routine, ma_pmpi_bucket *out, size_t cap);
+/* The peers a routine counted calls to, in rank order, into out[0..cap); returns how many there are, as above.
+ * At most the size of MPI_COMM_WORLD. */
+size_t ma_pmpi_read_peers(int routine, ma_pmpi_peer_total *out, size_t cap);
 /* Time spent inside every wrapped routine, in nanoseconds. */
 uint64_t ma_pmpi_total_time_ns(void);
 /* The profile as the JSON object `mpi_profile` of docs/trace-format.md. Writes at most `cap` bytes

@@ -13,18 +13,26 @@
  *              built only when ma_vgcount.h and <valgrind/valgrind.h> are present (MA_HAVE_VGCOUNT).
  *  - mallinfo: heap bytes in use (glibc mallinfo2), for heap_memory regions; `valgrind` brings it along.
  */
+#include "ma_counters.h"
+
 #include <ctype.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
-
-#include "ma_internal.h"
 
 #ifdef MA_HAVE_VGCOUNT
 #include "ma_vgcount.h"
 #endif
 
 const char *const ma_kind_names[MA_N_KINDS] = {"flop", "loadstore", "heap_memory", "stack_memory"};
+
+int ma_counters_kind_of(const char *type)
+{
+    for (int k = 0; k < MA_N_KINDS; k++)
+        if (strcmp(ma_kind_names[k], type) == 0)
+            return k;
+    return -1;
+}
 
 static ma_provider *add_provider(ma_counters *c, const char *name)
 {

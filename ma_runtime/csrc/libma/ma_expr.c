@@ -15,6 +15,7 @@
  */
 #include "ma_expr.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <float.h>
 #include <limits.h>
@@ -919,4 +920,16 @@ int ma_expr_eval(const ma_expr *e, ma_num *out, char *err, size_t errlen)
 {
     evaluation ev = {e->text, err, errlen};
     return eval_node(&ev, e->root, out);
+}
+
+int ma_expr_names(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && (p = strstr(p, name)) != NULL; p += n) {
+        int before = p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        int after = isalnum((unsigned char)p[n]) || p[n] == '_';
+        if (!before && !after)
+            return 1;
+    }
+    return 0;
 }

@@ -21,6 +21,8 @@
 
 #include <stddef.h>
 
+#pragma GCC visibility push(hidden)
+
 #define MA_EXPR_MAX_LENGTH 10000
 #define MA_EXPR_MAX_DEPTH 100
 
@@ -48,6 +50,8 @@ ma_expr *ma_expr_parse(const char *text, ma_var_lookup lookup, void *context, ch
 /* Evaluate; 0 on success, -1 with a message in err (undefined variable, division by zero, domain). */
 int ma_expr_eval(const ma_expr *expr, ma_num *out, char *err, size_t errlen);
 void ma_expr_free(ma_expr *expr);
+/* Whether `text` (NULL: no) names the identifier `name` (`iter`: the iteration of the innermost loop). */
+int ma_expr_names(const char *text, const char *name);
 
 static inline ma_num ma_int(long long i) { ma_num n = {1, i, 0.0}; return n; }
 static inline ma_num ma_dbl(double d) { ma_num n = {0, 0, d}; return n; }
@@ -61,5 +65,7 @@ ma_num ma_num_div(ma_num a, ma_num b);
 /* JSON text of a number: integers as digits, doubles as the shortest text that reads back the same,
  * always with a '.' or an exponent (so a reader keeps it a float); Infinity/NaN as Python's json does. */
 int ma_num_format(ma_num n, char *buf, size_t cap);
+
+#pragma GCC visibility pop
 
 #endif /* MA_EXPR_H */

@@ -22,16 +22,9 @@
 #include <string.h>
 
 #include "ma.h"
-#include "ma_internal.h"
-
-static inline size_t trimmed(const char *text, size_t length)
-{
-    while (length && (text[length - 1] == ' ' || text[length - 1] == '\0'))
-        length--;
-    return length;
-}
-
-size_t ma_fortran_length(const char *text, size_t length) { return trimmed(text, length); }
+#include "ma_api.h"
+#include "ma_lifecycle.h"
+#include "ma_util.h"
 
 /* ---- one copy per distinct text ---------------------------------------------------------------- */
 typedef struct pooled {
@@ -65,7 +58,7 @@ static void *zeroed(size_t count, size_t size)
 {
     void *memory = calloc(count, size);
     if (!memory)
-        abort(); /* the runtime cannot go on without its tables (as ma_runtime.c's allocations) */
+        abort(); /* the runtime cannot go on without its tables (as ma_util.c's allocations) */
     return memory;
 }
 
@@ -175,7 +168,7 @@ static inline const char *c_text(const char *source, size_t length)
 {
     if (!source)
         return NULL;
-    length = trimmed(source, length);
+    length = ma_fortran_length(source, length);
     if (addresses) {
         size_t mask = address_capacity - 1;
         for (size_t i = address_slot(source); addresses[i].source; i = (i + 1) & mask) {
@@ -191,19 +184,18 @@ static inline const char *c_text(const char *source, size_t length)
 }
 
 /* ---- the calls (ma_tools/fortran.py writes the module that binds them) ------------------------ */
-int ma_fortran_calls; /* the program annotates through the Fortran module: the trace's language is "fortran" */
-
+/* 1 when an annotation call from this thread is recorded or at least binds variables (ma_lifecycle_call); the
+ * trace's language is then "fortran". Starts the runtime on the first call. */
 static int accepting(void)
 {
-    ma_fortran_calls = 1;
-    return ma_rt_accepting();
+    if (!ma_lifecycle_call())
+        return 0;
+    ma_rt->fortran_calls = 1;
+    return 1;
 }
 
-static int recording(void)
-{
-    ma_fortran_calls = 1;
-    return ma_rt_recording();
-}
+/* accepting(), and tracing is on. */
+static int recording(void) { return accepting() && ma_rt->enabled; }
 
 void ma_fortran_variable(const char *name, size_t name_length, long long value)
 {
@@ -244,7 +236,7 @@ void ma_fortran_loop_next(const char *id, size_t id_length)
 
 void ma_fortran_end(const char *type, const char *id, size_t id_length, long long measured)
 {
-    ma_end_fortran(type, id, id_length, measured); /* reads the counters before anything else */
+    ma_api_end(type, id, id_length, 1, measured, NULL, 0); /* reads the counters before anything else */
 }
 
 void ma_fortran_mpi(const char *type, const char *id, size_t id_length, const char *expr, size_t expr_length,
