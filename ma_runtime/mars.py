@@ -214,11 +214,12 @@ class Runtime:
             return None
         return "MPI was never initialised in this process: its assertions are unmeasured"
 
-    def flush(self) -> None:
-        """Periodic write, from the annotation exit path when the flush deadline passed. A write that fails (the
-        directory gone, read-only or full) never stops the program: it is said once on stderr and kept as an
-        anomaly for the next write that succeeds, and the next flush tries again."""
-        if not self.write_lock.acquire(blocking=False):
+    def flush(self, wait: bool = False) -> None:
+        """Periodic write, from the annotation exit path when the flush deadline passed (and ``ma.flush()``,
+        which ``wait``s for a write in progress). A write that fails (the directory gone, read-only or full)
+        never stops the program: it is said once on stderr and kept as an anomaly for the next write that
+        succeeds, and the next flush tries again."""
+        if not self.write_lock.acquire(blocking=wait):
             return  # another thread is writing this very moment
         try:
             for state in self.threads:

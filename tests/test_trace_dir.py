@@ -46,6 +46,7 @@ import os
 import pathlib
 import shutil
 import sys
+import time
 
 import ma
 
@@ -58,7 +59,8 @@ for step in range(200):
     if step == 20 and len(sys.argv) > 1:  # the directory is taken away while the program runs
         shutil.rmtree(traces)
         traces.write_text("now a file\\n")
-    ma.flush() if step == 21 and len(sys.argv) > 2 else None
+    if step > 20:
+        time.sleep(0.002)  # so that the periodic write (every millisecond) comes due
 print("the program ran to its end")
 """
 
