@@ -116,7 +116,7 @@ RUN_RECORD_FILE = "ma-run.json"
 RUN_FORMAT = "ma-run"
 RUN_VERSION = 1
 RUN_KEYS = ("format", "version", "run_id", "command", "argv", "launcher", "ranks", "exit_status", "start_time",
-            "end_time", "ended", "first_failure", "stopped_by_ma_run", "launcher_report")
+            "end_time", "ended", "first_failure", "stopped_by_ma_run", "signal_to_ma_run", "launcher_report")
 # One entry of "ended" (and "first_failure", which adds "tied_with"): how one rank's process ended, as ma run saw it.
 END_KEYS = ("rank", "pid", "after_s", "how", "signal", "signal_name", "exit_code")
 END_SIGNAL, END_EXIT, END_UNKNOWN = "signal", "exit", "unknown"
@@ -162,9 +162,9 @@ def rank_file(directory: Path, rank: int) -> Path:
     return directory / rank_file_name(rank)
 
 
-def temporary_file(directory: Path, rank: int, pid: int) -> Path:
-    """Where a rank's file is written before the rename that makes it visible."""
-    return directory / f".{rank_file_name(rank)}.{pid}.tmp"
+def temporary_file(directory: Path, rank: int, pid: int, thread: int | None = None) -> Path:
+    """Where a rank's file is written before the rename that makes it visible (one name per writing thread)."""
+    return directory / f".{rank_file_name(rank)}.{pid}{'' if thread is None else f'-{thread}'}.tmp"
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import sympy
 
 from ma_core.errors import ModelError
 
-from .printers import NumpyPrinter, numpy_mod
+from .printers import NUMPY_MOD_HELPER, NumpyPrinter, numpy_mod
 from .sympy_expr import symbol
 
 
@@ -100,11 +100,25 @@ def numeric_function(model: NumericModel) -> Callable[..., Any]:
     if fn is None:
         args = [symbol(name) for name in model.inputs]
         expr = model.inlined()
+        # An input named like a global of the printed code would shadow it: such inputs (rare) become dummies.
+        # Every input is not dummified: that rebuilds the whole tree, which takes minutes for thousands of sites.
+        clashing = {arg: sympy.Dummy(arg.name) for arg in args if arg.name in _PRINTED_GLOBALS}
+        if clashing:
+            args = [clashing.get(arg, arg) for arg in args]
+            expr = expr.xreplace(clashing)
         # lambdify prints the SymPy tree (built from the lark parse, never from text) with our printer.
-        fn = sympy.lambdify(args, expr, modules=[{"_ma_mod": numpy_mod}, "numpy"], printer=NumpyPrinter,
-                            cse=True, dummify=True)
+        try:
+            fn = sympy.lambdify(args, expr, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
+                                printer=NumpyPrinter, cse=True, dummify=False)
+        except (RecursionError, SyntaxError, MemoryError) as exc:  # Python's own limits on the code's nesting
+            raise ModelError(f"{model.quantity}: the model is too deeply nested to compile for evaluation "
+                             f"({type(exc).__name__}: {exc})") from None
         model.cache["numpy"] = fn
     return fn
+
+
+# The names the code printed by NumpyPrinter and lambdify uses besides the model's inputs.
+_PRINTED_GLOBALS = frozenset({"numpy", NUMPY_MOD_HELPER, "_lambdifygenerated", "builtins", "range"})
 
 
 def _call(model: NumericModel, arrays: list[Any]) -> Any:

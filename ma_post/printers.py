@@ -3,7 +3,10 @@
 - ``mod(a, b)`` takes the sign of ``b`` and ``mod(a, 0) = a`` (Octave's builtin already does this; NumPy and
   C get a small helper, since ``numpy.mod(a, 0)`` is NaN and C's ``fmod`` takes the sign of ``a``);
 - ``log2``/``log10`` print as the native functions (exact on powers of 2 / 10);
-- every operator is elementwise, so the same function evaluates a whole grid in one call.
+- every operator is elementwise, so the same function evaluates a whole grid in one call;
+- a sum or product of many terms (a model of thousands of sites) prints as balanced groups of at most
+  ``MAX_CHAIN`` terms: Python's compiler (and ``lambdify``, which compiles the printed text) fails with a
+  RecursionError on a flat chain of a few thousand operators.
 """
 
 from __future__ import annotations
@@ -17,10 +20,39 @@ from sympy.printing.octave import OctaveCodePrinter
 
 NUMPY_MOD_HELPER = "_ma_mod"
 C_MOD_HELPER = "ma_mod"
+MAX_CHAIN = 64  # terms of a sum or factors of a product printed as one flat chain
 
 
-class OctavePrinter(OctaveCodePrinter):
+class BalancedChains:
+    """Printer mixin: sums and products longer than MAX_CHAIN print as two parenthesised halves, recursively,
+    so the printed text nests about log2(terms) deep instead of one operator per term."""
+
+    MULTIPLY = "*"
+
+    def _print_Add(self, expr: sympy.Expr, order: Any = None) -> str:
+        if len(expr.args) <= MAX_CHAIN:
+            return super()._print_Add(expr, order=order)  # type: ignore[misc, no-any-return]
+        # SymPy's canonical order of the arguments: sorting thousands of terms for print is slow, and
+        # the order of a sum this long is no help to a reader anyway.
+        left, right = _halves(sympy.Add, list(expr.args))
+        return f"({self._print(left)}) + ({self._print(right)})"  # type: ignore[attr-defined]
+
+    def _print_Mul(self, expr: sympy.Expr) -> str:
+        if len(expr.args) <= MAX_CHAIN:
+            return super()._print_Mul(expr)  # type: ignore[misc, no-any-return]
+        left, right = _halves(sympy.Mul, list(expr.args))
+        return f"({self._print(left)}){self.MULTIPLY}({self._print(right)})"  # type: ignore[attr-defined]
+
+
+def _halves(kind: Any, items: list[sympy.Expr]) -> tuple[sympy.Expr, sympy.Expr]:
+    half = len(items) // 2
+    return kind(*items[:half], evaluate=False), kind(*items[half:], evaluate=False)
+
+
+class OctavePrinter(BalancedChains, OctaveCodePrinter):
     """Octave/MATLAB code with elementwise operators (``.* ./ .^``)."""
+
+    MULTIPLY = ".*"
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:
         super().__init__({"inline": True, **(settings or {})})
@@ -36,7 +68,7 @@ class OctavePrinter(OctaveCodePrinter):
         return f"mod({a}, {b})"
 
 
-class NumpyPrinter(NumPyPrinter):
+class NumpyPrinter(BalancedChains, NumPyPrinter):
     """NumPy code; ``numpy`` must be imported as ``numpy`` and ``_ma_mod`` defined beside it."""
 
     def _print_Mod(self, expr: sympy.Expr) -> str:
@@ -57,7 +89,7 @@ class NumpyPrinter(NumPyPrinter):
         return self._nested("maximum", expr.args)
 
 
-class CPrinter(C99CodePrinter):
+class CPrinter(BalancedChains, C99CodePrinter):
     """C99 double arithmetic; no M_* macros (not in strict C99), ``ma_mod`` for Octave's mod."""
 
     def __init__(self, settings: dict[str, Any] | None = None) -> None:

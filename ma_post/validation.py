@@ -5,7 +5,10 @@ Numbers per site (MA paper Figure 8, ``id:type:predicted:measured:error_rate:PAS
 - *predicted* and *measured* are per-call means over every call on every rank and thread (the table and
   JSON add min and max), *error rate* is ``(predicted - measured) / measured`` of those means;
 - PASS/FAIL are the runtime's per-call verdicts (under the tolerance in the trace header) summed over
-  ranks; calls that could not be measured are counted as UNMEASURED, never as PASS;
+  ranks; calls that could not be measured are counted as UNMEASURED, never as PASS. A call that was measured
+  but whose prediction could not be evaluated (the C runtime goes on after an ``evaluation`` anomaly) is
+  *unevaluated*: its site is never PASS (UNMEASURED when no call was judged), and such a site is a problem of
+  the report, like an anomaly (``ma validate`` exits 1 unless ``--anomalies warn``);
 - the *worst rank* is the rank with the largest per-call error bound: when the prediction is the same on
   every call of a rank (the usual case) the bound is exact — the larger error of the smallest and the
   largest measured value; otherwise it is the error of the rank's means.
@@ -57,6 +60,7 @@ class SiteResult:
     count_measured: tuple[float, float, float] | None = None
     first_fail: tuple[int, dict[str, Any]] | None = None
     by_rank_verdict: int = 0  # re-judged calls that took their rank's verdict (the trace cannot judge each)
+    unevaluated: int = 0  # calls measured without a prediction (it failed to evaluate): never a pass
 
     @property
     def id(self) -> str:
@@ -127,11 +131,19 @@ class Report:
             out.append("the run is incomplete")
         if anomalies and self.anomalies:
             out.append(f"{len(self.anomalies)} kind{'s' if len(self.anomalies) > 1 else ''} of anomaly")
+        if anomalies and self.unevaluated:
+            count = len(self.unevaluated)
+            out.append(f"{count} assertion{'s' if count > 1 else ''} with unevaluated calls")
         return out
 
     @property
     def unmeasured(self) -> list[SiteResult]:
         return [r for r in self.results if r.status == UNMEASURED]
+
+    @property
+    def unevaluated(self) -> list[SiteResult]:
+        """Sites with calls that were measured but could not be judged: their prediction failed to evaluate."""
+        return [r for r in self.results if r.unevaluated]
 
     @property
     def ok(self) -> bool:
@@ -225,9 +237,11 @@ def _site_result(ts: TraceSet, site: Site, tolerance: Tolerance | None, cut_off:
         by_rank_verdict = int(verdicts.by_cell.sum())
     passes, fails = int(passes_per_rank.sum()), int(fails_per_rank.sum())
     unmeasured = int(site.unmeasured.sum())
+    # Measured calls the runtime judged neither way: their prediction did not evaluate (whatever --tolerance).
+    unevaluated = max(int(meas.n.sum()) - int(site.passes.sum()) - int(site.fails.sum()), 0)
     p_triple, m_triple = _triple(pred), _triple(meas)
     worst_rank, worst_error = None, math.nan
-    if np.isfinite(bound).any() or np.isinf(bound).any():
+    if pred.n.sum() and (np.isfinite(bound).any() or np.isinf(bound).any()):  # (no error without a prediction)
         idx = int(np.nanargmax(np.where(np.isnan(bound), -1.0, bound)))
         worst_rank, worst_error = int(ts.ranks[idx]), float(bound[idx])
     failing = ts.ranks[fails_per_rank > 0]
@@ -236,7 +250,7 @@ def _site_result(ts: TraceSet, site: Site, tolerance: Tolerance | None, cut_off:
         # ended early, a site without calls was entered and cut off.
         status = INTERRUPTED if cut_off and not site.calls.sum() else UNMEASURED
     else:
-        status = FAIL if failing.size else PASS
+        status = FAIL if failing.size else UNMEASURED if unevaluated else PASS
     first_fail = None
     if site.first_fail:
         rank = min(site.first_fail)
@@ -247,12 +261,18 @@ def _site_result(ts: TraceSet, site: Site, tolerance: Tolerance | None, cut_off:
         mismatch=int(site.mismatches.sum()), worst_rank=worst_rank, worst_error=worst_error,
         failing_ranks=failing.tolist(), status=status,
         unmeasured_reason=(_INTERRUPTED_REASON if status == INTERRUPTED else
+                           _unevaluated_reason(unevaluated, int(meas.n.sum())) if unevaluated else
                            _unmeasured_reason(ts, site) if status == UNMEASURED or unmeasured else None),
         count_predicted=count_pred, count_measured=count_meas, first_fail=first_fail,
-        by_rank_verdict=by_rank_verdict)
+        by_rank_verdict=by_rank_verdict, unevaluated=unevaluated)
 
 
 _INTERRUPTED_REASON = "no call had ended when the run did (cut off by the end of an incomplete run)"
+
+
+def _unevaluated_reason(unevaluated: int, measured: int) -> str:
+    return (f"the prediction of {unevaluated} of {measured} measured call{'s' if measured > 1 else ''} could not be "
+            "evaluated (see the site's evaluation anomaly); such a call is never a pass")
 
 
 def _unmeasured_reason(ts: TraceSet, site: Site) -> str:
@@ -383,6 +403,9 @@ def summary_line(report: Report) -> str:
     if report.interrupted:
         line += f", {len(report.interrupted)} INTERRUPTED"
     line += f" ({judged})"
+    if report.unevaluated:
+        calls = sum(r.unevaluated for r in report.unevaluated)
+        line += f"; {calls} call{'s' if calls > 1 else ''} unevaluated"
     if report.anomalies:
         line += f"; {sum(a.count for a in report.anomalies)} anomalies"
     if report.incomplete:
@@ -404,7 +427,10 @@ def _notes(report: Report, *, unmeasured: bool = True) -> list[str]:
     ts = report.traceset
     out = [f"incomplete run: {sentence}" for sentence in report.incomplete]
     for r in report.results:
-        if r.status == INTERRUPTED or (unmeasured and r.status == UNMEASURED):
+        if r.unevaluated:
+            out.append(f"{_where(r.site.file, r.site.line)}unevaluated: {r.site.path} ({r.type}): "
+                       f"{r.unmeasured_reason}")
+        elif r.status == INTERRUPTED or (unmeasured and r.status == UNMEASURED):
             out.append(f"{_where(r.site.file, r.site.line)}{r.status.lower()}: {r.site.path} ({r.type}): "
                        f"{r.unmeasured_reason or 'no measurement'}")
         if r.mismatch:
@@ -469,7 +495,7 @@ def to_json(report: Report) -> dict[str, Any]:
             "unmeasured_reason": r.unmeasured_reason, "worst_rank": r.worst_rank,
             "worst_error": _json_number(r.worst_error), "failing_ranks": r.failing_ranks,
             "first_fail": None if r.first_fail is None else {"rank": r.first_fail[0], **r.first_fail[1]},
-            "by_rank_verdict": r.by_rank_verdict,
+            "by_rank_verdict": r.by_rank_verdict, "unevaluated": r.unevaluated,
             "line_text": format_line(r),
         })
     return {
@@ -482,6 +508,7 @@ def to_json(report: Report) -> dict[str, Any]:
         "tolerance": None if report.tolerance is None else report.tolerance.to_json(),
         "summary": {"assertions": len(report.results), "pass": sum(r.status == PASS for r in report.results),
                     "fail": len(report.failed), "unmeasured": len(report.unmeasured),
+                    "unevaluated": len(report.unevaluated),
                     "interrupted": len(report.interrupted), "anomalies": len(report.anomalies),
                     "complete": not report.incomplete, "ok": report.ok, "problems": report.problems()},
         "sites": sites,

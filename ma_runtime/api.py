@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 from ma_core.errors import AnnotationError
-from ma_core.trace_format import COMPLETE, RUNNING
+from ma_core.trace_format import COMPLETE
 
 from .annotations import Region, enter_runtime, flop, leave_runtime, loadstore, loop, subroutine
 from .mars import current_runtime, runtime, thread_state
@@ -143,10 +143,11 @@ def _open_frame(type_: str, id: str) -> Region | None:
 
 
 def flush() -> None:
-    """Write this rank's trace now (it is also written periodically and at exit)."""
+    """Write this rank's trace now (it is also written periodically and at exit); a write that fails is said on
+    stderr, not raised."""
     rt = current_runtime()
     if rt is not None:
-        rt.write(RUNNING)
+        rt.flush(wait=True)
 
 
 def finalize() -> None:

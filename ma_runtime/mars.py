@@ -23,7 +23,7 @@ from ma_core.trace_format import COMPLETE, GIVEN_HITS_KEY, PEERS_KEY, RUNNING, T
 from . import COMPILED, merge, peers, trace
 from .config import Settings
 from .counters import MEASURABLE_KINDS, open_providers
-from .sites import NodeFactory, caller
+from .sites import NodeFactory, caller, is_unicode_text
 from .threadstate import ThreadState
 from .tree import Node, Stats, values_differ
 
@@ -87,8 +87,17 @@ class Runtime:
         _fence_the_runtime(self.providers)
         self.pmpi, self.mpi_reason = _open_pmpi()
         self.mpi_live = False
+        # One writer at a time: threads that reach their flush deadline together would otherwise write the
+        # same temporary file; a periodic flush that finds it taken leaves the write to the thread holding it.
+        # Re-entrant: the SIGTERM handler's final write may interrupt this thread's own write (it ends the process).
+        self.write_lock = threading.RLock()
+        self.write_problem: str | None = None  # the first failed periodic write, said once
         atexit.register(self.finish, COMPLETE)
         _install_signal_handler(self)
+        if self.settings.run_id is not None:
+            # Under ma run, a first file at once: a rank whose file still says "running" when it has ended never
+            # made its final write (it died, or left with _exit before MPI_Finalize): ma run stops the job.
+            self.flush()
 
     def _pick_reader(self, kind: str) -> tuple[Callable[[], int] | None, dict[str, str] | None]:
         for provider in self.providers:
@@ -134,6 +143,10 @@ class Runtime:
                 raise _annotation_error(f"ma.variable({name!r}, ...): value must be a number, not {value!r}")
             evaluated: Number = value  # type: ignore[assignment]
         else:
+            if isinstance(expr_text, str) and not is_unicode_text(expr_text):
+                file, line = caller()
+                raise _annotation_error(f"{file}:{line}: ma.assign({name!r}, ...): the expression "
+                                        f"{expr_text[:80]!r} is not valid Unicode text (it holds a lone surrogate)")
             expression = parse_expression(expr_text)
             evaluated = expression.evaluate(state.env_for(expression.symbols))
             if value is not None and not _is_number(value):
@@ -201,16 +214,32 @@ class Runtime:
             return None
         return "MPI was never initialised in this process: its assertions are unmeasured"
 
-    def flush(self) -> None:
-        """Periodic write, from the annotation exit path when the flush deadline passed."""
-        for state in self.threads:
-            state.flush_deadline = 1 << 62  # no re-entry while writing
+    def flush(self, wait: bool = False) -> None:
+        """Periodic write, from the annotation exit path when the flush deadline passed (and ``ma.flush()``,
+        which ``wait``s for a write in progress). A write that fails (the directory gone, read-only or full)
+        never stops the program: it is said once on stderr and kept as an anomaly for the next write that
+        succeeds, and the next flush tries again."""
+        if not self.write_lock.acquire(blocking=wait):
+            return  # another thread is writing this very moment
         try:
-            self.write(RUNNING)
+            for state in self.threads:
+                state.flush_deadline = 1 << 62  # no re-entry while writing
+            try:
+                self._write(RUNNING)
+            except (OSError, RecursionError) as error:  # (RecursionError: the program's own stack stands deep)
+                self._write_failed(error)
         finally:
             self.flush_deadline = time.perf_counter_ns() + self.flush_interval_ns
             for state in self.threads:
                 state.flush_deadline = self.flush_deadline
+            self.write_lock.release()
+
+    def _write_failed(self, error: Exception) -> None:
+        if self.write_problem is None:
+            self.write_problem = f"cannot write the trace into {self.settings.trace_dir}: {error}"
+            print(f"ma: rank {self.rank}: {self.write_problem}; the program goes on, and later writes will try "
+                  "again", file=sys.stderr, flush=True)
+        self.anomaly("trace_write", None, self.write_problem)
 
     def finish(self, status: str, reason: str | None = None) -> None:
         """Final write: close what is still open, then write the trace. Runs once."""
@@ -228,11 +257,19 @@ class Runtime:
             self.refresh_rank()  # the exit hook of import ma reduces it with the other ranks' (merge.py)
             self.pending_final = self.snapshot(status, reason, final=True)
         else:
-            self.write(status, reason, final=True)
+            try:
+                self.write(status, reason, final=True)
+            except (OSError, RecursionError) as error:  # said, not raised: a traceback would hide the reason
+                print(f"ma: rank {self.rank}: cannot write the final trace into {self.settings.trace_dir}: {error}",
+                      file=sys.stderr, flush=True)
         for provider in self.providers:
             provider.close()
 
     def write(self, status: str, reason: str | None = None, final: bool = False) -> None:
+        with self.write_lock:
+            self._write(status, reason, final)
+
+    def _write(self, status: str, reason: str | None = None, final: bool = False) -> None:
         self.refresh_rank()
         document = self.snapshot(status, reason, final)
         trace.write_atomic(self.settings.trace_dir, self.rank, document)

@@ -395,7 +395,11 @@ def at_exit() -> None:
     if merged and chosen == "merged":
         _drop_flush(runtime.settings.trace_dir, int(document["header"]["rank"]))
     else:
-        trace.write_atomic(runtime.settings.trace_dir, int(document["header"]["rank"]), document)
+        try:
+            trace.write_atomic(runtime.settings.trace_dir, int(document["header"]["rank"]), document)
+        except OSError as error:  # said, not raised: an exit handler's traceback would hide the reason
+            print(f"ma: rank {document['header']['rank']}: cannot write the final trace into "
+                  f"{runtime.settings.trace_dir}: {error}", file=sys.stderr, flush=True)
 
 
 def merged_ranks(directory: Path) -> set[int]:

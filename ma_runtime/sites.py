@@ -71,6 +71,15 @@ class NodeFactory:
         if count is not None and (isinstance(count, bool) or not isinstance(count, (str, int))):
             raise AnnotationError(f"{type_} {id_!r}: count must be an int or an expression, not {count!r}")
         file, line = caller()
+        for what, text in (("id", id_), ("expression", expr_text), ("count", count)):
+            if isinstance(text, str) and not is_unicode_text(text):
+                raise AnnotationError(f"{file}:{line}: {type_} {what} {text[:80]!r} is not valid Unicode text (it "
+                                      "holds a lone surrogate, as os.fsdecode makes of bytes that are not UTF-8); "
+                                      "a trace must stay readable")
+        if site_depth(parent) >= MAX_SITE_DEPTH:
+            raise AnnotationError(f"{file}:{line}: {type_} {id_!r} would open level {MAX_SITE_DEPTH + 1} of the site "
+                                  f"tree; it is at most {MAX_SITE_DEPTH} levels deep, so that every trace can be "
+                                  "written and read back (a recursion annotated at every level is deeper than that)")
         cpu_time = self.settings.cpu_time
         track_cpu = cpu_time == "all" or (cpu_time == "subroutines" and type_ == "subroutine")
         node = Node(parent, type_, id_, expr_text, self.settings.tolerance_for(type_), file, line, count,
@@ -78,6 +87,30 @@ class NodeFactory:
         if self.site_probe is not None:
             self.site_probe(node)
         return node
+
+
+# Sites nested deeper than this are refused at the call: a trace nests two JSON levels per site level, and the
+# writers and readers of JSON (the standard library's, msgspec) stop near 1000 levels.
+MAX_SITE_DEPTH = 400
+
+
+def site_depth(node: Node) -> int:
+    """Levels above ``node`` up to the root (the root is level 0). Walked only when a site is created."""
+    depth = 0
+    while node.parent is not None:
+        node = node.parent
+        depth += 1
+    return depth
+
+
+def is_unicode_text(text: str) -> bool:
+    """Whether ``text`` can be written as UTF-8: a lone surrogate cannot (JSON would carry it as ``\\ud800``,
+    which no reader can decode into text)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def caller() -> tuple[str | None, int | None]:

@@ -7,9 +7,11 @@ decimal digits (``sys.get_int_max_str_digits()``, 4300 by default), is written a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +28,16 @@ def write_atomic(directory: Path, rank: int, document: dict[str, Any]) -> Path:
     """Write ``document`` so that a reader sees either the previous complete file or the new one."""
     directory.mkdir(parents=True, exist_ok=True)
     final = trace_path(directory, rank)
-    temporary = temporary_file(directory, rank, os.getpid())
+    temporary = temporary_file(directory, rank, os.getpid(), threading.get_native_id())
     text = encode(document)
-    with open(temporary, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.replace(temporary, final)
+    try:
+        with open(temporary, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(temporary, final)
+    except OSError:
+        with contextlib.suppress(OSError):  # a full disk: leave no partial temporary file behind
+            os.unlink(temporary)
+        raise
     return final
 
 

@@ -8,26 +8,25 @@ the command runs directly.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma_core.errors import LaunchError, ToolBuildError
 from ma_core.trace_format import (
-    MERGED_FILE,
-    RANK_FILE_GLOB,
     RUN_FORMAT,
     RUN_RECORD_FILE,
     RUN_VERSION,
-    TEMPORARY_GLOB,
     describe_end,
     header_status,
     merged_file,
@@ -36,7 +35,7 @@ from ma_runtime.counters import parse_spec
 from ma_runtime.merge import merged_ranks
 from ma_runtime.trace import trace_path
 
-from . import hydra, mpilaunch, runwatch, slurm
+from . import hydra, mpilaunch, runwatch, slurm, tracedir
 from .toolchain import env_bin_dir
 
 
@@ -51,6 +50,7 @@ class LaunchPlan:
     launcher: str = "direct"  # one of trace_format.LAUNCHER_KINDS
     clean_up: bool = False  # ma run stops the job at a rank's failure, not the launcher (runwatch.py)
     unset: tuple[str, ...] = ()  # removed from the parent's environment
+    kept_previous: bool = False  # the job wrote no trace, so the previous run's were put back (tracedir.py)
 
 
 def plan(command: Sequence[str], nprocs: int | None = None, trace_dir: str | os.PathLike[str] = "ma-traces",
@@ -68,6 +68,8 @@ def plan(command: Sequence[str], nprocs: int | None = None, trace_dir: str | os.
         raise LaunchError("no command to run: write it after `--`, e.g. ma run -n 2 -- python app.py")
     if nprocs < 1:
         raise LaunchError(f"-n must be at least 1, not {nprocs}")
+    if not str(trace_dir).strip():
+        raise LaunchError("--trace-dir is empty: name the directory for the traces (default ma-traces)")
     trace_dir = Path(trace_dir).absolute()
     env = {"MA_TRACE_DIR": str(trace_dir), "MA_RUN_ID": uuid.uuid4().hex,
            # Keep the environment's own MPI tools first for anything the program starts itself.
@@ -133,23 +135,20 @@ def _preload_pmpi(env: dict[str, str], program: mpilaunch.ProgramMpi) -> list[st
     return []
 
 
-def clear_traces(trace_dir: Path) -> None:
-    """Remove the rank files of an earlier run, so a smaller run cannot be mixed with a larger one's."""
-    if not trace_dir.is_dir():
-        return
-    for stale in trace_dir.glob(RANK_FILE_GLOB):
-        stale.unlink()
-    for stale in trace_dir.glob(TEMPORARY_GLOB):
-        stale.unlink()
-    (trace_dir / RUN_RECORD_FILE).unlink(missing_ok=True)
-    for stale in (merged_file(trace_dir), *trace_dir.glob(f".{MERGED_FILE}.*.tmp")):
-        stale.unlink(missing_ok=True)
-
-
 def run(launch: LaunchPlan) -> int:
     """Start the job, wait for it, write the run record beside the traces, return the job's exit status
-    (never raises for the job's own failure)."""
-    clear_traces(launch.trace_dir)
+    (never raises for the job's own failure). The trace directory is checked and claimed first (tracedir.py)."""
+    tracedir.check(launch.trace_dir)
+    with tracedir.claimed(launch.trace_dir, launch.env["MA_RUN_ID"]):
+        tracedir.set_aside(launch.trace_dir)
+        try:
+            return _run_job(launch)
+        finally:
+            wrote = bool(written_traces(launch.trace_dir, launch.nprocs))
+            launch.kept_previous = tracedir.settle(launch.trace_dir, wrote)
+
+
+def _run_job(launch: LaunchPlan) -> int:
     environment = {**{k: v for k, v in os.environ.items() if k not in launch.unset}, **launch.env}
     from_hydra, from_srun = launch.launcher == "hydra", launch.launcher == "srun"
     watch = None
@@ -176,12 +175,12 @@ def run(launch: LaunchPlan) -> int:
         forwarder = threading.Thread(target=hydra.forward, args=(stream, out, report), name="ma-run-launcher-output",
                                      daemon=True)
         forwarder.start()
+    stop = JobStop(launch.env["MA_RUN_ID"], job, watch)
     try:
-        status = job.wait()
-    except KeyboardInterrupt:
-        job.wait()
-        raise
+        with stop.on_signals():
+            status = job.wait()
     finally:
+        stop.cancel()
         if forwarder is not None:
             forwarder.join(timeout=10)  # a process the job left behind may hold its stdout open
         ended = watch.stop() if watch is not None else []
@@ -192,16 +191,77 @@ def run(launch: LaunchPlan) -> int:
         direct.set_wait_status(-status if status < 0 else status << 8)
         ended = [direct]
     try:
-        write_run_record(launch, status, start, ended, report, watch.stopped if watch is not None else [])
+        write_run_record(launch, status, start, ended, report, watch.stopped if watch is not None else [],
+                         stop.signal)
     except OSError as error:  # the job's own status matters more than the record
         launch.notes.append(f"could not write the run record in {launch.trace_dir}: {error}")
+    if stop.signal is not None:
+        name = signal.Signals(stop.signal).name
+        launch.notes.append(f"stopped by {name}: the signal was passed to the job"
+                            + (f", and after {STOP_GRACE_SECONDS:g} s its {stop.killed} remaining processes were "
+                               "killed" if stop.killed else "") + f" (run record {RUN_RECORD_FILE})")
+        return 128 + stop.signal  # never 0: the job did not run to its end
     return status if status >= 0 else 128 - status
 
 
+STOP_GRACE_SECONDS = 3.0  # after ma run passes on a signal, how long the job has to end before it is killed
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class JobStop:
+    """While ``ma run`` waits for the job: SIGINT, SIGTERM or SIGHUP to ``ma run`` goes on to the launcher and
+    to every process of the run on this host (found by the run id in their environment), so that the runtimes
+    write their traces; whatever is left after STOP_GRACE_SECONDS is SIGKILLed, launcher included (a Hydra
+    started with ``-disable-auto-cleanup`` ignores SIGTERM, and a rank may ignore it too). A second signal kills at
+    once. Without this, the ranks and ``mpiexec`` outlived ``ma run`` and no run record was written."""
+
+    def __init__(self, run_id: str, job: subprocess.Popen[bytes], watch: runwatch.RankWatch | None) -> None:
+        self.run_id, self.job, self.watch = run_id, job, watch
+        self.signal: int | None = None  # the first signal ma run received
+        self.killed = 0  # processes SIGKILLed after the grace period
+        self._timer: threading.Timer | None = None
+
+    @contextlib.contextmanager
+    def on_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        before = {signum: signal.signal(signum, self._received) for signum in _STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for signum, handler in before.items():
+                signal.signal(signum, handler)
+
+    def _received(self, signum: int, frame: object) -> None:
+        if self.signal is not None:
+            self._kill()
+            return
+        self.signal = signum
+        if self.watch is not None:  # the ranks now end because they were asked to: none of them failed first
+            self.watch.clean_up_in = None
+        runwatch.signal_run(self.run_id, signum, also=[self.job.pid])
+        self._timer = threading.Timer(STOP_GRACE_SECONDS, self._kill)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _kill(self) -> None:
+        if self.job.poll() is None or runwatch.processes_of_run(self.run_id):
+            self.killed = len(runwatch.signal_run(self.run_id, signal.SIGKILL, also=[self.job.pid]))
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        if self.signal is not None:  # the launcher ended: nothing of the run may outlive ma run
+            self._kill()
+
+
 def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[runwatch.RankEnd],
-                     report: hydra.LauncherReport | slurm.SrunReport | None, stopped: list[int]) -> Path:
-    """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically."""
-    if not status:
+                     report: hydra.LauncherReport | slurm.SrunReport | None, stopped: list[int],
+                     received: int | None = None) -> Path:
+    """``ma-run.json`` beside the rank files (docs/trace-format.md, "Run record"), written atomically;
+    ``received``: the signal that stopped ``ma run`` (and so the job), if one did."""
+    if not status or received is not None:  # stopped by a signal to ma run: no rank failed first
         failure = None
     elif isinstance(report, slurm.SrunReport):
         failure = slurm.first_failure(ended, report, launch.nprocs, launch.trace_dir)
@@ -214,6 +274,8 @@ def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[
               "ended": [end.to_json() for end in ended],
               "first_failure": None if failure is None else {**failure[0].to_json(), "tied_with": failure[1]},
               "stopped_by_ma_run": sorted(stopped),
+              "signal_to_ma_run": None if received is None else {"signal": received,
+                                                                 "signal_name": signal.Signals(received).name},
               "launcher_report": None if report is None or not report.said_anything else report.to_json(pids)}
     launch.trace_dir.mkdir(parents=True, exist_ok=True)
     path = launch.trace_dir / RUN_RECORD_FILE

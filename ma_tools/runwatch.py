@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,10 +109,22 @@ def zombie_status(pid: int) -> int | None:
     return int(fields[49])  # field 52 counted from 1, minus pid and comm
 
 
+def unfinished(trace_dir: Path, rank: int) -> bool:
+    """Whether the rank's own file is still a periodic flush (``status: running``) after the rank ended: its
+    runtime never made its final write (which replaces or, after a merge, removes that file), so it ended
+    before its exit handlers, e.g. with ``_exit(0)`` before MPI_Finalize, where the others wait for it."""
+    try:
+        with open(tf.rank_file(trace_dir, rank), "rb") as handle:
+            head = handle.read(4096)  # the header comes first
+    except OSError:
+        return False
+    return f'"status":"{tf.RUNNING}"'.encode() in head
+
+
 def failed(end: RankEnd, trace_dir: Path) -> bool:
     """Whether a rank that ended failed: from its wait status, or where ma run missed it, from its trace."""
     if end.how != tf.END_UNKNOWN:
-        return not end.clean
+        return not end.clean or unfinished(trace_dir, end.rank)
     try:  # the process is gone, so its final write (if any) is complete
         text = tf.rank_file(trace_dir, end.rank).read_bytes()
     except OSError:
@@ -224,6 +237,33 @@ class RankWatch:
                 os.kill(self.launcher_pid, signal.SIGINT)
 
 
+def processes_of_run(run_id: str) -> list[int]:
+    """Every process on this host whose environment holds this run's ``MA_RUN_ID`` (the launcher, its proxies,
+    the ranks and their wrappers), never ma run itself."""
+    marker = b"MA_RUN_ID=" + run_id.encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as handle:
+                if marker + b"\0" in handle.read() + b"\0":
+                    found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def signal_run(run_id: str, signum: int, also: Iterable[int] = ()) -> list[int]:
+    """Send ``signum`` to every process of the run (and to ``also``); the PIDs it reached."""
+    reached = []
+    for pid in dict.fromkeys([*also, *processes_of_run(run_id)]):
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
+            reached.append(pid)
+    return reached
+
+
 def first_failure(ended: list[RankEnd], report: LauncherReport | None, nprocs: int, trace_dir: Path
                   ) -> tuple[RankEnd, list[int]] | None:
     """The first rank in end order that did not exit cleanly, and the ranks seen ending at the same moment
@@ -234,7 +274,7 @@ def first_failure(ended: list[RankEnd], report: LauncherReport | None, nprocs: i
     Hydra stops the others with SIGKILL, so those are the likelier victims of the clean-up."""
     codes = report.exit_codes if report is not None and len(report.exit_codes) == nprocs else []
     for end in ended:
-        if end.how == tf.END_UNKNOWN and codes and codes[end.rank]:
+        if end.how == tf.END_UNKNOWN and codes:  # (0 included: a rank that exited 0 may not have finished)
             end.set_wait_status(codes[end.rank])
     failures = [end for end in ended if failed(end, trace_dir)]
     if not failures:

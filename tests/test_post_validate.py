@@ -140,8 +140,8 @@ def test_json_and_table_formats(tmp_path: Path) -> None:
     assert site["status"] == "FAIL" and site["worst_rank"] == 3 and site["failing_ranks"] == [2, 3]
     assert site["measured"] == {"mean": 1150, "min": 1000, "max": 1300}
     assert site["line_text"].startswith("f:ma_flop:1000:1150:-0.13:PASS=8:FAIL=8")
-    assert doc["summary"] == {"assertions": 2, "pass": 1, "fail": 1, "unmeasured": 0, "interrupted": 0,
-                              "anomalies": 0, "complete": True, "ok": False, "problems": ["1 FAIL"]}
+    assert doc["summary"] == {"assertions": 2, "pass": 1, "fail": 1, "unmeasured": 0, "unevaluated": 0,
+                              "interrupted": 0, "anomalies": 0, "complete": True, "ok": False, "problems": ["1 FAIL"]}
 
 
 def test_error_attribution() -> None:

@@ -107,17 +107,61 @@ def test_a_variable_declared_again_with_another_value_names_both_values_and_plac
     assert f"{program}:3: anomaly: redeclared at n: variable 'n' declared again with value 7" in validate.stderr
 
 
-def test_a_variable_declared_again_with_another_value_names_both_values_and_places_c(tmp_path: Path) -> None:
-    source = tmp_path / "redeclared.c"
-    source.write_text(REDECLARED_C.lstrip("\n"))
-    program = compile_c(source, tmp_path / "redeclared")
+def run_c_program(tmp_path: Path, name: str, text: str) -> Path:
+    """Compile ``text`` as ``name.c`` and run it with its traces in ``tmp_path/traces``; the source's path."""
+    source = tmp_path / f"{name}.c"
+    source.write_text(text.lstrip("\n"))
+    program = compile_c(source, tmp_path / name)
     done = subprocess.run([str(program)], cwd=tmp_path, env=environment(tmp_path / "traces"), capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+    return source
+
+
+def test_a_variable_declared_again_with_another_value_names_both_values_and_places_c(tmp_path: Path) -> None:
+    source = run_c_program(tmp_path, "redeclared", REDECLARED_C)
     anomaly = redeclared_anomaly(tmp_path / "traces")
     assert anomaly["message"] == (f"variable 'n' declared again with value 7 at {source}:7; it was 5 "
                                   f"(first declared at {source}:5)")
     assert (anomaly["count"], anomaly["line"]) == (2, 5)
+
+
+UNEVALUATED_C = r"""
+#include <ma.h>
+int main(void) {
+    ma_init();
+    ma_def_variable_int("n", 0);
+    ma_loop_start("l", "7/n", MA_NO_VALUE); /* division by zero: the C runtime records it and runs on */
+    ma_loop_end("l", 7);
+    ma_loop_start("k", "7", MA_NO_VALUE);
+    ma_loop_end("k", 7);
+    ma_finalize();
+    return 0;
+}
+"""
+
+
+def test_an_unevaluated_assertion_is_never_a_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The measured trip count of `l` has no prediction to compare with: not PASS, and a problem of the run.
+    source = run_c_program(tmp_path, "unevaluated", UNEVALUATED_C)
+    traces = str(tmp_path / "traces")
+    assert main(["validate", traces]) == 1
+    lines = capsys.readouterr()
+    assert lines.out == "l:ma_loop:-:7:-:PASS=0:FAIL=0:UNMEASURED=1\nk:ma_loop:7:7:0.0:PASS=1:FAIL=0\n"
+    assert ("2 assertions: 1 PASS, 0 FAIL, 1 UNMEASURED (the runtime's tolerance); 1 call unevaluated; "
+            "1 anomalies\n") in lines.err
+    assert (f"{source}:5: unevaluated: l (loop): the prediction of 1 of 1 measured call could not be evaluated"
+            in lines.err)
+
+    assert main(["validate", traces, "--format", "json", "--tolerance", "0.5"]) == 1
+    document = json.loads(capsys.readouterr().out)
+    assert [(site["id"], site["status"], site["unevaluated"]) for site in document["sites"]] == [
+        ("l", "UNMEASURED", 1), ("k", "PASS", 0)]
+    assert document["summary"]["pass"] == 1 and document["summary"]["unevaluated"] == 1
+    assert document["summary"]["problems"] == ["1 kind of anomaly", "1 assertion with unevaluated calls"]
+
+    assert main(["validate", traces, "--anomalies", "warn"]) == 0  # asked to warn: shown, not failed
+    assert "unevaluated: l (loop)" in capsys.readouterr().err
 
 
 # --- CLI errors ---------------------------------------------------------------------------------------------

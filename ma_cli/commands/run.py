@@ -51,6 +51,11 @@ def handle(args: argparse.Namespace) -> int:
         print(f"ma run: exit status {status}; the annotations were off ({VARIABLE}={os.environ[VARIABLE]}), so no "
               "trace was written", file=sys.stderr)
         return status
+    if plan.kept_previous:
+        print(f"ma run: exit status {status}; the job wrote no trace, so the previous run's traces in "
+              f"{plan.trace_dir} are kept as they were", file=sys.stderr)
+        print(f"ma run: error: no trace from any of the {plan.nprocs} ranks", file=sys.stderr)
+        return status or 1
     written = launch.written_traces(plan.trace_dir, plan.nprocs)
     print(f"ma run: exit status {status}; {len(written)} of {plan.nprocs} rank traces in {plan.trace_dir}",
           file=sys.stderr)

@@ -9,7 +9,8 @@ import sys
 DESCRIPTION = """Validate every modeling assertion of a run against its measurement. Prints one line per site
 (id:ma_type:predicted:measured:error_rate:PASS=n:FAIL=m; predicted and measured are per-call means over all ranks), a
 table or JSON. Exit status: 0 when nothing fails, 1 when an assertion fails, the run is incomplete (a rank failed or
-left no trace) or the trace has anomalies (unless --anomalies warn), 2 on errors."""
+left no trace), the trace has anomalies or a measured call could not be judged (unless --anomalies warn), 2 on
+errors."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--anomalies", choices=("error", "warn"), default="error",
                         help="whether the trace's anomalies (unbalanced or mismatched annotations, exceptions, "
                              "evaluation errors, unrepresentable values, redeclared variables) make the exit "
-                             "status 1 (error, the default) or are only shown (warn)")
+                             "status 1 (error, the default) or are only shown (warn); likewise calls measured "
+                             "whose prediction could not be evaluated (never a pass)")
     parser.add_argument("--kinds", default=None, metavar="TYPE[,TYPE]",
                         help="validate only the assertions of these types (flop, loadstore, loop, mpi_send, ...)")
     parser.add_argument("--no-attribution", action="store_true",

@@ -6,13 +6,15 @@ so trip counts and byte counts compare exactly with what the program measured.
 Every result stays finite and within MAX_MAGNITUDE (limits.py): each operation checks its result with one
 comparison, an integer power checks the size of its result before computing it, and a variable read checks
 that a float value is finite (an int is the program's own count, taken as it is; any operation on it is
-bounded). A run of ``+ -`` or ``* /`` is evaluated in a loop, so closures nest only as deep as the
-expression nests.
+bounded). A value of another numeric type (NumPy's ``int64``, ``float32``) is read as a Python int or
+float, so that its operations are checked the same way. A run of ``+ -`` or ``* /`` is evaluated in a loop,
+so closures nest only as deep as the expression nests.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping
 
 from .limits import MAX_BITS, MAX_MAGNITUDE
@@ -165,11 +167,33 @@ def _compile_var(node: Var) -> Evaluator:
 
     def read(env: Mapping[str, Number]) -> Number:
         value = env[name]
-        if value.__class__ is int or -_MAX <= value <= _MAX:  # an int is the program's own count: as it is
+        kind = value.__class__
+        if kind is int:  # the program's own count: as it is (any operation on it is bounded)
             return value
-        raise _out_of_range(value, column, name)
+        if kind is float:
+            if -_MAX <= value <= _MAX:
+                return value
+            raise _out_of_range(value, column, name)
+        return _converted(value, column, name)
 
     return read
+
+
+def _converted(value: object, column: int, name: str) -> Number:
+    """A value of another numeric type (NumPy's ``int64``, ``float32``, a Fraction) as a Python int or float, so
+    that every operation on it is checked as on the built-in types: NumPy's fixed-width integers would wrap
+    silently (``int64(2**62) * 4`` is 0) and its small floats overflow at their own width."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):  # text is not (NumPy's str_ has __float__), nor a complex value
+        try:
+            number = float(value)
+        except (OverflowError, ValueError):  # a Fraction or Decimal past the double range
+            raise _out_of_range(math.inf, column, name) from None
+        if -_MAX <= number <= _MAX:
+            return number
+        raise _out_of_range(number, column, name)
+    raise DomainProblem(f"variable {name!r} is {type(value).__name__} {str(value)[:40]!r}, not a number", column)
 
 
 _OPERATIONS: dict[str, Callable[[Number, Number, int], Number]] = {"/": _divide, "^": _power}
