@@ -103,6 +103,9 @@ FIRST_FAIL_KEYS = ("call", "predicted", "measured")
 FIRST_FAIL_MPI_KEYS = ("count_predicted", "count_measured")
 CACHE_KEYS = ("calls", "accesses", "hits")
 CACHE_MAX_LEVELS = 4  # MA_VG_CACHE_MAX_LEVELS of csrc/ma_vgcount.h
+# Sites nested deeper than this are refused at the call, by both runtimes: a trace nests two JSON levels per site
+# level, and the writers and readers of JSON (the standard library's, msgspec) stop near 1000 levels.
+MAX_SITE_DEPTH = 400
 # The counts of a node (the integer keys every node has), and its stats with the prefix of their value columns,
 # in the order of the value arrays (VALUE_FIELDS).
 NODE_COUNTS = tuple(k.name for k in NODE_LAYOUT if k.value == COUNT and k.presence == ALWAYS)

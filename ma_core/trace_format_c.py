@@ -56,6 +56,7 @@ def c_header() -> str:
         f'#define MA_MERGED_FILE "{tf.MERGED_FILE}"\n'
         f'#define MA_MERGED_INDEX "{tf.MERGED_INDEX}"\n'
         f"#define MA_CACHE_MAX_LEVELS {tf.CACHE_MAX_LEVELS}\n"
+        f"#define MA_MAX_SITE_DEPTH {tf.MAX_SITE_DEPTH}\n"
         f"#define MA_N_VALUE_FIELDS {len(tf.VALUE_FIELDS)}\n",
         "".join(f'#define MA_STATUS_{_token(status)} "{status}"\n' for status in tf.STATUSES),
         _names("MA_STRUCTURE_TYPES", "node types that assert no MPI call", (

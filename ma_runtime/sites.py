@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ma_core.errors import AnnotationError
+from ma_core.trace_format import MAX_SITE_DEPTH
 
 from .tree import Node
 
@@ -87,11 +88,6 @@ class NodeFactory:
         if self.site_probe is not None:
             self.site_probe(node)
         return node
-
-
-# Sites nested deeper than this are refused at the call: a trace nests two JSON levels per site level, and the
-# writers and readers of JSON (the standard library's, msgspec) stop near 1000 levels.
-MAX_SITE_DEPTH = 400
 
 
 def site_depth(node: Node) -> int:

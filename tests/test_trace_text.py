@@ -13,8 +13,7 @@ import pytest
 from conftest import clean_env
 from test_c_runtime import compile_c, environment
 
-from ma_core.trace_format import rank_file
-from ma_runtime.sites import MAX_SITE_DEPTH
+from ma_core.trace_format import MAX_SITE_DEPTH, rank_file
 
 SURROGATES = """
 import ma
@@ -86,32 +85,41 @@ int main(void) {
     ma_init();
     ma_flop_start("f\xff", "1", MA_NO_VALUE);
     ma_flop_stop("f\xff");
+    ma_flop_start("\xc3\xa9t\xc3\xa9", "1", MA_NO_VALUE);
+    ma_flop_stop("\xc3\xa9t\xc3\xa9");
     ma_finalize();
     return 0;
 }
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the C runtime writes the id's bytes as they are: libma's JSON writer must "
-                                       "escape or refuse bytes that are not UTF-8 (ma_trace.c)")
 def test_a_c_id_that_is_not_utf8_leaves_a_readable_trace(tmp_path: Path) -> None:
+    """libma's JSON writer keeps well-formed UTF-8 as it is and writes any other byte as the text \\xNN."""
     source = tmp_path / "bytes.c"
     source.write_bytes(NON_UTF8_C.lstrip("\n").encode("latin-1"))
     program = compile_c(source, tmp_path / "bytes", "-Wno-error")
     done = subprocess.run([str(program)], cwd=tmp_path, env=environment(tmp_path / "traces"), capture_output=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
-    json.loads(rank_file(tmp_path / "traces", 0).read_bytes().decode("utf-8"))
+    text = rank_file(tmp_path / "traces", 0).read_bytes().decode("utf-8")
+    json.loads(text)
+    assert '"f\\\\xFF"' in text and '"\u00e9t\u00e9"' in text  # the lone byte named; UTF-8 kept as it is
 
 
 DEEP_C = r"""
 #include <ma.h>
-int main(void) {
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int depth = argc > 1 ? atoi(argv[1]) : 0;
     ma_init();
-    for (int level = 0; level < 10000; level++)
+    for (int level = 0; level < depth; level++)
         ma_subroutine_start("s");
-    for (int level = 0; level < 10000; level++)
+    ma_loop_start("innermost", "1", 1);
+    ma_loop_end("innermost", 1);
+    for (int level = 0; level < depth; level++)
         ma_subroutine_end("s");
+    ma_subroutine_start("after");
+    ma_subroutine_end("after");
     ma_finalize();
     return 0;
 }
@@ -120,14 +128,39 @@ MEASURE_RSS = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], c
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
 
 
+@pytest.fixture(scope="module")
+def deep_c(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("deep_c")
+    (work / "deep.c").write_text(DEEP_C.lstrip("\n"))
+    return compile_c(work / "deep.c", work / "deep")
+
+
+@pytest.mark.parametrize("depth", [MAX_SITE_DEPTH - 1, MAX_SITE_DEPTH + 100])
+def test_a_c_tree_past_the_depth_limit_is_refused_there_and_the_trace_reads(deep_c: Path, tmp_path: Path,
+                                                                           depth: int) -> None:
+    """The C runtime keeps the Python runtime's limit (MAX_SITE_DEPTH): the start that would pass it is an
+    anomaly naming its file and line, it and what is inside are not recorded, their ends match them, and the
+    tree goes on after them."""
+    import ma_post
+
+    done = subprocess.run([str(deep_c), str(depth)], cwd=tmp_path, env=environment(tmp_path / "traces"),
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ts = ma_post.load(tmp_path / "traces")
+    paths = [site.path for site in ts.sites.values()]
+    assert "after" in paths  # the ends of the refused starts did not close the levels below them
+    anomalies = [a for a in ts.anomalies if "at most" in a.message]
+    if depth < MAX_SITE_DEPTH:
+        assert "/".join(["s"] * depth + ["innermost"]) in paths and not anomalies
+    else:
+        assert max(path.count("/") + 1 for path in paths) == MAX_SITE_DEPTH
+        assert len(anomalies) == 1 and (anomalies[0].file or "").endswith("deep.c"), anomalies
+        assert f"level {MAX_SITE_DEPTH + 1} of the site tree" in anomalies[0].message
+
+
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="the C runtime's memory grows faster than the nesting depth (200-600 MB "
-                                       "for 10,000 levels): libma must keep per-level state linear (ma_runtime.c)")
-def test_c_memory_stays_linear_in_the_nesting_depth(tmp_path: Path) -> None:
-    source = tmp_path / "deep.c"
-    source.write_text(DEEP_C.lstrip("\n"))
-    program = compile_c(source, tmp_path / "deep")
-    done = subprocess.run([sys.executable, "-c", MEASURE_RSS, str(program)], cwd=tmp_path,
+def test_c_memory_stays_bounded_whatever_the_nesting_depth(deep_c: Path, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", MEASURE_RSS, str(deep_c), "10000"], cwd=tmp_path,
                           env=environment(tmp_path / "traces"), capture_output=True, text=True, timeout=600)
     peak_kib = int(done.stdout)
     assert peak_kib < 64 * 1024, f"{peak_kib / 1024:.0f} MiB for 10,000 nested subroutines"

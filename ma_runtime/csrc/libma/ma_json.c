@@ -64,6 +64,28 @@ void ma_out_fmt(ma_out *o, const char *format, ...)
     o->len += (size_t)n;
 }
 
+/* The length (2 to 4) of the well-formed UTF-8 sequence that starts at `p` (a byte of 0x80 or more), or 0 when
+ * none does: no overlong form, no surrogate, nothing past U+10FFFF. Reads no further than the first byte that
+ * is not a continuation byte, so never past the string's NUL. */
+static int utf8_sequence(const unsigned char *p)
+{
+    unsigned char lead = p[0];
+    int length = lead >= 0xC2 && lead <= 0xDF   ? 2
+                 : lead >= 0xE0 && lead <= 0xEF ? 3
+                 : lead >= 0xF0 && lead <= 0xF4 ? 4
+                                                : 0;
+    for (int i = 1; i < length; i++)
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+    if ((lead == 0xE0 && p[1] < 0xA0) || (lead == 0xED && p[1] >= 0xA0) || (lead == 0xF0 && p[1] < 0x90) ||
+        (lead == 0xF4 && p[1] >= 0x90))
+        return 0;
+    return length;
+}
+
+/* A JSON string of `s`. A trace is UTF-8 whatever the program passed: a byte that starts no well-formed UTF-8
+ * sequence (a Latin-1 id, a truncated name) is written as the four characters \xNN, visible in the trace and in
+ * every message about the site, instead of making the whole file unreadable. */
 void ma_json_str(ma_out *o, const char *s)
 {
     if (!s) {
@@ -73,7 +95,15 @@ void ma_json_str(ma_out *o, const char *s)
     ma_out_raw(o, "\"");
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         char piece[8] = {(char)*p, 0};
-        if (*p == '"')
+        if (*p >= 0x80) {
+            int length = utf8_sequence(p);
+            if (length) {
+                ma_out_bytes(o, (const char *)p, (size_t)length);
+                p += length - 1;
+                continue;
+            }
+            snprintf(piece, sizeof piece, "\\\\x%02X", *p);
+        } else if (*p == '"')
             strcpy(piece, "\\\"");
         else if (*p == '\\')
             strcpy(piece, "\\\\");

@@ -68,6 +68,15 @@ void ma_regions_start(const char *type, const char *id, const char *expr, long l
                        expr || is_subroutine ? "" : " without an expression");
         return;
     }
+    if (ma_rt->depth >= MA_MAX_SITE_DEPTH || ma_rt->too_deep) {
+        /* a trace must stay readable (JSON readers stop near 1000 levels) and the memory linear: refused, with
+         * everything inside, until its end */
+        if (!ma_rt->too_deep++)
+            ma_anomaly_add("invalid", ma_rt->current, file, line, "%s '%s' would open level %d of the site tree, "
+                           "which is at most %d levels deep: it and the annotations inside are not recorded",
+                           canonical, id ? id : "(null)", MA_MAX_SITE_DEPTH + 1, MA_MAX_SITE_DEPTH);
+        return;
+    }
     ma_node *n = ma_sites_child(canonical, id, is_subroutine ? NULL : expr, NULL, 0, file, line);
     if (!n)
         return;
@@ -128,6 +137,10 @@ void ma_regions_read_end(ma_end_reading *r)
 void ma_regions_end(ma_end_reading *r, const char *type, const char *id, size_t id_len, long long measured,
                     const char *file, int line)
 {
+    if (ma_rt->too_deep) { /* the end of a start refused past the depth limit */
+        ma_rt->too_deep--;
+        return;
+    }
     ma_frame *top = r->top;
     const char *canonical = ma_node_type(type);
     size_t index = ma_rt->depth; /* the innermost open annotation of this type and id */
@@ -176,6 +189,8 @@ void ma_regions_end(ma_end_reading *r, const char *type, const char *id, size_t 
 
 void ma_regions_next(const char *id, const char *file, int line)
 {
+    if (ma_rt->too_deep) /* inside a start refused past the depth limit: not recorded */
+        return;
     for (size_t i = ma_rt->depth; i > 0; i--) {
         ma_frame *f = &ma_rt->stack[i - 1];
         if (strcmp(f->type, "loop"))

@@ -39,6 +39,7 @@ typedef struct ma_runtime_state {
     /* open annotations (ma_regions.c) */
     ma_frame *stack;
     size_t depth, stack_cap;
+    size_t too_deep; /* starts refused past MA_MAX_SITE_DEPTH and not yet ended: their ends are theirs */
     /* variables in scope, the declarations to undo, compiled expressions (ma_scope.c) */
     ma_undo *undo;
     size_t n_undo, undo_cap;

@@ -17,6 +17,7 @@
 #define MA_MERGED_FILE "job.ma.npz"
 #define MA_MERGED_INDEX "trace.json"
 #define MA_CACHE_MAX_LEVELS 4
+#define MA_MAX_SITE_DEPTH 400
 #define MA_N_VALUE_FIELDS 34
 
 #define MA_STATUS_RUNNING "running"
