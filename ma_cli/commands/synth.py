@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from backends.base import Prediction
     from ma_post import ModelBuilder, TraceSet
     from ma_post.interop.simgrid import Machine
-    from ma_post.traceset import Site
+    from ma_post.traceset import Site, SiteKey
 
 DESCRIPTION = """Run the annotated site tree symbolically for every rank (inputs from the trace or --set, partners
 from peer= assertions, flops between MPI calls as compute) and write one SimGrid/SMPI time-independent trace per
@@ -92,7 +92,7 @@ class PredictedWork:
 
         work = {site.path: site.compute + site.memory + site.runtime for site in prediction.sites}
         self.speed = speed
-        self.per_execution: dict[object, tuple[sympy.Expr, sympy.Expr]] = {}  # site key -> (seconds, executions)
+        self.per_execution: dict[SiteKey, tuple[sympy.Expr, sympy.Expr]] = {}  # (seconds, executions) per rank
         claimed: set[str] = set()  # each predicted path priced once, at the first site the synthesis visits
         for site in model.ts.walk():
             if site.type in ("variable", "assign"):
@@ -103,7 +103,7 @@ class PredictedWork:
             if paths:
                 claimed.update(paths)
                 self.per_execution[site.key] = (sympy.Add(*(work[p] for p in paths)), model.executions(site))
-        self._cache: dict[tuple[object, tuple[float, ...]], float | None] = {}
+        self._cache: dict[tuple[SiteKey, tuple[float, ...]], float | None] = {}
 
     def __call__(self, site: Site, env: Mapping[str, float]) -> float | None:
         entry = self.per_execution.get(site.key)
@@ -167,10 +167,12 @@ def run(args: argparse.Namespace) -> int:
     fields = _machine_fields(args)
     machine = _machine(fields) if args.replay else None
     ts = load_traces(args)
-    start = time.perf_counter()
     work: Work = flop_work
     if args.machine:  # the platform's host speed: --speed, else the profile's peak rate
         work = predicted_work(args, ts, fields["flops_per_s"])
+        print(f"compute: backend {args.backend or 'maps'} on {args.machine} (compute, memory and runtime per site "
+              f"execution, at {fields['flops_per_s']:.6g} flop/s)")
+    start = time.perf_counter()
     result = synthesize(ts, args.out, settings, region=args.region, work=work)
     print(f"{result.nprocs} rank traces ({result.actions} actions) in {result.directory} "
           f"({time.perf_counter() - start:.2f} s); replay list {result.index}")
