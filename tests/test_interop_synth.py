@@ -9,9 +9,12 @@ and the computes between the MPI calls are those of the sites between them, per 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import REPO
 from post_fixtures import Loop, Mpi, Op, Sub, Var, write_run
 
 import ma_post
@@ -94,3 +97,21 @@ def test_without_a_machine_the_computes_are_the_flops(tmp_path: Path) -> None:
     ts = traced_run(tmp_path / "run")
     result = synthesize(ts, tmp_path / "smpi", {})
     assert computes(result.files[0]) == [2 * 20000 / 2] * STEPS
+
+
+def test_the_command_writes_the_same_traces(tmp_path: Path) -> None:
+    """``ma synth --machine`` (no replay: no network needed) writes what PredictedWork gives; --backend alone is an
+    error naming the missing option."""
+    ts = traced_run(tmp_path / "run")
+    machine = profile.load(profile.shipped_profiles()["amd-epyc-zen4-kvm"])
+    model = ModelBuilder(ts)
+    expected = synthesize(ts, tmp_path / "api", {}, work=PredictedWork(model, MapsBackend().predict(model, machine),
+                                                                       SPEED))
+    ma = [sys.executable, "-m", "ma_cli.main", "synth", str(tmp_path / "run"), str(tmp_path / "cli")]
+    done = subprocess.run([*ma, "--machine", "amd-epyc-zen4-kvm", "--speed", repr(SPEED)], capture_output=True,
+                          text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    for rank, path in enumerate(expected.files):
+        assert (tmp_path / "cli" / f"rank-{rank}.smpi").read_text() == path.read_text()
+    done = subprocess.run([*ma, "--backend", "maps"], capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2 and "--machine PROFILE" in done.stderr
