@@ -6,7 +6,9 @@
    length; random data, not CG's) at each process count.
 2. CG class S at 2 and 4 ranks (and class W at 2): one annotated run gives the traces (`ma run`), one
    MA_DISABLE=1 run gives the measured time of NPB's timed loop; `ma synth --region conj_loop` and
-   `smpirun -replay` give the predicted time from the machine figures of step 1. Printed: both and the relative error.
+   `smpirun -replay` give the predicted time from the machine figures of step 1. Printed: both and the relative error;
+   then the replay with each site's compute priced by the maps backend on a machine profile (`ma synth --machine`,
+   SimGrid's messages at the profile's ping-pong) next to `ma predict`'s time of the same loop, each with its error.
 3. CG class C (na=150000, nonzer=15) at 64, 256 and 1024 simulated ranks, generated from the 4-rank class S
    trace with --set: time to generate and to replay one timed iteration (niter=1; the 75 iterations of class C
    are identical, so the full loop takes 75 times as long), the predicted time, and the same with 10x the
@@ -14,12 +16,13 @@
 
 On a shared 2-core host 4 ranks are oversubscribed and every figure moves with the other jobs.
 
-Usage: python bench/synth_scale.py [--ranks 64,256,1024] [--skip-small]
+Usage: python bench/synth_scale.py [--ranks 64,256,1024] [--skip-small] [--machine PROFILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -142,10 +145,23 @@ def replayed(trace_dir: Path, out: Path, sets: Mapping[str, float], latency: flo
     return generated, float(found.group(1)), float(found.group(2)), float(found.group(3))
 
 
+def through_the_model(trace_dir: Path, out: Path, machine: str) -> tuple[float, float]:
+    """(replayed s, ma predict's s) of NPB's timed loop, the replay's compute priced by the maps backend on
+    ``machine`` (``ma synth --machine``); ma predict's is its sites' mean per rank below ``conj_loop``."""
+    text = ma("synth", str(trace_dir), str(out), "--region", "conj_loop", "--replay", "--machine", machine)
+    found = re.search(r"predicted time: ([0-9.eE+-]+) s", text)
+    assert found is not None, text
+    report = json.loads(ma("predict", str(trace_dir), "--machine", machine, "--format", "json"))
+    predicted = sum(row["seconds"] for row in report["sites"] if row["name"].startswith("conj_loop/"))
+    return float(found.group(1)), predicted
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--ranks", default="64,256,1024")
     parser.add_argument("--skip-small", action="store_true", help="leave out the class S comparison")
+    parser.add_argument("--machine", default="amd-epyc-zen4-kvm",
+                        help="profile of the replay through the maps model (a file or a shipped profile's name)")
     args = parser.parse_args()
     latency, bandwidth = ping_pong()
     print(f"machine: ping-pong latency {latency * 1e6:.2f} us, bandwidth {bandwidth / 1e9:.2f} GB/s (2 ranks, "
@@ -155,7 +171,7 @@ def main() -> None:
         base = traced("S", 4, work)
         print("\nCG, NPB's timed loop: measured (MA_DISABLE=1) vs replayed in SimGrid")
         print(f"{'class':>5} {'ranks':>5} {'flop/s':>10} {'measured s':>11} {'predicted s':>12} {'compute s':>10} "
-              f"{'error':>8}")
+              f"{'error':>8} {'model replay s':>15} {'error':>8} {'ma predict s':>13} {'error':>8}")
         for class_name, nprocs in () if args.skip_small else (("S", 2), ("S", 4), ("W", 2)):
             problem = CLASSES[class_name]
             trace_dir = base if (class_name, nprocs) == ("S", 4) else traced(class_name, nprocs, work)
@@ -163,8 +179,10 @@ def main() -> None:
             measured = cg_time(class_name, nprocs, work)
             _, predicted, compute, _ = replayed(trace_dir, work / f"{class_name}{nprocs}", {}, latency, bandwidth,
                                                 speed)
+            model, maps = through_the_model(trace_dir, work / f"{class_name}{nprocs}-model", args.machine)
             print(f"{class_name:>5} {nprocs:>5} {speed:>10.3g} {measured:>11.4f} {predicted:>12.4f} {compute:>10.4f} "
-                  f"{(predicted - measured) / measured:>+8.1%}")
+                  f"{(predicted - measured) / measured:>+8.1%} {model:>15.4f} {(model - measured) / measured:>+8.1%} "
+                  f"{maps:>13.4f} {(maps - measured) / measured:>+8.1%}")
         speed_c = kernel_flop_rate(int(CLASS_C["na"]), int(CLASS_C["nonzer"]), 64)
         print(f"\nCG class C, one timed iteration (x{CLASS_C_NITER} for the loop), from the 4-rank class S trace; "
               f"rank flop rate {speed_c:.3g} flop/s (kernels at 64 ranks' sizes)")

@@ -5,12 +5,14 @@ CG's butterfly and transpose partners are asserted as expressions of the rank in
 at 4 ranks every call's partner PASSes, and the per-call log shows the same partners call by call. A ring
 with a wrong partner FAILs, naming the rank, the actual and the asserted partner. ``ma synth`` at 4 ranks
 writes, call for call, the sequence the per-call log recorded; smpirun replays it (and a 64-rank one never
-run), its compute time being exactly the traced flops at the given rate.
+run), its compute time being exactly the traced flops at the given rate. On 2-rank runs of classes S and W, the
+replay with compute priced by the maps backend (``ma synth --machine``) follows ``ma predict``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -214,6 +216,53 @@ def test_replay_takes_the_machine_from_a_profile(cg_run: tuple[Path, Path], tmp_
     done = subprocess.run([str(VENV_BIN / "ma"), "synth", str(trace_dir), str(tmp_path / "s2"), "--replay",
                            "--profile", str(broken)], capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "broken.json" in done.stderr and "network" in done.stderr
+
+
+PROFILE = "amd-epyc-zen4-kvm"
+
+
+@pytest.fixture(scope="module", params=["S", "W"])
+def cg_two_ranks(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    trace_dir = tmp_path_factory.mktemp(f"cg-{request.param}-2") / "traces"
+    argv = [str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(trace_dir), "--",
+            sys.executable, str(CG), "--class", request.param]
+    done = subprocess.run(argv, env=clean_env(), capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return trace_dir
+
+
+def replayed_through_the_model(trace_dir: Path, out: Path, *options: str) -> tuple[float, float]:
+    """``ma synth --region conj_loop --replay --machine PROFILE``: the simulated time and its compute part."""
+    done = subprocess.run([str(VENV_BIN / "ma"), "synth", str(trace_dir), str(out), "--region", "conj_loop",
+                           "--replay", "--machine", PROFILE, *options], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    found = re.search(r"predicted time: (\S+) s = compute (\S+) s", done.stdout)
+    assert found is not None, done.stdout
+    return float(found.group(1)), float(found.group(2))
+
+
+def test_replay_through_the_model_agrees_with_ma_predict(cg_two_ranks: Path, tmp_path: Path) -> None:
+    """The replay of NPB's timed loop is the maps prediction's work plus SimGrid's messages: within 10 percentage
+    points of ma predict's error against the run's measured time (the difference is the Python program's
+    per-message cost, which maps counts as communication and SimGrid's ping-pong network does not have)."""
+    from backends.machine import profile
+    from backends.maps.backend import MapsBackend
+    from ma_post import ModelBuilder
+
+    ts = ma_post.load(cg_two_ranks)
+    model = ModelBuilder(ts)
+    machine = profile.load(profile.shipped_profiles()[PROFILE])
+    measured = float(ts.find("conj_loop", "loop").wall_ns.max()) / 1e9
+    for exchange, options in ((True, ()), (False, ("--no-python-exchange",))):
+        prediction = MapsBackend(python_exchange=exchange).predict(model, machine, {})
+        loop = prediction.within("conj_loop")
+        predicted = float(prediction.per_rank(model, {}, loop).max())
+        work = loop - prediction.part("communication", within="conj_loop")
+        replayed, compute = replayed_through_the_model(cg_two_ranks, tmp_path / f"x{exchange}", *options)
+        assert compute == pytest.approx(float(prediction.per_rank(model, {}, work).max()), rel=1e-5)
+        assert abs(replayed - predicted) <= 0.10 * measured, (replayed, predicted, measured)
+        if not exchange:  # the same model then: SimGrid's messages and Hockney's agree at 2 ranks
+            assert replayed == pytest.approx(predicted, rel=0.02)
 
 
 @pytest.mark.slow

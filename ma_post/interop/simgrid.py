@@ -124,7 +124,7 @@ def replay(result: SynthResult, machine: Machine, timeout: float | None = None, 
         hostfile = Path(work) / "hosts.txt"
         hostfile.write_text("".join(f"rank-{r}\n" for r in range(result.nprocs)))
         argv = [runner, "-np", str(result.nprocs), "-platform", str(platform), "-hostfile", str(hostfile),
-                "-replay", str(result.index), "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
+                "-replay", str(result.index.resolve()), "--cfg=smpi/bw-factor:0:1", "--cfg=smpi/lat-factor:0:1",
                 f"--cfg=smpi/host-speed:{machine.flops_per_s!r}f", "--log=root.thres:warning",
                 "--log=smpi_replay.thres:info"]
         paje = Path(work) / "replay.paje"

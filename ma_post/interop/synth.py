@@ -13,7 +13,10 @@ and each rank's MPI calls are written as a SimGrid/SMPI *time-independent trace*
   shows it ending at its minimum (NPB CG's reduction steps);
 - an MPI assertion makes ``count`` calls of its bytes expression each, to the partner of its ``peer=``
   expression (docs/trace-format.md, ``peers``); a rooted collective without one has root 0;
-- the flops of the flop assertions between two MPI calls become one ``compute`` of their sum;
+- the flops of the flop assertions between two MPI calls become one ``compute`` of their sum, or, with a
+  :data:`Work` function (``ma synth --machine``), what it gives each execution of a site: a kernel's (a flop,
+  loadstore or memory region, with the sites nested in it), a subroutine's or a loop iteration's own, and an
+  MPI call's own besides its message (:func:`flop_work` is the default);
 - the requests of nonblocking calls are waited for (one ``wait`` each, in order) before the next compute,
   the next nonblocking call and at the end of a loop iteration or subroutine: where NPB-style code waits.
 
@@ -24,7 +27,7 @@ records of a run whose MPI calls are all annotated.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 Number = int | float
 # One operation of a rank: (action, partner, bytes or flops); partner -1 where there is none.
 Op = tuple[str, int, float]
+# The compute amount (flops at the replay's host speed) of one execution of a site at a rank's values (``rank``,
+# ``iter``, inputs and derived variables); None: the site does no work of its own, and adds no compute.
+Work = Callable[["Site", Mapping[str, Number]], float | None]
 
 POINT_TO_POINT = {"mpi_send": "send", "mpi_isend": "isend", "mpi_recv": "recv", "mpi_irecv": "irecv"}
 NONBLOCKING = {"isend", "irecv"}
@@ -59,6 +65,13 @@ class IndexVariable:
         return self.first + (n - 1 - k if self.descending else k)
 
 
+def flop_work(site: Site, env: Mapping[str, Number]) -> float | None:
+    """The default :data:`Work`: a flop assertion's flops, computed at the host's flop rate; no other site works."""
+    if site.type != "flop":
+        return None
+    return _evaluate(site.expr or "0", env, site, "flop expression")
+
+
 @dataclass
 class Program:
     """What the generator needs of a traced run, read once and shared by every rank."""
@@ -69,6 +82,10 @@ class Program:
     peers: dict[tuple[str, str], str]  # (path, type) -> peer expression
     region: tuple[Site, ...] = ()  # the chain of sites from the top down to the region to generate
     varying_loops: set[Any] = field(default_factory=set)  # keys of loops whose iterations differ
+    work: Work = flop_work
+
+
+KERNELS = ("flop", "loadstore", "heap_memory", "stack_memory")  # regions the walk does not enter
 
 
 def _site_label(site: Site) -> str:
@@ -83,7 +100,8 @@ def _evaluate(text: str, env: Mapping[str, Number], site: Site, what: str) -> fl
         raise SynthError(f"{_site_label(site)}: its {what} {text!r}: {exc}") from exc
 
 
-def load_program(ts: TraceSet, settings: Mapping[str, float], region: str | None = None) -> Program:
+def load_program(ts: TraceSet, settings: Mapping[str, float], region: str | None = None,
+                 work: Work = flop_work) -> Program:
     """Inputs (traced, overridden by ``settings``), loop-index rules and partner expressions of ``ts``."""
     from ma_post.peers import peer_results
 
@@ -122,7 +140,7 @@ def load_program(ts: TraceSet, settings: Mapping[str, float], region: str | None
             loops = [a for a in ts.ancestors(ts.find(path, kind)) if a.type == "loop"]
             if loops:
                 varying.add(loops[-1].key)
-    return Program(ts, inputs, index_variables, peers, chain, varying)
+    return Program(ts, inputs, index_variables, peers, chain, varying, work)
 
 
 class RankGenerator:
@@ -182,6 +200,13 @@ class RankGenerator:
         elif site.id in self.program.inputs:
             env[site.id] = self.program.inputs[site.id]
 
+    def work(self, site: Site, env: Mapping[str, Number], ops: list[Op], pending: list[Op]) -> None:
+        """The site's own compute (:data:`Work`), after the requests before it."""
+        amount = self.program.work(site, env)
+        if amount is not None:
+            self.wait_all(ops, pending)
+            self.append(ops, ("compute", -1, amount))
+
     def body(self, sites: Sequence[Site], env: dict[str, Number], k: int = 0, n: int = 1) -> list[Op]:
         ops: list[Op] = []
         pending: list[Op] = []
@@ -190,12 +215,13 @@ class RankGenerator:
             kind = site.type
             if kind in ("variable", "assign"):
                 self.declare(site, env, k, n)
-            elif kind == "flop":
-                self.wait_all(ops, pending)
-                self.append(ops, ("compute", -1, _evaluate(site.expr or "0", env, site, "flop expression")))
+            elif kind in KERNELS:
+                self.work(site, env, ops, pending)
             elif kind == "subroutine":
                 self.wait_all(ops, pending)
-                self.extend(ops, self.body(ts.children(site), dict(env)))
+                inside = dict(env)
+                self.work(site, inside, ops, pending)
+                self.extend(ops, self.body(ts.children(site), inside))
             elif kind == "loop":
                 self.wait_all(ops, pending)
                 self.extend(ops, self.loop(site, env))
@@ -209,15 +235,21 @@ class RankGenerator:
         trips = round(trips_value)
         if trips < 0 or not math.isclose(trips, trips_value, abs_tol=1e-9):
             raise SynthError(f"{_site_label(site)}: trip count {site.expr!r} = {trips_value:g} is not a count")
-        children = self.program.ts.children(site)
         ops: list[Op] = []
         if site.key not in self.program.varying_loops and trips > 0:  # the same calls every time: repeat one
-            once = self.body(children, {**env, "iter": 0})
+            once = self.iteration(site, {**env, "iter": 0})
             for _ in range(trips):
                 self.extend(ops, once)
             return ops
         for k in range(trips):
-            self.extend(ops, self.body(children, {**env, "iter": k}, k, trips))
+            self.extend(ops, self.iteration(site, {**env, "iter": k}, k, trips))
+        return ops
+
+    def iteration(self, loop: Site, env: dict[str, Number], k: int = 0, n: int = 1) -> list[Op]:
+        """One iteration of ``loop``: its own work, then its body."""
+        ops: list[Op] = []
+        self.work(loop, env, ops, [])
+        self.extend(ops, self.body(self.program.ts.children(loop), env, k, n))
         return ops
 
     def mpi(self, site: Site, env: dict[str, Number], ops: list[Op], pending: list[Op]) -> None:
@@ -232,6 +264,9 @@ class RankGenerator:
             if count and not 0 <= peer < self.nprocs:
                 raise SynthError(f"{_site_label(site)}: peer {peer_text!r} = {peer} on rank {self.rank}: outside "
                                  f"0..{self.nprocs - 1}")
+        amount = self.program.work(site, env)  # the call's own time besides its message: no wait before it,
+        if amount is not None:  # which would reorder an exchange (irecv, send, wait)
+            self.append(ops, ("compute", -1, amount))
         if kind in POINT_TO_POINT:
             if count and peer_text is None:
                 raise SynthError(f"{_site_label(site)}: a point-to-point assertion needs its partner: "
@@ -309,15 +344,16 @@ def rank_ops(program: Program, rank: int, nprocs: int) -> list[Op]:
 
 
 def synthesize(ts: TraceSet, out: str | Path, settings: Mapping[str, float], *, region: str | None = None,
-               nprocs: int | None = None) -> SynthResult:
-    """Write ``OUT/rank-<r>.smpi`` for every rank and ``OUT/traces.txt`` listing them (smpirun -replay)."""
+               nprocs: int | None = None, work: Work = flop_work) -> SynthResult:
+    """Write ``OUT/rank-<r>.smpi`` for every rank and ``OUT/traces.txt`` listing them (smpirun -replay); ``work``
+    gives each site's compute amount (default: a flop site's flops)."""
     values = dict(settings)
     if nprocs is None:
         nprocs = int(values.get("nprocs", ts.size))
     values.setdefault("nprocs", nprocs)
     if nprocs < 1:
         raise SynthError(f"nprocs must be at least 1, got {nprocs}")
-    program = load_program(ts, values, region)
+    program = load_program(ts, values, region, work)
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     files: list[Path] = []
