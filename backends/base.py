@@ -145,8 +145,12 @@ class Prediction:
         from ma_core.errors import MAError
 
         # Whole numbers bind exactly: a float 64.0 would make floor(log2(nprocs)/2) round log(64.)/log(2) down.
-        expr = self.total.subs({name: sympy.Integer(int(value)) if float(value).is_integer() else value
-                                for name, value in (values or {}).items()})
+        given = {name: sympy.Integer(int(value)) if float(value).is_integer() else sympy.Float(value)
+                 for name, value in (values or {}).items()}
+        total = self.total
+        # xreplace, not subs: the same binding of symbols to numbers, without subs' rewriting of every Piecewise
+        # (minutes for a whole program's prediction)
+        expr = total.xreplace({s: given[s.name] for s in total.free_symbols if s.name in given})
         missing = sorted(str(s) for s in expr.free_symbols)
         if missing:
             raise MAError(f"prediction by backend {self.backend!r}: no value for input(s) {', '.join(missing)}")
