@@ -7,14 +7,14 @@ from pathlib import Path
 
 from ..models import Model
 from ..printers import C_MOD_SOURCE, CPrinter
-from .common import C_RESERVED, environment, printed, provenance, wrap
+from .common import c_reserved, environment, printed, provenance, wrap
 
 DEFAULT_MODULE = "ma_models"
 
 
 def c_sources(models: Iterable[Model], *, source: str | None = None, module: str = DEFAULT_MODULE) -> tuple[str, str]:
     """(header text, source text)."""
-    functions = printed(models, C_RESERVED, CPrinter())
+    functions = printed(models, c_reserved, CPrinter(), "C")
     env = environment()
     stamp = provenance(source)
     guard = module.upper() + "_H"

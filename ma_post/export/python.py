@@ -7,14 +7,18 @@ from pathlib import Path
 
 from ..models import Model
 from ..printers import NUMPY_MOD_SOURCE, NumpyPrinter
-from .common import PYTHON_RESERVED, environment, printed, provenance, wrap
+from .common import PYTHON_MODULE_NAMES, PYTHON_RESERVED, environment, printed, provenance, wrap
 
 DEFAULT_MODULE = "ma_models"
 
 
+def _python_reserved(name: str) -> bool:
+    return name in PYTHON_RESERVED or name in PYTHON_MODULE_NAMES
+
+
 def python_module(models: Iterable[Model], *, source: str | None = None) -> str:
     return environment().get_template("python_module.py.j2").render(
-        functions=printed(models, PYTHON_RESERVED, NumpyPrinter()), mod_helper=NUMPY_MOD_SOURCE,
+        functions=printed(models, _python_reserved, NumpyPrinter(), "Python"), mod_helper=NUMPY_MOD_SOURCE,
         provenance=provenance(source), wrap=wrap)
 
 
