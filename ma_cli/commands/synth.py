@@ -12,6 +12,7 @@ rate, and print the predicted time."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import output_directory
     from ma_cli.support import trace_command
 
     parser = trace_command(subparsers, "synth",
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="input value (repeatable), e.g. --set nprocs=1024 --set na=150000")
     parser.add_argument("--format", choices=("smpi",), default="smpi", help="trace format (SMPI time-independent)")
     parser.add_argument("--region", metavar="PATH", help="generate only this site's execution (e.g. conj_loop)")
-    parser.add_argument("out", metavar="OUT", help="directory for rank-<r>.smpi and traces.txt")
+    parser.add_argument("out", metavar="OUT", type=output_directory, help="directory for rank-<r>.smpi and traces.txt")
     parser.add_argument("--replay", action="store_true", help="replay the traces with SimGrid's smpirun")
     parser.add_argument("--profile", metavar="FILE", help="machine profile (ma machine probe): its ping-pong "
                         "latency and bandwidth and its peak flop rate")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ma_core.outputs import write_text
+
 from ..models import Model
 from ..printers import C_MOD_SOURCE, CPrinter
 from .common import c_reserved, environment, printed, provenance, wrap
@@ -30,6 +32,6 @@ def export_c(models: Iterable[Model], directory: str | Path, *, source: str | No
     out.mkdir(parents=True, exist_ok=True)
     header, body = c_sources(models, source=source, module=module)
     h, c = out / f"{module}.h", out / f"{module}.c"
-    h.write_text(header)
-    c.write_text(body)
+    write_text(h, header)
+    write_text(c, body)
     return h, c

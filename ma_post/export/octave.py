@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ma_core.outputs import write_text
+
 from ..models import Model
 from ..printers import OctavePrinter
 from .common import OCTAVE_RESERVED, environment, function_name, prepare, provenance, safe_name, wrap
@@ -40,6 +42,6 @@ def export_octave(models: Iterable[Model], directory: str | Path, *, source: str
     for model in models:
         name, text = octave_function(model, source=source)
         path = out / name
-        path.write_text(text)
+        write_text(path, text)
         written.append(path)
     return written

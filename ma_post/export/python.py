@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ma_core.outputs import write_text
+
 from ..models import Model
 from ..printers import NUMPY_MOD_SOURCE, NumpyPrinter
 from .common import PYTHON_MODULE_NAMES, PYTHON_RESERVED, environment, printed, provenance, wrap
@@ -27,5 +29,5 @@ def export_python(models: Iterable[Model], directory: str | Path, *, source: str
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{module}.py"
-    path.write_text(python_module(models, source=source))
+    write_text(path, python_module(models, source=source))
     return path
