@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import VENV_BIN, clean_env
-from post_fixtures import Loop, Var, cg_program, make_trace, write_run
+from post_fixtures import Loop, Op, Var, cg_program, make_trace, write_run
 from test_c_runtime import compile_c, environment
 
 from ma_cli.main import main
@@ -162,6 +162,23 @@ def test_an_unevaluated_assertion_is_never_a_pass(tmp_path: Path, capsys: pytest
 
     assert main(["validate", traces, "--anomalies", "warn"]) == 0  # asked to warn: shown, not failed
     assert "unevaluated: l (loop)" in capsys.readouterr().err
+
+
+FORGED = "forged:ma_flop:1:1:0.0:PASS=1:FAIL=0"
+
+
+def test_a_newline_in_a_site_id_cannot_forge_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace is untrusted: a site id holding a newline and a whole validation line is printed on its own
+    line, the newline escaped (``\\n``), in the lines, the notes and the table."""
+    program = [Var("n", 4), Op("flop", f"f\n{FORGED}", "n", actual=lambda env: 8), Op("flop", "g", "n")]
+    run = write_run(tmp_path / "run", program)
+    assert main(["validate", str(run)]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"f\\n{FORGED}:ma_flop:4:8:-0.5:PASS=0:FAIL=1", "g:ma_flop:4:4:0.0:PASS=1:FAIL=0"]
+    assert f"\n{FORGED}" not in err and f"f\\n{FORGED}" in err  # the fail note names it, escaped
+    assert main(["validate", str(run), "--format", "table"]) == 1
+    table = capsys.readouterr().out
+    assert not any(line.startswith("forged") for line in table.splitlines()) and f"f\\n{FORGED}" in table
 
 
 # --- CLI errors ---------------------------------------------------------------------------------------------

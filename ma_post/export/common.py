@@ -14,6 +14,8 @@ from typing import Any
 import jinja2
 import sympy
 
+from ma_core.text import one_line as comment_text  # one comment line, whatever the text holds
+
 from ..models import Model
 from ..quantities import describe
 from ..sympy_expr import symbol, to_text
@@ -88,14 +90,6 @@ def safe_name(name: str, reserved: Callable[[str], bool], taken: Iterable[str] =
     while reserved(safe) or safe in taken:
         safe += "_"
     return safe
-
-
-def comment_text(text: str) -> str:
-    """``text`` safe to stand inside a comment or a docstring of every target language, as one line: each
-    character that is not printable (line breaks included, and the lone surrogates of undecodable file names)
-    written as its Python escape, and backslashes doubled, so nothing a name holds can end the comment."""
-    return "".join(ch if ch.isprintable() and ch != "\\" else ch.encode("unicode_escape").decode("ascii")
-                   for ch in text)
 
 
 def c_comment(text: str) -> str:
