@@ -211,6 +211,27 @@ def test_a_known_parameter_still_evaluates(cg_run: Path, capsys: pytest.CaptureF
     assert "nprocs" in capsys.readouterr().out
 
 
+def test_an_eval_grid_past_its_cap_is_refused_before_any_work(cg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values = ",".join(str(v) for v in range(1000, 1101))  # 101 values per input: 101^3 > 10^6 points
+    argv = ["eval", str(cg_run), "-q", "flops", "--set", f"na={values}", "--set", f"niter={values}",
+            "--set", f"nonzer={values}"]
+    assert main(argv) == 2
+    assert "ma eval: error: the grid has 1,030,301 points, more than --max-points 1,000,000" in capsys.readouterr().err
+    assert main([*argv[:6], "--set", "niter=1,2", "--max-points", "202", "--format", "csv"]) == 0  # 101 x 2 points
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 202
+
+
+def test_synth_refuses_more_ranks_than_its_limit_before_writing(cg_run: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "smpi"
+    assert main(["synth", str(cg_run), str(out), "--set", "nprocs=1e8"]) == 2
+    assert ("ma synth: error: nprocs=100,000,000 would write 100,000,000 rank files; the limit is 65,536 "
+            "(--max-ranks)") in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())
+    assert main(["synth", str(cg_run), str(out), "--set", "nprocs=8", "--max-ranks", "4"]) == 2
+    assert "the limit is 4" in capsys.readouterr().err
+
+
 def test_ma_run_without_a_command_names_itself(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "-n", "2"]) == 2
     assert capsys.readouterr().err.startswith("ma run: error: no command to run")

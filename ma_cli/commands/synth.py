@@ -23,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("smpi",), default="smpi", help="trace format (SMPI time-independent)")
     parser.add_argument("--region", metavar="PATH", help="generate only this site's execution (e.g. conj_loop)")
     parser.add_argument("out", metavar="OUT", type=output_directory, help="directory for rank-<r>.smpi and traces.txt")
+    parser.add_argument("--max-ranks", type=int, default=65536, metavar="N",
+                        help="refuse to write more rank files (default 65536)")
     parser.add_argument("--replay", action="store_true", help="replay the traces with SimGrid's smpirun")
     parser.add_argument("--profile", metavar="FILE", help="machine profile (ma machine probe): its ping-pong "
                         "latency and bandwidth and its peak flop rate")
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     machine = _machine(args) if args.replay else None
     ts = load_traces(args)
     start = time.perf_counter()
-    result = synthesize(ts, args.out, settings, region=args.region)
+    result = synthesize(ts, args.out, settings, region=args.region, max_ranks=args.max_ranks)
     print(f"{result.nprocs} rank traces ({result.actions} actions) in {result.directory} "
           f"({time.perf_counter() - start:.2f} s); replay list {result.index}")
     if isinstance(machine, Machine):
