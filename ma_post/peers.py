@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ma_core.errors import TraceError
+from ma_core.text import one_line
 from ma_core.trace_format import PEERS_KEY
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ class PeerResult:
             first = min(self.failures, key=lambda f: (f.rank, f.call))
             more = len(self.failures) - 1
             text += f" ({first.describe()}" + (f"; {more} more rank(s) failed" if more else "") + ")"
-        return text
+        return one_line(text)
 
 
 def peer_results(ts: TraceSet) -> list[PeerResult]:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ma_core.text import one_line
 from ma_core.tolerance import Tolerance, parse_tolerance
 
 from .completeness import incomplete_run
@@ -357,7 +358,8 @@ def format_line(result: SiteResult) -> str:
 
 
 def format_lines(report: Report) -> str:
-    return "".join(format_line(r) + "\n" for r in report.results)
+    """One line per site, whatever its id holds (ma_core.text.one_line: a newline in an id is printed ``\\n``)."""
+    return "".join(one_line(format_line(r)) + "\n" for r in report.results)
 
 
 def _span(triple: tuple[float, float, float] | None) -> str:
@@ -379,12 +381,12 @@ def format_table(report: Report) -> str:
         if r.count_predicted is not None:
             pred += f" x{_span(r.count_predicted)}"
             meas += f" x{_span(r.count_measured)}" if r.count_measured and not math.isnan(r.count_measured[0]) else ""
-        rows.append((r.site.path, r.type, str(r.calls), pred, meas, format_rate(r.error_rate), str(r.passes),
+        rows.append((one_line(r.site.path), r.type, str(r.calls), pred, meas, format_rate(r.error_rate), str(r.passes),
                      str(r.fails), str(r.unmeasured), r.status, worst))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    out = [f"trace: {ts.directory or '-'}  ranks: {ts.n_ranks} of {ts.size}  language: {ts.language}"
+    out = [f"trace: {one_line(str(ts.directory or '-'))}  ranks: {ts.n_ranks} of {ts.size}  language: {ts.language}"
            f"  run: {ts.run_id or '-'}", "", *lines]
     out += ["", summary_line(report)]
     out += _notes(report)
@@ -450,19 +452,19 @@ def _notes(report: Report, *, unmeasured: bool = True) -> list[str]:
     for anomaly in ts.anomalies:
         out.append(f"{_where(anomaly.file, anomaly.line)}anomaly: {anomaly.kind} at {anomaly.path or '(top)'}: "
                    f"{anomaly.message} (x{anomaly.count}, ranks {rank_ranges(anomaly.ranks)})")
-    return ["", *out] if out else []
+    return ["", *map(one_line, out)] if out else []
 
 
 def format_attribution(attribution: Iterable[Attribution]) -> list[str]:
     lines = []
     for a in attribution:
         name = a.container.path or "(program)"
-        lines.append(f"  {name} [{a.container.type}] {a.type}: predicted {format_number(a.predicted)}, "
+        lines.append(f"  {one_line(name)} [{a.container.type}] {a.type}: predicted {format_number(a.predicted)}, "
                      f"measured {format_number(a.measured)}, error {format_rate(a.error_rate)}")
         for contribution, share in a.shares():
             if contribution.error == 0:
                 continue
-            lines.append(f"    {contribution.site.path}: {format_number(contribution.error)} "
+            lines.append(f"    {one_line(contribution.site.path)}: {format_number(contribution.error)} "
                          f"({100 * share:.1f}%)")
     return lines
 

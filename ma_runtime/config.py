@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ma_core import settings
 from ma_core.errors import AnnotationError
 from ma_core.tolerance import parse_tolerance
 
@@ -25,14 +26,8 @@ class Settings:
     @classmethod
     def from_environment(cls) -> Settings:
         tolerance = parse_tolerance(os.environ.get("MA_TOLERANCE", ""), error=AnnotationError)
-        flush_text = os.environ.get("MA_FLUSH_SECONDS", "5")
-        try:
-            flush = float(flush_text)
-        except ValueError:
-            raise AnnotationError(f"MA_FLUSH_SECONDS={flush_text!r} is not a number of seconds") from None
-        cpu_time = os.environ.get("MA_CPU_TIME", "subroutines").strip().lower() or "subroutines"
-        if cpu_time not in ("subroutines", "all", "none"):
-            raise AnnotationError(f"MA_CPU_TIME={cpu_time!r}: expected subroutines, all or none")
+        flush = settings.flush_seconds(os.environ.get("MA_FLUSH_SECONDS"), AnnotationError)
+        cpu_time = settings.cpu_time(os.environ.get("MA_CPU_TIME"), AnnotationError)
         return cls(
             cpu_time=cpu_time,
             trace_dir=Path(os.environ.get("MA_TRACE_DIR", "ma-traces")).absolute(),

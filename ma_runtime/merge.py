@@ -27,8 +27,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ma_core import settings
+from ma_core.errors import MAError
 from ma_core.trace_format import (
-    LAYOUTS,
     MERGED_FORMAT,
     MERGED_INDEX,
     MERGED_VERSION,
@@ -50,7 +51,7 @@ from ma_core.trace_format import (
 from . import trace
 
 TAG_DATA, TAG_ACK = 0x4D41, 0x4D42  # "MA": kept apart from the program's own messages on COMM_WORLD
-DEFAULT_TIMEOUT = 120.0
+DEFAULT_TIMEOUT = settings.DEFAULT_MERGE_TIMEOUT
 _NAN = float("nan")
 _ROW_DEFAULTS = {"path": ""}  # of a node row's keys (NODE_ROW_KEYS) a hand-made document may leave out
 
@@ -62,18 +63,20 @@ Part = tuple[int, str, bytes, bytes, str, tuple[Any, ...], list[Any], list[Any],
 
 def layout() -> str:
     """MA_TRACE_LAYOUT (merged by default: it applies only under MPI with more than one rank). An unknown value
-    is reported and read as ``both``, which loses nothing."""
-    value = os.environ.get("MA_TRACE_LAYOUT", "merged").strip().lower() or "merged"
-    if value not in LAYOUTS:
-        print(f"ma: MA_TRACE_LAYOUT={value!r} is not one of {', '.join(LAYOUTS)}; writing both", file=sys.stderr)
+    is reported and read as ``both``, which loses nothing (``ma run`` refuses it before the job starts)."""
+    try:
+        return settings.trace_layout(os.environ.get("MA_TRACE_LAYOUT"))
+    except MAError as exc:
+        print(f"ma: {exc}; writing both", file=sys.stderr)
         return "both"
-    return value
 
 
 def timeout() -> float:
+    """MA_MERGE_TIMEOUT; a value that is not a positive number of seconds is read as the default at exit
+    (``ma run`` refuses it before the job starts)."""
     try:
-        return float(os.environ.get("MA_MERGE_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
+        return settings.merge_timeout(os.environ.get("MA_MERGE_TIMEOUT"))
+    except MAError:
         return DEFAULT_TIMEOUT
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ma_core.errors import LaunchError, ToolBuildError
+from ma_core.settings import check_environment
 from ma_core.trace_format import (
     RUN_FORMAT,
     RUN_RECORD_FILE,
@@ -70,6 +71,9 @@ def plan(command: Sequence[str], nprocs: int | None = None, trace_dir: str | os.
         raise LaunchError(f"-n must be at least 1, not {nprocs}")
     if not str(trace_dir).strip():
         raise LaunchError("--trace-dir is empty: name the directory for the traces (default ma-traces)")
+    # The runtime's own parsers, on the environment every rank inherits: a typo stops ma run here, before the
+    # job, instead of failing (or being read as a default) in every rank.
+    check_environment(os.environ, LaunchError)
     trace_dir = Path(trace_dir).absolute()
     env = {"MA_TRACE_DIR": str(trace_dir), "MA_RUN_ID": uuid.uuid4().hex,
            # Keep the environment's own MPI tools first for anything the program starts itself.

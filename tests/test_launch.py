@@ -139,6 +139,26 @@ def test_bad_invocations_are_clear_errors(tmp_path: Path) -> None:
     assert "Traceback" not in no_command.stderr + bad_counter.stderr + missing.stderr
 
 
+@pytest.mark.parametrize("setting, value, words", [
+    ("MA_TOLERANCE", "abc", "ma run: error: MA_TOLERANCE='abc': 'abc' is not a number"),
+    ("MA_TRACE_LAYOUT", "bogus", "ma run: error: MA_TRACE_LAYOUT='bogus' is not one of merged, per-rank, both"),
+    ("MA_MERGE_TIMEOUT", "abc", "ma run: error: MA_MERGE_TIMEOUT='abc' is not a number of seconds"),
+    ("MA_MERGE_TIMEOUT", "0", "ma run: error: MA_MERGE_TIMEOUT='0': expected a finite number of seconds, more than 0"),
+    ("MA_FLUSH_SECONDS", "-5", "ma run: error: MA_FLUSH_SECONDS='-5': expected a finite number of seconds, 0 or more"),
+    ("MA_FLUSH_SECONDS", "inf", "ma run: error: MA_FLUSH_SECONDS='inf': expected a finite number of seconds"),
+    ("MA_CPU_TIME", "some", "ma run: error: MA_CPU_TIME='some': expected subroutines, all or none"),
+])
+def test_bad_settings_stop_ma_run_before_the_job_starts(tmp_path: Path, setting: str, value: str,
+                                                         words: str) -> None:
+    """The runtime's own parsers (ma_core.settings) run in ma run on the environment the ranks would inherit:
+    one error line, exit status 2, no rank started, no trace directory made."""
+    done = ma_run(tmp_path, "-n", "2", "--", sys.executable, "-c", "open('RAN', 'w').close()",
+                  env=clean_env(**{setting: value}))
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert not (tmp_path / "RAN").exists() and not (tmp_path / "ma-traces").exists()
+
+
 @pytest.mark.mpi
 def test_a_pmpi_library_that_cannot_be_built_is_reported_and_the_job_still_runs(tmp_path: Path) -> None:
     env = clean_env(MA_BUILD_DIR=str(tmp_path / "empty-build"), MA_MPICC="/bin/false")

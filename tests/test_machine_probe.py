@@ -114,9 +114,10 @@ def test_working_sets_span_past_the_last_cache() -> None:
     assert all(s % 64 == 0 for s in sizes)
 
 
-def test_bad_cache_override_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["machine", "probe", "--quick", "--cache", "L2", "-o", "/dev/null"]) == 2
+def test_bad_cache_override_is_reported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["machine", "probe", "--quick", "--cache", "L2", "-o", str(tmp_path / "p.json")]) == 2
     assert "expected LN=SIZE" in capsys.readouterr().err
+    assert not (tmp_path / "p.json").exists()
 
 
 def test_show_names_a_bad_profile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

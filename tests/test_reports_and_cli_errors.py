@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import VENV_BIN, clean_env
-from post_fixtures import Loop, Var, cg_program, make_trace, write_run
+from post_fixtures import Loop, Op, Var, cg_program, make_trace, write_run
 from test_c_runtime import compile_c, environment
 
 from ma_cli.main import main
@@ -164,6 +164,23 @@ def test_an_unevaluated_assertion_is_never_a_pass(tmp_path: Path, capsys: pytest
     assert "unevaluated: l (loop)" in capsys.readouterr().err
 
 
+FORGED = "forged:ma_flop:1:1:0.0:PASS=1:FAIL=0"
+
+
+def test_a_newline_in_a_site_id_cannot_forge_a_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A trace is untrusted: a site id holding a newline and a whole validation line is printed on its own
+    line, the newline escaped (``\\n``), in the lines, the notes and the table."""
+    program = [Var("n", 4), Op("flop", f"f\n{FORGED}", "n", actual=lambda env: 8), Op("flop", "g", "n")]
+    run = write_run(tmp_path / "run", program)
+    assert main(["validate", str(run)]) == 1
+    out, err = capsys.readouterr()
+    assert out.splitlines() == [f"f\\n{FORGED}:ma_flop:4:8:-0.5:PASS=0:FAIL=1", "g:ma_flop:4:4:0.0:PASS=1:FAIL=0"]
+    assert f"\n{FORGED}" not in err and f"f\\n{FORGED}" in err  # the fail note names it, escaped
+    assert main(["validate", str(run), "--format", "table"]) == 1
+    table = capsys.readouterr().out
+    assert not any(line.startswith("forged") for line in table.splitlines()) and f"f\\n{FORGED}" in table
+
+
 # --- CLI errors ---------------------------------------------------------------------------------------------
 
 
@@ -192,6 +209,27 @@ def test_an_unknown_parameter_is_an_error_that_suggests_the_closest(
 def test_a_known_parameter_still_evaluates(cg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["eval", str(cg_run), "-q", "flops", "--set", "nprocs=4"]) == 0
     assert "nprocs" in capsys.readouterr().out
+
+
+def test_an_eval_grid_past_its_cap_is_refused_before_any_work(cg_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    values = ",".join(str(v) for v in range(1000, 1101))  # 101 values per input: 101^3 > 10^6 points
+    argv = ["eval", str(cg_run), "-q", "flops", "--set", f"na={values}", "--set", f"niter={values}",
+            "--set", f"nonzer={values}"]
+    assert main(argv) == 2
+    assert "ma eval: error: the grid has 1,030,301 points, more than --max-points 1,000,000" in capsys.readouterr().err
+    assert main([*argv[:6], "--set", "niter=1,2", "--max-points", "202", "--format", "csv"]) == 0  # 101 x 2 points
+    assert len(capsys.readouterr().out.splitlines()) == 1 + 202
+
+
+def test_synth_refuses_more_ranks_than_its_limit_before_writing(cg_run: Path, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "smpi"
+    assert main(["synth", str(cg_run), str(out), "--set", "nprocs=1e8"]) == 2
+    assert ("ma synth: error: nprocs=100,000,000 would write 100,000,000 rank files; the limit is 65,536 "
+            "(--max-ranks)") in capsys.readouterr().err
+    assert not out.exists() or not any(out.iterdir())
+    assert main(["synth", str(cg_run), str(out), "--set", "nprocs=8", "--max-ranks", "4"]) == 2
+    assert "the limit is 4" in capsys.readouterr().err
 
 
 def test_ma_run_without_a_command_names_itself(capsys: pytest.CaptureFixture[str]) -> None:

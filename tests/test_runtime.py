@@ -543,6 +543,7 @@ def test_compiled_and_pure_python_runtimes_write_the_same_trace(run_program) -> 
     ("MA_TOLERANCE", "flop=lots", "MA_TOLERANCE='flop=lots': 'lots' is not a number"),
     ("MA_TOLERANCE", "-0.1", "cannot be negative"),
     ("MA_FLUSH_SECONDS", "soon", "MA_FLUSH_SECONDS='soon' is not a number of seconds"),
+    ("MA_FLUSH_SECONDS", "-5", "MA_FLUSH_SECONDS='-5': expected a finite number of seconds, 0 or more"),
     ("MA_CPU_TIME", "some", "MA_CPU_TIME='some': expected subroutines, all or none"),
     ("MA_COUNTERS", "perf", "unknown counter provider 'perf'"),
     ("MA_PAPI_EVENTS", "flops=PAPI_FP_OPS", "MA_PAPI_EVENTS='flops=PAPI_FP_OPS': expected entries like"),

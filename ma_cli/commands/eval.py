@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 DESCRIPTION = """Evaluate symbolic models at any input parameters (float64, the semantics of the exported code).
@@ -21,6 +22,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_set_arguments(parser)
     add_model_arguments(parser)
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.add_argument("--max-points", type=float, default=1e6,
+                        help="refuse grids with more points (default 1e6; ma sweep evaluates large grids)")
     parser.set_defaults(handler=run)
 
 
@@ -28,10 +31,14 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ma_cli.support import check_parameters, grid, load_traces, number, parse_rank, parse_sets, table
+    from ma_core.errors import MAError
     from ma_post.evaluation import evaluate
     from ma_post.models import ModelBuilder
 
     sets = parse_sets(args.sets)
+    points_asked = math.prod(len(values) for values in sets.values())  # Python ints: no overflow
+    if points_asked > args.max_points:
+        raise MAError(f"the grid has {points_asked:,} points, more than --max-points {args.max_points:,.0f}")
     rank = parse_rank(args.rank)
     ts = load_traces(args)
     check_parameters(ts, sets)

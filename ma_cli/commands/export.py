@@ -18,17 +18,18 @@ functions."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import output_directory, output_file
     from ma_cli.support import add_model_arguments, trace_command
 
     parser = trace_command(subparsers, "export",
                            "export models as Octave/MATLAB .m functions, a NumPy module and C sources",
                            DESCRIPTION)
-    parser.add_argument("--octave", metavar="OUT", help="directory for the .m files")
-    parser.add_argument("--python", metavar="OUT", help="directory for the Python module")
-    parser.add_argument("--c", metavar="OUT", help="directory for the C header and source")
-    parser.add_argument("--hatchet", metavar="OUT.json",
+    parser.add_argument("--octave", metavar="OUT", type=output_directory, help="directory for the .m files")
+    parser.add_argument("--python", metavar="OUT", type=output_directory, help="directory for the Python module")
+    parser.add_argument("--c", metavar="OUT", type=output_directory, help="directory for the C header and source")
+    parser.add_argument("--hatchet", metavar="OUT.json", type=output_file(),
                         help="the site tree with per-rank metrics as a Hatchet literal")
-    parser.add_argument("--extrap", metavar="OUT.json",
+    parser.add_argument("--extrap", metavar="OUT.json", type=output_file(),
                         help="Extra-P JSON input of the measurements of DIR and MORE_DIRS (runs at different inputs)")
     parser.add_argument("more_dirs", nargs="*", metavar="MORE_DIRS", help="further runs' trace directories (--extrap)")
     parser.add_argument("--param", action="append", default=[], metavar="NAME",

@@ -15,12 +15,13 @@ _CACHE_SPEC = "SIZE[:WAYS[:LINE[:POLICY[:PREFETCH][:INDEXING]]]]"
 
 
 def register(subparsers: Any) -> None:
+    from ma_cli.outputs import output_file
     parser = subparsers.add_parser("machine", help="machine profiles: probe this host, show, fit, plot")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
 
     probe = actions.add_parser("probe", help="measure this host (MultiMAPS, flops, triad, MPI) into a profile")
-    probe.add_argument("-o", "--output", default="machine-profile.json", help="profile to write")
+    probe.add_argument("-o", "--output", default="machine-profile.json", type=output_file(), help="profile to write")
     probe.add_argument("--quick", action="store_true", help="under 30 s: few sizes, short timings, small GA")
     probe.add_argument("--plan", action="store_true",
                        help="print the plan (working sets, points, estimated seconds per part) and measure nothing")
@@ -53,13 +54,15 @@ def register(subparsers: Any) -> None:
     indexed = actions.add_parser("subscripts", help="measure the price of a Python program's subscript "
                                                     "(cpython.subscripts) on this host into a profile")
     indexed.add_argument("profile")
-    indexed.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    indexed.add_argument("-o", "--output", type=output_file(),
+                         help="write here (default: update the profile in place)")
     indexed.add_argument("--quick", action="store_true", help="short timings (a fraction of a second)")
     indexed.set_defaults(handler=handle_subscripts)
 
     fit = actions.add_parser("fit", help="(re)fit Equation 1 to a profile's MultiMAPS surface")
     fit.add_argument("profile")
-    fit.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    fit.add_argument("-o", "--output", type=output_file(),
+                         help="write here (default: update the profile in place)")
     _cache_option(fit, "change a level of the profile's hierarchy and simulate the hit rates again")
     _ga_options(fit)
     fit.set_defaults(handler=handle_fit)
@@ -183,7 +186,10 @@ def handle_schema(args: argparse.Namespace) -> int:
 
 def handle_plot(args: argparse.Namespace) -> int:
     from backends.machine import figures
+    from ma_cli.outputs import check_output_file
 
+    for kind in ("curves", f"errors-stride{args.stride}", "multicore"):  # the files -o PREFIX names
+        check_output_file(f"{args.output}-{kind}.png")
     machine = load_profile(args.profile)
     print(figures.plot_multimaps(machine, f"{args.output}-curves.png"))
     if machine.bandwidth_fit is not None:
@@ -208,9 +214,12 @@ def _print_fit(machine: Any) -> None:
 
 def _fill_command(actions: Any, name: str, what: str, samples: str, handler: Any) -> argparse.ArgumentParser:
     """A subcommand that measures one optional block on this host into an existing profile."""
+    from ma_cli.outputs import output_file
+
     command = actions.add_parser(name, help=f"measure {what} on this host into an existing profile")
     command.add_argument("profile")
-    command.add_argument("-o", "--output", help="write here (default: update the profile in place)")
+    command.add_argument("-o", "--output", type=output_file(),
+                         help="write here (default: update the profile in place)")
     command.add_argument("--statistic", choices=("median", "best"), help=f"of each point's {samples} (default median)")
     command.set_defaults(handler=handler)
     return command

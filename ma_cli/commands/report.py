@@ -10,13 +10,14 @@ distribution, scaling, sensitivity and predicted against measured, figures embed
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import output_file
     from ma_cli.studies_support import add_values_argument
     from ma_cli.support import add_conditional_argument, trace_command
 
     parser = trace_command(subparsers, "report",
                            "write one self-contained HTML report (validation, tree, models, studies)",
                            DESCRIPTION)
-    parser.add_argument("--output", "-o", default="ma-report.html", metavar="FILE",
+    parser.add_argument("--output", "-o", default="ma-report.html", metavar="FILE", type=output_file(),
                         help="the HTML file to write (default ma-report.html)")
     parser.add_argument("--title", default=None)
     parser.add_argument("--nprocs", default="2^(0:12)", metavar="VALUES",

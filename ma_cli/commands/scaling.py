@@ -12,6 +12,7 @@ the first count (strong: x(p0)*p0/(x(p)*p); weak: x(p0)/x(p)) and each subroutin
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import FIGURE_SUFFIXES, output_file
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
     from ma_cli.support import add_model_arguments, trace_command
 
@@ -36,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_backend_option(parser, "per rank (column time) and its parallel efficiency")
     parser.add_argument("--no-shares", action="store_true", help="leave out the per-subroutine shares")
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    parser.add_argument("--plot", metavar="FILE", help="draw per rank and all ranks, and the shares")
+    parser.add_argument("--plot", metavar="FILE", type=output_file(FIGURE_SUFFIXES),
+                        help="draw per rank and all ranks, and the shares")
     parser.set_defaults(handler=run)
 
 

@@ -13,6 +13,7 @@ Figure 15). An elasticity of 1 means Q grows in proportion to p, 2 with its squa
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import FIGURE_SUFFIXES, output_file
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
     from ma_cli.support import add_model_arguments, trace_command
 
@@ -23,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--param", "-p", action="append", default=None, metavar="P",
                         help="only these parameters (repeatable; default: every input of the model)")
     parser.add_argument("--scales", default="1,2,10", metavar="S,S,...", help="scale factors (default 1,2,10)")
-    parser.add_argument("--plot", metavar="FILE", help="draw the scale factors as bars (.png, .svg, .pdf)")
+    parser.add_argument("--plot", metavar="FILE", type=output_file(FIGURE_SUFFIXES),
+                        help="draw the scale factors as bars (.png, .svg, .pdf)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     add_rank_argument(parser)
     add_model_arguments(parser)

@@ -16,12 +16,14 @@ import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import output_file
     parser = subparsers.add_parser("signature", help="the application signature of a signature run (hit rates, "
                                                      "lines per flop, calls per execution) for ma predict",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("trace_dir", metavar="DIR",
                         help="trace directory of a ma run --counters valgrind --cache PROFILE run")
-    parser.add_argument("-o", "--output", required=True, metavar="FILE", help="signature file to write")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE", type=output_file(),
+                        help="signature file to write")
     parser.add_argument("--calls", metavar="DIR", help="trace directory of a ma run --counters ccalls run: calls "
                                                        "into compiled code and subscripts per execution")
     parser.add_argument("--csr-rows", nargs=3, action="append", default=[], metavar=("ID", "ENTRIES", "ROWS"),

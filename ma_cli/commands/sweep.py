@@ -10,6 +10,7 @@ two, on log axes where a parameter's values are geometric."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from ma_cli.outputs import FIGURE_SUFFIXES, output_file
     from ma_cli.studies_support import add_quantity_argument, add_rank_argument, add_values_argument
     from ma_cli.support import add_model_arguments, trace_command
 
@@ -17,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            DESCRIPTION, add_quantity_argument,
                            add_values_argument, add_rank_argument, add_model_arguments)
     parser.add_argument("--format", choices=("table", "csv", "json"), default="table")
-    parser.add_argument("--plot", metavar="FILE", help="also draw the sweep into FILE (.png, .svg, .pdf)")
+    parser.add_argument("--plot", metavar="FILE", type=output_file(FIGURE_SUFFIXES),
+                        help="also draw the sweep into FILE (.png, .svg, .pdf)")
     parser.add_argument("--quiet", action="store_true", help="print no table (with --plot)")
     parser.add_argument("--max-points", type=float, default=1e8,
                         help="refuse grids with more points (default 1e8)")

@@ -25,6 +25,7 @@ communication."""
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     from ma_cli.commands.predict import add_backend_arguments_when_parsed
+    from ma_cli.outputs import output_directory
     from ma_cli.support import trace_command
 
     parser = trace_command(subparsers, "synth",
@@ -34,7 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="input value (repeatable), e.g. --set nprocs=1024 --set na=150000")
     parser.add_argument("--format", choices=("smpi",), default="smpi", help="trace format (SMPI time-independent)")
     parser.add_argument("--region", metavar="PATH", help="generate only this site's execution (e.g. conj_loop)")
-    parser.add_argument("out", metavar="OUT", help="directory for rank-<r>.smpi and traces.txt")
+    parser.add_argument("out", metavar="OUT", type=output_directory, help="directory for rank-<r>.smpi and traces.txt")
+    parser.add_argument("--max-ranks", type=int, default=65536, metavar="N",
+                        help="refuse to write more rank files (default 65536)")
     parser.add_argument("--replay", action="store_true", help="replay the traces with SimGrid's smpirun")
     parser.add_argument("--profile", metavar="FILE", help="machine profile (ma machine probe): its ping-pong "
                         "latency and bandwidth and its peak flop rate")
@@ -173,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"compute: backend {args.backend or 'maps'} on {args.machine} (compute, memory and runtime per site "
               f"execution, at {fields['flops_per_s']:.6g} flop/s)")
     start = time.perf_counter()
-    result = synthesize(ts, args.out, settings, region=args.region, work=work)
+    result = synthesize(ts, args.out, settings, region=args.region, work=work, max_ranks=args.max_ranks)
     print(f"{result.nprocs} rank traces ({result.actions} actions) in {result.directory} "
           f"({time.perf_counter() - start:.2f} s); replay list {result.index}")
     if machine is not None:

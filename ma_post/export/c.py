@@ -5,16 +5,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ma_core.outputs import write_text
+
 from ..models import Model
 from ..printers import C_MOD_SOURCE, CPrinter
-from .common import C_RESERVED, environment, printed, provenance, wrap
+from .common import c_reserved, environment, printed, provenance, wrap
 
 DEFAULT_MODULE = "ma_models"
 
 
 def c_sources(models: Iterable[Model], *, source: str | None = None, module: str = DEFAULT_MODULE) -> tuple[str, str]:
     """(header text, source text)."""
-    functions = printed(models, C_RESERVED, CPrinter())
+    functions = printed(models, c_reserved, CPrinter(), "C")
     env = environment()
     stamp = provenance(source)
     guard = module.upper() + "_H"
@@ -30,6 +32,6 @@ def export_c(models: Iterable[Model], directory: str | Path, *, source: str | No
     out.mkdir(parents=True, exist_ok=True)
     header, body = c_sources(models, source=source, module=module)
     h, c = out / f"{module}.h", out / f"{module}.c"
-    h.write_text(header)
-    c.write_text(body)
+    write_text(h, header)
+    write_text(c, body)
     return h, c

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ma_core.outputs import write_text
+
 from ..models import Model
 from ..printers import OctavePrinter
-from .common import OCTAVE_RESERVED, environment, function_name, prepare, provenance, wrap
+from .common import OCTAVE_RESERVED, environment, function_name, prepare, provenance, safe_name, wrap
 
 # Octave functions whose names quantities would take: a function file of that name would shadow them.
 OCTAVE_FUNCTIONS = frozenset({"memory"})
@@ -15,16 +17,17 @@ OCTAVE_FUNCTIONS = frozenset({"memory"})
 
 def octave_function_name(quantity: str) -> str:
     """The name of the exported function of ``quantity`` (memory -> memory_: Octave's own stays usable)."""
-    name = function_name(quantity)
-    while name in OCTAVE_FUNCTIONS:
-        name += "_"
-    return name
+    return safe_name(function_name(quantity), _octave_reserved)
+
+
+def _octave_reserved(name: str) -> bool:
+    return name in OCTAVE_RESERVED or name in OCTAVE_FUNCTIONS
 
 
 def octave_function(model: Model, *, source: str | None = None) -> tuple[str, str]:
     """(file name, text) of the .m function file of ``model``."""
-    f = prepare(model, OCTAVE_RESERVED)
-    f.name = octave_function_name(model.quantity)
+    function = octave_function_name(model.quantity)
+    f = prepare(model, lambda arg: _octave_reserved(arg) or arg == function, "Octave", function)
     printer = OctavePrinter()
     definitions = [(name, printer.doprint(expr)) for name, expr in f.definitions]
     text = environment().get_template("octave_function.m.j2").render(
@@ -39,6 +42,6 @@ def export_octave(models: Iterable[Model], directory: str | Path, *, source: str
     for model in models:
         name, text = octave_function(model, source=source)
         path = out / name
-        path.write_text(text)
+        write_text(path, text)
         written.append(path)
     return written

@@ -5,16 +5,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from ma_core.outputs import write_text
+
 from ..models import Model
 from ..printers import NUMPY_MOD_SOURCE, NumpyPrinter
-from .common import PYTHON_RESERVED, environment, printed, provenance, wrap
+from .common import PYTHON_MODULE_NAMES, PYTHON_RESERVED, environment, printed, provenance, wrap
 
 DEFAULT_MODULE = "ma_models"
 
 
+def _python_reserved(name: str) -> bool:
+    return name in PYTHON_RESERVED or name in PYTHON_MODULE_NAMES
+
+
 def python_module(models: Iterable[Model], *, source: str | None = None) -> str:
     return environment().get_template("python_module.py.j2").render(
-        functions=printed(models, PYTHON_RESERVED, NumpyPrinter()), mod_helper=NUMPY_MOD_SOURCE,
+        functions=printed(models, _python_reserved, NumpyPrinter(), "Python"), mod_helper=NUMPY_MOD_SOURCE,
         provenance=provenance(source), wrap=wrap)
 
 
@@ -23,5 +29,5 @@ def export_python(models: Iterable[Model], directory: str | Path, *, source: str
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{module}.py"
-    path.write_text(python_module(models, source=source))
+    write_text(path, python_module(models, source=source))
     return path

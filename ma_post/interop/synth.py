@@ -53,6 +53,9 @@ ROOTED = {"mpi_bcast": "bcast", "mpi_reduce": "reduce", "mpi_gather": "gather", 
 UNROOTED = {"mpi_allreduce": "allreduce", "mpi_allgather": "allgather", "mpi_alltoall": "alltoall",
             "mpi_barrier": "barrier"}
 
+# Ranks ma synth writes at most by default: one file each, and SimGrid replays far fewer in reasonable time.
+MAX_RANKS = 65536
+
 
 @dataclass(frozen=True)
 class IndexVariable:
@@ -344,15 +347,19 @@ def rank_ops(program: Program, rank: int, nprocs: int) -> list[Op]:
 
 
 def synthesize(ts: TraceSet, out: str | Path, settings: Mapping[str, float], *, region: str | None = None,
-               nprocs: int | None = None, work: Work = flop_work) -> SynthResult:
+               nprocs: int | None = None, work: Work = flop_work, max_ranks: int = MAX_RANKS) -> SynthResult:
     """Write ``OUT/rank-<r>.smpi`` for every rank and ``OUT/traces.txt`` listing them (smpirun -replay); ``work``
-    gives each site's compute amount (default: a flop site's flops)."""
+    gives each site's compute amount (default: a flop site's flops); more than ``max_ranks`` ranks is a SynthError
+    before anything is written."""
     values = dict(settings)
     if nprocs is None:
         nprocs = int(values.get("nprocs", ts.size))
     values.setdefault("nprocs", nprocs)
     if nprocs < 1:
         raise SynthError(f"nprocs must be at least 1, got {nprocs}")
+    if nprocs > max_ranks:
+        raise SynthError(f"nprocs={nprocs:,} would write {nprocs:,} rank files; the limit is {max_ranks:,} "
+                         "(--max-ranks)")
     program = load_program(ts, values, region, work)
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
