@@ -71,12 +71,13 @@ head -n 12 "$OUT/sp-study.txt"; echo "... (models, scaling to 1024 processes, fi
 ma report "$OUT/sp-traces" -o "$OUT/sp-report.html"
 
 step "8. NPB CG in Fortran 90 (Debian's MPICH), annotated as in the paper (Figures 4, 5)"
-make -s -C examples/npb_cg_fortran MPICC=/usr/bin/mpicc.mpich BUILD="$OUT/cg-fortran-build"
-ma run -n 4 --trace-dir "$OUT/cgf-traces" -- "$OUT/cg-fortran-build/cg" --class S > "$OUT/cgf.txt"
+cgf_build=$(realpath -m "$OUT/cg-fortran-build")  # make runs in the example's folder
+make -s -C examples/npb_cg_fortran MPICC=/usr/bin/mpicc.mpich BUILD="$cgf_build"
+ma run -n 4 --trace-dir "$OUT/cgf-traces" -- "$cgf_build/cg" --class S > "$OUT/cgf.txt"
 grep -E "Verification  |Mop/s total" "$OUT/cgf.txt"
 ma validate "$OUT/cgf-traces" > "$OUT/cgf-validation.txt" && tail -n 1 "$OUT/cgf-validation.txt"
-ma msgdist "$OUT/cgf-traces" "${CLASS_C[@]}" | tee "$OUT/cgf-msgdist-C-1024.txt" | head -n 8
-ma predict "$OUT/cgf-traces" --backend maps --machine amd-epyc-zen4-kvm 2>/dev/null \
-  | tee "$OUT/cgf-predict.txt" | head -n 12
+ma msgdist "$OUT/cgf-traces" "${CLASS_C[@]}" > "$OUT/cgf-msgdist-C-1024.txt" && cat "$OUT/cgf-msgdist-C-1024.txt"
+ma predict "$OUT/cgf-traces" --backend maps --machine amd-epyc-zen4-kvm > "$OUT/cgf-predict.txt" 2>/dev/null
+head -n 10 "$OUT/cgf-predict.txt"
 
 step "Done: everything is in $OUT; open $OUT/report.html (CG) and $OUT/sp-report.html (SP) in a browser"
