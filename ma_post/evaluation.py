@@ -94,18 +94,30 @@ class Evaluation:
         return np.nanmin(flat, axis=0), np.nanmax(flat, axis=0), at.astype(float)
 
 
+def components(model: NumericModel) -> tuple[int, ...]:
+    """``(k,)`` for a model of ``k`` expressions at once (its expression a ``sympy.Tuple``: e.g. every part of
+    every site of a prediction, compiled and evaluated in one pass), else ``()``. Their values get a last axis."""
+    found = model.cache.get("components")
+    if found is None:
+        expr = model.inlined()
+        found = model.cache["components"] = (len(expr.args),) if isinstance(expr, sympy.Tuple) else ()
+    return found  # type: ignore[no-any-return]
+
+
 def numeric_function(model: NumericModel) -> Callable[..., Any]:
     """NumPy function of the model's inputs (in ``model.inputs`` order), compiled once per model."""
     fn = model.cache.get("numpy")
     if fn is None:
         args = [symbol(name) for name in model.inputs]
         expr = model.inlined()
+        if isinstance(expr, sympy.Tuple):  # several expressions: one function returning their list, with one cse
+            expr = list(expr.args)
         # An input named like a global of the printed code would shadow it: such inputs (rare) become dummies.
         # Every input is not dummified: that rebuilds the whole tree, which takes minutes for thousands of sites.
         clashing = {arg: sympy.Dummy(arg.name) for arg in args if arg.name in _PRINTED_GLOBALS}
         if clashing:
             args = [clashing.get(arg, arg) for arg in args]
-            expr = expr.xreplace(clashing)
+            expr = [e.xreplace(clashing) for e in expr] if isinstance(expr, list) else expr.xreplace(clashing)
         # lambdify prints the SymPy tree (built from the lark parse, never from text) with our printer.
         try:
             fn = sympy.lambdify(args, expr, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
@@ -126,6 +138,8 @@ def _call(model: NumericModel, arrays: list[Any]) -> Any:
     with np.errstate(all="ignore"):
         result = fn(*arrays)
     shape = np.broadcast_shapes(*(np.shape(a) for a in arrays)) if arrays else ()
+    if components(model):  # each expression's value over the inputs' shape, on a last axis
+        return np.stack([np.broadcast_to(np.asarray(r, dtype=float), shape) for r in result], axis=-1)
     return np.broadcast_to(np.asarray(result, dtype=float), shape).copy() if shape else float(result)
 
 
@@ -173,7 +187,7 @@ def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice
     expand = (slice(None),) + (None,) * len(grid_shape)
     arrays = [a[expand] if i in per_rank_inputs else a for i, a in enumerate(arrays)]
     per_rank = np.asarray(_call(model, arrays), dtype=float)
-    per_rank = np.broadcast_to(per_rank, (len(model.ranks), *tuple(grid_shape))).copy()
+    per_rank = np.broadcast_to(per_rank, (len(model.ranks), *tuple(grid_shape), *components(model))).copy()
     reducer = {"min": np.nanmin, "max": np.nanmax}.get(rank if isinstance(rank, str) else "", np.nanmean)
     value = reducer(per_rank, axis=0)
     return Evaluation(value if np.ndim(value) else float(value), per_rank, model.ranks, from_trace, unused)
@@ -244,8 +258,9 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
                              "ma_def_variable_assign_int) or give it (--set)")
     if isinstance(rank, int) and not isinstance(rank, bool):
         _check_ranks(np.asarray(float(rank)), sizes, procs_name)
-    value = np.empty(grid_shape)
-    low, high, high_at = np.empty(grid_shape), np.empty(grid_shape), np.empty(grid_shape)
+    value_shape = (*grid_shape, *components(model))
+    value = np.empty(value_shape)
+    low, high, high_at = np.empty(value_shape), np.empty(value_shape), np.empty(value_shape)
     order = {name: np.argsort(model.ranks) for name in per_traced_rank}
     for size in np.unique(sizes):
         where = sizes == size
@@ -255,7 +270,7 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
             value[where] = low[where] = high[where] = chosen[0]
             high_at[where] = rank
             continue
-        total, lo, hi, at = np.zeros(where.sum()), None, None, None
+        total, lo, hi, at = np.zeros((where.sum(), *components(model))), None, None, None
         for start in range(0, int(size), _RANK_CHUNK):
             ranks = np.arange(start, min(int(size), start + _RANK_CHUNK), dtype=float)
             chunk = _ranks_values(model, points, ranks, per_traced_rank, order)
@@ -275,7 +290,8 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
 
 def _ranks_values(model: NumericModel, points: Mapping[str, np.ndarray], ranks: np.ndarray,
                   per_traced_rank: list[str], order: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The model on ``ranks`` (axis 0) at each grid point (axis 1)."""
+    """The model on ``ranks`` (axis 0) at each grid point (axis 1), each expression of a several-expression model
+    on a last axis."""
     arrays: list[Any] = []
     for name in model.inputs:
         if name == RANK:
@@ -286,7 +302,7 @@ def _ranks_values(model: NumericModel, points: Mapping[str, np.ndarray], ranks: 
         else:
             arrays.append(np.asarray(points[name], dtype=float)[None, :])
     n_points = len(next(iter(points.values()))) if points else 1
-    return np.broadcast_to(np.asarray(_call(model, arrays), dtype=float), (len(ranks), n_points))
+    return np.broadcast_to(np.asarray(_call(model, arrays), dtype=float), (len(ranks), n_points, *components(model)))
 
 
 def evaluate_at_trace(model: NumericModel) -> np.ndarray:
