@@ -216,9 +216,7 @@ def per_rank_table(model: ModelBuilder, exprs: Sequence[sympy.Expr], values: Map
     import numpy as np
     import sympy
 
-    from ma_post.evaluation import evaluate
-
-    from ma_post.evaluation import RANK
+    from ma_post.evaluation import RANK, evaluate
 
     table = np.zeros((len(exprs), len(model.ts.ranks)))
     # An expression in rank is evaluated over the ranks of the job, and its mean stands for every rank; the others
