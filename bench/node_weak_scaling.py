@@ -8,9 +8,15 @@ bandwidth. The profile (``--profile``, default the shipped example) gets a multi
 ``stream`` subroutine's measured mean time per rank is printed beside ``ma predict --backend maps``'s prediction
 with the node term (ranks per node = nprocs) and without it (``--ranks-per-node 1``: each rank priced alone).
 
+The kernel's hit rates come from its application signature, measured apart as a user would: one rank, one sweep,
+under the Valgrind counter with the profile's cache (``ma run --counters valgrind --cache``, ``ma signature``);
+hit rates per execution carry over to the timed runs' sweeps. ``--no-signature`` prices the sweep at the
+profile's assumed hit rates instead (a cache-resident guess, far from a stream past the last cache).
+
 Take the figures from a quiet host: on a loaded one the measured times stretch with the load, not the node.
 
-Run: .venv/bin/python bench/node_weak_scaling.py [--profile P] [--n WORDS] [--niter N]   (about a minute)
+Run: .venv/bin/python bench/node_weak_scaling.py [--profile P] [--n WORDS] [--niter N] [--no-signature]
+(about a minute)
 """
 
 from __future__ import annotations
@@ -56,6 +62,15 @@ def node_profile(given: str | None, out: Path) -> Path:
     return machine.save(out / "node.json")
 
 
+def signature(program: Path, profile: Path, n: int, out: Path) -> Path:
+    """The stream's application signature: its hit rates on the profile's hierarchy, one rank, one sweep."""
+    traces = out / "signature-run"
+    ma("run", "-n", "1", "--counters", "valgrind", "--cache", str(profile), "--trace-dir", str(traces), "--",
+       str(program), str(n), "1")
+    ma("signature", str(traces), "--machine", str(profile), "-o", str(out / "stream.signature.json"))
+    return out / "stream.signature.json"
+
+
 def stream_row(report: dict[str, Any]) -> dict[str, Any]:
     return next(row for row in report["measured"] if row["subroutine"] == "stream")
 
@@ -66,10 +81,17 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=16 << 20, help="doubles per rank (default 16 Mi: 128 MiB)")
     parser.add_argument("--niter", type=int, default=10, help="sweeps (default 10)")
     parser.add_argument("--ranks", default="1,2", help="rank counts (default 1,2)")
+    parser.add_argument("--no-signature", action="store_true",
+                        help="price the sweep at the profile's assumed hit rates, without a signature run")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="node-bench-"))
     try:
         program, profile = build(out), node_profile(args.profile, out)
+        hits: list[str] = []
+        if not args.no_signature:
+            hits = ["--signatures", str(signature(program, profile, args.n, out))]
+            rates = json.loads(Path(hits[1]).read_text())["sites"]
+            print("signature: " + "; ".join(f"{site} hit rates {value}" for site, value in rates.items()))
         ratios = profiles.load(profile).memory.multicore
         assert ratios is not None
         print(f"profile {profile}: memory read per core, k cores at once over alone: "
@@ -79,7 +101,7 @@ def main() -> int:
             traces = out / f"traces-{ranks}"
             ma("run", "-n", str(ranks), "--trace-dir", str(traces), "--", str(program), str(args.n),
                str(args.niter))
-            base = ["predict", str(traces), "--backend", "maps", "--machine", str(profile), "--format", "json"]
+            base = ["predict", str(traces), "--backend", "maps", "--machine", str(profile), "--format", "json", *hits]
             node = stream_row(json.loads(ma(*base)))
             alone = stream_row(json.loads(ma(*base, "--ranks-per-node", "1")))
             measured = node["measured_s"]
