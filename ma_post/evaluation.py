@@ -22,6 +22,7 @@ import numpy as np
 import sympy
 
 from ma_core.errors import ModelError
+from ma_core.expr.limits import MAX_MAGNITUDE
 
 from .printers import NUMPY_MOD_HELPER, NumpyPrinter, numpy_mod
 from .sympy_expr import symbol
@@ -121,12 +122,31 @@ def numeric_function(model: NumericModel) -> Callable[..., Any]:
 _PRINTED_GLOBALS = frozenset({"numpy", NUMPY_MOD_HELPER, "_lambdifygenerated", "builtins", "range"})
 
 
-def _call(model: NumericModel, arrays: list[Any]) -> Any:
+def _call(model: NumericModel, arrays: list[Any], *, strict: bool = True) -> Any:
+    """The model's values at ``arrays`` (in ``model.inputs`` order). A value that is not a finite number within
+    MAX_MAGNITUDE where every input is finite is past the runtime's bounds (ma_core/expr/limits.py), which refuse
+    it: ``strict``, a ModelError naming the point; else NaN there (the model's check against its own trace,
+    whose runtime reported it already)."""
     fn = numeric_function(model)
-    with np.errstate(all="ignore"):
-        result = fn(*arrays)
     shape = np.broadcast_shapes(*(np.shape(a) for a in arrays)) if arrays else ()
-    return np.broadcast_to(np.asarray(result, dtype=float), shape).copy() if shape else float(result)
+    try:
+        with np.errstate(all="ignore"):
+            result = np.broadcast_to(np.asarray(fn(*arrays), dtype=float), shape)
+    except OverflowError:  # an exact integer of the model past the double range (n*10^600) meets a float
+        result = np.broadcast_to(np.asarray(np.inf), shape)
+    outside = ~(np.abs(result) <= MAX_MAGNITUDE)
+    if outside.any():
+        inputs = [np.broadcast_to(np.asarray(a, dtype=float), shape) for a in arrays]
+        outside &= np.logical_and.reduce([np.isfinite(a) for a in inputs]) if inputs else True
+        if strict and outside.any():
+            at = np.unravel_index(int(np.flatnonzero(outside)[0]), shape) if shape else ()
+            point = ", ".join(f"{name}={_fmt(a[at])}" for name, a in zip(model.inputs, inputs, strict=True))
+            raise ModelError(f"{model.quantity} at {point or 'its constant inputs'} is {float(result[at])}, not a "
+                             f"finite number within {MAX_MAGNITUDE!r}: an expression of the model is outside the "
+                             "runtime's bounds there (a logarithm of 0 or less, a root of a negative number, a "
+                             "division by zero or a magnitude too large), as its assertion would be at run time")
+        result = np.where(outside, np.nan, result)
+    return np.array(result) if shape else float(result)
 
 
 def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None,
@@ -296,7 +316,7 @@ def evaluate_at_trace(model: NumericModel) -> np.ndarray:
     for name in model.inputs:
         traced = model.trace_values.get(name)
         arrays.append(np.full(n, np.nan) if traced is None else traced)
-    result = _call(model, arrays) if arrays else float(_call(model, []))
+    result = _call(model, arrays, strict=False)
     return np.broadcast_to(np.asarray(result, dtype=float), (n,)).copy()
 
 
