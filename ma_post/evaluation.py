@@ -140,13 +140,34 @@ def _call(model: NumericModel, arrays: list[Any], *, strict: bool = True) -> Any
         outside &= np.logical_and.reduce([np.isfinite(a) for a in inputs]) if inputs else True
         if strict and outside.any():
             at = np.unravel_index(int(np.flatnonzero(outside)[0]), shape) if shape else ()
-            point = ", ".join(f"{name}={_fmt(a[at])}" for name, a in zip(model.inputs, inputs, strict=True))
-            raise ModelError(f"{model.quantity} at {point or 'its constant inputs'} is {float(result[at])}, not a "
-                             f"finite number within {MAX_MAGNITUDE!r}: an expression of the model is outside the "
-                             "runtime's bounds there (a logarithm of 0 or less, a root of a negative number, a "
-                             "division by zero or a magnitude too large), as its assertion would be at run time")
+            point = {name: float(a[at]) for name, a in zip(model.inputs, inputs, strict=True)}
+            shown = ", ".join(f"{name}={_fmt(value)}" for name, value in point.items())
+            raise ModelError(f"{model.quantity} at {shown or 'its constant inputs'} is {float(result[at])}"
+                             f"{_culprit(model, point)}, not a finite number within {MAX_MAGNITUDE!r}: outside the "
+                             "runtime's bounds (a logarithm of 0 or less, a root of a negative number, a division by "
+                             "zero, a magnitude too large), as its assertion would be at run time")
         result = np.where(outside, np.nan, result)
     return np.array(result) if shape else float(result)
+
+
+_CULPRIT_TERMS = 64  # terms of a sum tried one by one to name the one past the bounds (only on that error)
+
+
+def _culprit(model: NumericModel, point: Mapping[str, float]) -> str:
+    """`` (its term T is V there)`` for the first term of the model's sum not finite at ``point``, else ''."""
+    expr = model.inlined()
+    for term in (expr.args if expr.is_Add else (expr,))[:_CULPRIT_TERMS]:
+        names = sorted(s.name for s in term.free_symbols)
+        try:
+            fn = sympy.lambdify([symbol(n) for n in names], term, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
+                                printer=NumpyPrinter)
+            with np.errstate(all="ignore"):
+                value = float(fn(*(point[n] for n in names)))
+        except (OverflowError, KeyError, TypeError, ValueError, RecursionError, SyntaxError):
+            continue
+        if not abs(value) <= MAX_MAGNITUDE:
+            return f" (its term {sympy.sstr(term).replace('**', '^')[:120]} is {value} there)"
+    return ""
 
 
 def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None,
