@@ -134,6 +134,8 @@ def _call(model: NumericModel, arrays: list[Any], *, strict: bool = True) -> Any
             result = np.broadcast_to(np.asarray(fn(*arrays), dtype=float), shape)
     except OverflowError:  # an exact integer of the model past the double range (n*10^600) meets a float
         result = np.broadcast_to(np.asarray(np.inf), shape)
+    except ZeroDivisionError:  # Python's own arithmetic on constants of the printed code, not NumPy's
+        result = np.broadcast_to(np.asarray(np.nan), shape)
     outside = ~(np.abs(result) <= MAX_MAGNITUDE)
     if outside.any():
         inputs = [np.broadcast_to(np.asarray(a, dtype=float), shape) for a in arrays]
@@ -162,8 +164,8 @@ def _culprit(model: NumericModel, point: Mapping[str, float]) -> str:
             fn = sympy.lambdify([symbol(n) for n in names], term, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
                                 printer=NumpyPrinter)
             with np.errstate(all="ignore"):
-                value = float(fn(*(point[n] for n in names)))
-        except (OverflowError, KeyError, TypeError, ValueError, RecursionError, SyntaxError):
+                value = float(fn(*(np.float64(point[n]) for n in names)))  # NumPy's arithmetic, as in _call
+        except (ArithmeticError, KeyError, TypeError, ValueError, RecursionError, SyntaxError):
             continue
         if not abs(value) <= MAX_MAGNITUDE:
             return f" (its term {sympy.sstr(term).replace('**', '^')[:120]} is {value} there)"
