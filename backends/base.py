@@ -11,7 +11,7 @@ process count and exports like any other model.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -108,6 +108,14 @@ class Prediction:
         overriding them: the slowest rank's is the run's time."""
         return per_rank(model, self.total if expr is None else expr, values or {})
 
+    def seconds(self, model: ModelBuilder, values: Mapping[str, float] | None = None) -> PredictedSeconds:
+        """Every site's parts at every traced rank's own inputs (``values`` overriding them), compiled and
+        evaluated in one pass: the numbers a report shows of this prediction (totals, regions, subroutines) are
+        sums of these, so they need no further evaluation."""
+        return PredictedSeconds(tuple(s.path for s in self.sites), dict(self.subroutines),
+                                per_rank_table(model, [getattr(s, p) for s in self.sites for p in PARTS],
+                                               values or {}).reshape(len(self.sites), len(PARTS), -1))
+
     def report_fields(self) -> dict[str, Any]:
         """What ``ma predict --format json`` reports of this prediction besides its parts (plain JSON values, by
         name): none by default; a backend adds what its users need to see (the maps backend: the sites whose hit
@@ -162,6 +170,67 @@ def _summed(name: str, sites: list[SitePrediction]) -> SitePrediction:
     import sympy
 
     return SitePrediction(name, *(sympy.Add(*(getattr(s, part) for s in sites)) for part in PARTS))
+
+
+@dataclass(frozen=True)
+class PredictedSeconds:
+    """A prediction in numbers: ``per_rank[site, part, rank]`` seconds of each site (in ``paths`` order) and part
+    (in :data:`PARTS` order) at each traced rank, and each site's subroutine (as :attr:`Prediction.subroutines`)."""
+
+    paths: tuple[str, ...]
+    subroutines: Mapping[str, str]
+    per_rank: npt.NDArray[np.float64]
+
+    def parts(self, sites: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+        """``[part, rank]`` seconds summed over ``sites`` (indices into ``paths``; all when None)."""
+        chosen = self.per_rank if sites is None else self.per_rank[list(sites)]
+        return chosen.sum(axis=0)  # type: ignore[no-any-return]
+
+    def total(self, sites: Sequence[int] | None = None) -> npt.NDArray[np.float64]:
+        """Seconds per rank of ``sites`` (all when None), every part added."""
+        return self.parts(sites).sum(axis=0)  # type: ignore[no-any-return]
+
+    def within(self, path: str) -> list[int]:
+        """The sites at or below site path ``path`` (as :meth:`Prediction.within`)."""
+        return [i for i, p in enumerate(self.paths) if p == path or p.startswith(path + "/")]
+
+    def in_subroutine(self, name: str) -> list[int]:
+        """The sites inside subroutine path ``name``, its nested subroutines included (as
+        :meth:`Prediction.subroutine_total`)."""
+        owners = [self.subroutines.get(p, "") for p in self.paths]
+        return [i for i, owner in enumerate(owners) if owner == name or owner.startswith(name + "/")]
+
+    def by_subroutine(self) -> dict[str, list[int]]:
+        """The sites of each subroutine (innermost enclosing one; "" for none), as :meth:`Prediction.by_subroutine`."""
+        out: dict[str, list[int]] = {}
+        for i, path in enumerate(self.paths):
+            out.setdefault(self.subroutines.get(path, ""), []).append(i)
+        return out
+
+
+def per_rank_table(model: ModelBuilder, exprs: Sequence[sympy.Expr], values: Mapping[str, float]
+                   ) -> npt.NDArray[np.float64]:
+    """``[expression, rank]``: several expressions of a prediction at every traced rank's own inputs (``values``
+    override them), compiled as one function. One function of a program's few hundred site parts costs about as
+    much to compile as one of them alone, and every value a report shows is a sum of these rows."""
+    import numpy as np
+    import sympy
+
+    from ma_post.evaluation import RANK, evaluate
+
+    table = np.zeros((len(exprs), len(model.ts.ranks)))
+    # An expression in rank is evaluated over the ranks of the job, and its mean stands for every rank; the others
+    # keep each traced rank's own value. So the two kinds are compiled apart, as each would be alone.
+    in_rank = [RANK in {s.name for s in model.resolve(e).free_symbols} for e in exprs]
+    for kind in (True, False):
+        rows = [i for i, flag in enumerate(in_rank) if flag is kind]
+        if not rows:
+            continue
+        submodel = model.submodel("predicted", sympy.Tuple(*(exprs[i] for i in rows)))
+        result = evaluate(submodel, dict(values))  # its value is the mean over ranks where their inputs differ
+        seconds = np.asarray(result.value if result.per_rank is None else result.per_rank, dtype=float)
+        table[rows] = np.broadcast_to(seconds, (len(submodel.ranks), len(rows))).T
+    return table
 
 
 def per_rank(model: ModelBuilder, expr: sympy.Expr, values: Mapping[str, float]) -> npt.NDArray[np.float64]:

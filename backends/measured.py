@@ -10,12 +10,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ma_core.errors import BackendError
-
 if TYPE_CHECKING:
     from ma_post import ModelBuilder
 
-    from .base import Prediction
+    from .base import PredictedSeconds, Prediction
 
 _NS = 1e-9
 
@@ -32,19 +30,22 @@ class Comparison:
         return (self.predicted_s - self.measured_s) / self.measured_s if self.measured_s else float("nan")
 
 
-def compare(builder: ModelBuilder, prediction: Prediction, values: Mapping[str, float]) -> list[Comparison]:
+def compare(builder: ModelBuilder, prediction: Prediction, values: Mapping[str, float],
+            seconds: PredictedSeconds | None = None) -> list[Comparison]:
     """Every subroutine site of the trace that has predicted sites inside, predicted vs its measured wall time
-    (none where the prediction names no subroutines)."""
+    (none where the prediction names no subroutines). ``seconds``: the prediction already evaluated at
+    ``values`` (:meth:`.base.Prediction.seconds`), if the caller has it."""
     ts = builder.ts
+    if seconds is None:
+        seconds = prediction.seconds(builder, values)
     out = []
     for site in ts.walk():
         if site.type != "subroutine":
             continue
-        try:
-            expr = prediction.subroutine_total(site.path)
-        except BackendError:  # no predicted site inside: nothing to compare
+        inside = seconds.in_subroutine(site.path)
+        if not inside:  # no predicted site inside: nothing to compare
             continue
-        predicted = prediction.per_rank(builder, values, expr)
+        predicted = seconds.total(inside)
         present = np.nansum(site.calls, axis=1) > 0  # (ranks, threads): threads run at once, the longest counts
         measured = np.nanmax(np.asarray(site.wall_ns, dtype=float), axis=1)[present] * _NS
         if not measured.size:

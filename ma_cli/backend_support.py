@@ -68,15 +68,16 @@ def summary(builder: ModelBuilder, prediction: Prediction, values: Mapping[str, 
     """What the report shows of a prediction: per subroutine (or per site) seconds and the three parts' shares,
     predicted against measured where the trace timed the subroutines, and the total as an expression."""
     from backends.measured import compare
-    from ma_cli.commands.predict import mean_value, site_rows
+    from ma_cli.commands.predict import site_rows, subroutine_rows
     from ma_post.report.build import PredictionSummary
 
+    seconds = prediction.seconds(builder, values)  # every number shown is a sum of these
     measured = []
     if prediction.subroutines:  # the backend names each site's subroutine: it sums its sites inside any of them
-        rows, by = site_rows(builder, list(prediction.by_subroutine().items()), dict(values)), "subroutine"
-        measured = [(c.subroutine, c.predicted_s, c.measured_s) for c in compare(builder, prediction, values)]
+        rows, by = subroutine_rows(seconds), "subroutine"
+        measured = [(c.subroutine, c.predicted_s, c.measured_s) for c in compare(builder, prediction, values, seconds)]
     else:
-        rows, by = site_rows(builder, [(s.path, s) for s in prediction.sites], dict(values)), "site"
+        rows, by = site_rows(seconds), "site"
     return PredictionSummary(backend=prediction.backend, machine=prediction.machine, total=prediction.total,
-                             total_s=mean_value(builder, prediction.total, dict(values)), by=by, rows=rows,
+                             total_s=float(seconds.total().mean()), by=by, rows=rows,
                              measured=measured, notes=list(prediction.notes))

@@ -95,18 +95,30 @@ class Evaluation:
         return np.nanmin(flat, axis=0), np.nanmax(flat, axis=0), at.astype(float)
 
 
+def components(model: NumericModel) -> tuple[int, ...]:
+    """``(k,)`` for a model of ``k`` expressions at once (its expression a ``sympy.Tuple``: e.g. every part of
+    every site of a prediction, compiled and evaluated in one pass), else ``()``. Their values get a last axis."""
+    found = model.cache.get("components")
+    if found is None:
+        expr = model.inlined()
+        found = model.cache["components"] = (len(expr.args),) if isinstance(expr, sympy.Tuple) else ()
+    return found  # type: ignore[no-any-return]
+
+
 def numeric_function(model: NumericModel) -> Callable[..., Any]:
     """NumPy function of the model's inputs (in ``model.inputs`` order), compiled once per model."""
     fn = model.cache.get("numpy")
     if fn is None:
         args = [symbol(name) for name in model.inputs]
         expr = model.inlined()
+        if isinstance(expr, sympy.Tuple):  # several expressions: one function returning their list, with one cse
+            expr = list(expr.args)
         # An input named like a global of the printed code would shadow it: such inputs (rare) become dummies.
         # Every input is not dummified: that rebuilds the whole tree, which takes minutes for thousands of sites.
         clashing = {arg: sympy.Dummy(arg.name) for arg in args if arg.name in _PRINTED_GLOBALS}
         if clashing:
             args = [clashing.get(arg, arg) for arg in args]
-            expr = expr.xreplace(clashing)
+            expr = [e.xreplace(clashing) for e in expr] if isinstance(expr, list) else expr.xreplace(clashing)
         # lambdify prints the SymPy tree (built from the lark parse, never from text) with our printer.
         try:
             fn = sympy.lambdify(args, expr, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
@@ -129,35 +141,43 @@ def _call(model: NumericModel, arrays: list[Any], *, strict: bool = True) -> Any
     whose runtime reported it already)."""
     fn = numeric_function(model)
     shape = np.broadcast_shapes(*(np.shape(a) for a in arrays)) if arrays else ()
+    parts = components(model)
+    full = (*shape, *parts)
     try:
         with np.errstate(all="ignore"):
-            result = np.broadcast_to(np.asarray(fn(*arrays), dtype=float), shape)
+            raw = fn(*arrays)
+            if parts:  # each expression's value over the inputs' shape, on a last axis
+                result = np.stack([np.broadcast_to(np.asarray(r, dtype=float), shape) for r in raw], axis=-1)
+            else:
+                result = np.broadcast_to(np.asarray(raw, dtype=float), shape)
     except OverflowError:  # an exact integer of the model past the double range (n*10^600) meets a float
-        result = np.broadcast_to(np.asarray(np.inf), shape)
+        result = np.broadcast_to(np.asarray(np.inf), full)
     except ZeroDivisionError:  # Python's own arithmetic on constants of the printed code, not NumPy's
-        result = np.broadcast_to(np.asarray(np.nan), shape)
+        result = np.broadcast_to(np.asarray(np.nan), full)
     outside = ~(np.abs(result) <= MAX_MAGNITUDE)
     if outside.any():
         inputs = [np.broadcast_to(np.asarray(a, dtype=float), shape) for a in arrays]
-        outside &= np.logical_and.reduce([np.isfinite(a) for a in inputs]) if inputs else True
+        finite = np.logical_and.reduce([np.isfinite(a) for a in inputs]) if inputs else np.ones(shape, dtype=bool)
+        outside &= np.asarray(finite)[..., None] if parts else finite
         if strict and outside.any():
-            at = np.unravel_index(int(np.flatnonzero(outside)[0]), shape) if shape else ()
-            point = {name: float(a[at]) for name, a in zip(model.inputs, inputs, strict=True)}
+            at = np.unravel_index(int(np.flatnonzero(outside)[0]), full) if full else ()
+            point = {name: float(a[at[:len(shape)]]) for name, a in zip(model.inputs, inputs, strict=True)}
             shown = ", ".join(f"{name}={_fmt(value)}" for name, value in point.items())
-            raise ModelError(f"{model.quantity} at {shown or 'its constant inputs'} is {float(result[at])}"
-                             f"{_culprit(model, point)}, not a finite number within {MAX_MAGNITUDE!r}: outside the "
+            expr = model.inlined().args[at[-1]] if parts else model.inlined()
+            which = f" (expression {at[-1] + 1} of {parts[0]})" if parts else ""
+            raise ModelError(f"{model.quantity}{which} at {shown or 'its constant inputs'} is {float(result[at])}"
+                             f"{_culprit(expr, point)}, not a finite number within {MAX_MAGNITUDE!r}: outside the "
                              "runtime's bounds (a logarithm of 0 or less, a root of a negative number, a division by "
                              "zero, a magnitude too large), as its assertion would be at run time")
         result = np.where(outside, np.nan, result)
-    return np.array(result) if shape else float(result)
+    return np.array(result) if full else float(result)
 
 
 _CULPRIT_TERMS = 64  # terms of a sum tried one by one to name the one past the bounds (only on that error)
 
 
-def _culprit(model: NumericModel, point: Mapping[str, float]) -> str:
-    """`` (its term T is V there)`` for the first term of the model's sum not finite at ``point``, else ''."""
-    expr = model.inlined()
+def _culprit(expr: sympy.Expr, point: Mapping[str, float]) -> str:
+    """`` (its term T is V there)`` for the first term of the sum ``expr`` not finite at ``point``, else ''."""
     for term in (expr.args if expr.is_Add else (expr,))[:_CULPRIT_TERMS]:
         names = sorted(s.name for s in term.free_symbols)
         try:
@@ -216,7 +236,7 @@ def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice
     expand = (slice(None),) + (None,) * len(grid_shape)
     arrays = [a[expand] if i in per_rank_inputs else a for i, a in enumerate(arrays)]
     per_rank = np.asarray(_call(model, arrays), dtype=float)
-    per_rank = np.broadcast_to(per_rank, (len(model.ranks), *tuple(grid_shape))).copy()
+    per_rank = np.broadcast_to(per_rank, (len(model.ranks), *tuple(grid_shape), *components(model))).copy()
     reducer = {"min": np.nanmin, "max": np.nanmax}.get(rank if isinstance(rank, str) else "", np.nanmean)
     value = reducer(per_rank, axis=0)
     return Evaluation(value if np.ndim(value) else float(value), per_rank, model.ranks, from_trace, unused)
@@ -287,8 +307,9 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
                              "ma_def_variable_assign_int) or give it (--set)")
     if isinstance(rank, int) and not isinstance(rank, bool):
         _check_ranks(np.asarray(float(rank)), sizes, procs_name)
-    value = np.empty(grid_shape)
-    low, high, high_at = np.empty(grid_shape), np.empty(grid_shape), np.empty(grid_shape)
+    value_shape = (*grid_shape, *components(model))
+    value = np.empty(value_shape)
+    low, high, high_at = np.empty(value_shape), np.empty(value_shape), np.empty(value_shape)
     order = {name: np.argsort(model.ranks) for name in per_traced_rank}
     for size in np.unique(sizes):
         where = sizes == size
@@ -298,7 +319,7 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
             value[where] = low[where] = high[where] = chosen[0]
             high_at[where] = rank
             continue
-        total, lo, hi, at = np.zeros(where.sum()), None, None, None
+        total, lo, hi, at = np.zeros((where.sum(), *components(model))), None, None, None
         for start in range(0, int(size), _RANK_CHUNK):
             ranks = np.arange(start, min(int(size), start + _RANK_CHUNK), dtype=float)
             chunk = _ranks_values(model, points, ranks, per_traced_rank, order)
@@ -318,7 +339,8 @@ def _over_the_job(model: NumericModel, given: dict[str, np.ndarray], rank: RankC
 
 def _ranks_values(model: NumericModel, points: Mapping[str, np.ndarray], ranks: np.ndarray,
                   per_traced_rank: list[str], order: Mapping[str, np.ndarray]) -> np.ndarray:
-    """The model on ``ranks`` (axis 0) at each grid point (axis 1)."""
+    """The model on ``ranks`` (axis 0) at each grid point (axis 1), each expression of a several-expression model
+    on a last axis."""
     arrays: list[Any] = []
     for name in model.inputs:
         if name == RANK:
@@ -329,7 +351,7 @@ def _ranks_values(model: NumericModel, points: Mapping[str, np.ndarray], ranks: 
         else:
             arrays.append(np.asarray(points[name], dtype=float)[None, :])
     n_points = len(next(iter(points.values()))) if points else 1
-    return np.broadcast_to(np.asarray(_call(model, arrays), dtype=float), (len(ranks), n_points))
+    return np.broadcast_to(np.asarray(_call(model, arrays), dtype=float), (len(ranks), n_points, *components(model)))
 
 
 def evaluate_at_trace(model: NumericModel) -> np.ndarray:

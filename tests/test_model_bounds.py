@@ -103,3 +103,25 @@ def test_eval_past_the_bounds_at_given_values_names_the_point(tmp_path: Path,
     model = ModelBuilder(load(run)).model("flops")
     with pytest.raises(ModelError, match=r"flops at n=-1 is nan \(its term (sqrt|log)\(n\) is nan there\)"):
         model.evaluate({"n": -1.0})
+
+
+def test_a_model_of_several_expressions_names_the_one_past_the_bounds() -> None:
+    import numpy as np
+    import sympy
+
+    from ma_post.evaluation import evaluate
+
+    class Parts:  # several expressions evaluated at once, as a prediction's sites (evaluation.components)
+        quantity, inputs, ranks, size = "seconds", ["n"], np.arange(1), 1
+
+        def __init__(self) -> None:
+            self.cache: dict[str, object] = {}
+            self.trace_values: dict[str, np.ndarray] = {}
+
+        def inlined(self) -> sympy.Expr:
+            n = sympy.Symbol("n")
+            return sympy.Tuple(n + 1, 2 * n + sympy.log(n))
+
+    assert evaluate(Parts(), {"n": 1.0}).value.tolist() == [2.0, 2.0]
+    with pytest.raises(ModelError, match=r"seconds \(expression 2 of 2\) at n=0 is -inf \(its term log\(n\) is "):
+        evaluate(Parts(), {"n": [1.0, 0.0]})

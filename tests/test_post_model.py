@@ -355,3 +355,50 @@ def test_scaling_of_a_rank_dependent_model_and_the_roles_of_the_inputs() -> None
     assert result.input_roles == {"nx": "per rank", "na": "global"}
     shares = result.shares["flops"]
     assert all(float(share.min()) >= 0 and float(share.max()) <= 1 for share in shares.values())
+
+
+@pytest.mark.parametrize("values", [{}, {"n": 10}, {"n": np.array([1.0, 2.0])}, {"nprocs": 64},
+                                    {"nprocs": np.array([2.0, 64.0])}, {"nprocs": 64, "rank": 5}])
+def test_several_expressions_evaluate_at_once_as_each_alone(values: dict[str, Any]) -> None:
+    """A model of a tuple of expressions (a prediction's every site part, compiled once) gives each expression
+    the value, per-rank values and spread it has alone: over traced ranks, a grid, and the ranks of another job."""
+    program = [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]), Var("n", 5),
+               Var("local", lambda e: 100 + 2 * e["__rank"]), Assign("nbr", "min(rank, 1) + min(nprocs - 1 - rank, 1)"),
+               Loop("l", "local", [Op("flop", "f", "n")])]
+    builder = ModelBuilder(run_of(program, size=3))
+    n, nbr, nprocs = S("n"), S("nbr"), S("nprocs")
+    exprs = [3 * n, n * nbr, sympy.Max(n, nprocs) / 2, sympy.Integer(7)]
+    if "nprocs" not in values:
+        exprs.append(S("local") * n)  # a per-rank input with no expression of rank: only at the traced size
+    together = evaluate(builder.submodel("all", sympy.Tuple(*exprs)), values)
+    for k, expr in enumerate(exprs):
+        alone = evaluate(builder.submodel(f"e{k}", expr), values)
+        assert np.allclose(np.asarray(together.value)[..., k], alone.value), (expr, together.value, alone.value)
+        if together.per_rank is not None:  # none when an expression is in rank: evaluated over the job's ranks
+            assert np.allclose(together.per_rank[..., k], np.asarray(alone.value if alone.per_rank is None
+                                                                     else alone.per_rank))
+        spread = alone.spread()
+        if alone.job_spread is not None and spread is not None:
+            assert together.job_spread is not None
+            for mine, theirs in zip(together.job_spread, alone.job_spread, strict=True):
+                assert np.allclose(np.asarray(mine)[..., k], theirs)
+
+
+def test_a_predictions_expressions_at_once_are_each_per_rank_alone() -> None:
+    """backends.base.per_rank_table, what ``ma predict`` evaluates: the rows of expressions in rank (over the
+    job's ranks, their mean on every rank) and of per-rank inputs (each traced rank's own) as each alone."""
+    from backends.base import per_rank, per_rank_table
+
+    program = [Var("rank", lambda e: e["__rank"]), Var("nprocs", lambda e: e["__size"]), Var("n", 5),
+               Var("local", lambda e: 100 + 2 * e["__rank"]), Assign("nbr", "min(rank, 1) + min(nprocs - 1 - rank, 1)"),
+               Loop("l", "local", [Op("flop", "f", "n")])]
+    builder = ModelBuilder(run_of(program, size=3))
+    exprs = [3 * S("n"), S("n") * S("nbr"), S("local") * S("n"), sympy.Integer(7), S("local") + S("nbr")]
+    for values in ({}, {"n": 2.0}):
+        table = per_rank_table(builder, exprs, values)
+        assert table.shape == (len(exprs), 3)
+        for row, expr in zip(table, exprs, strict=True):
+            assert np.allclose(row, per_rank(builder, expr, values)), expr
+    assert table[2].tolist() == [200, 204, 208]  # per traced rank
+    assert np.allclose(table[1], 2 * 4 / 3)  # 1, 2, 1 neighbours: their mean on every rank
+    assert per_rank_table(builder, [], {}).shape == (0, 3)

@@ -32,6 +32,7 @@ from ma_cli.backend_support import predict as backend_prediction
 from ma_cli.backend_support import summary as prediction_summary
 from ma_cli.main import main
 from ma_post.report import build_report
+from ma_post.report.build import READABLE_NODES
 
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -210,7 +211,7 @@ def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_pat
           messageRows: q("#messages-table tbody tr").length,
           backendRows: q("#backend-table tbody tr").length,
           backendMeasured: q("#backend-measured tbody tr").length,
-          backendMathWidth: document.querySelector("#backend math").getBoundingClientRect().width,
+          backendTooLong: [...q("#backend p.too-long")].map(p => p.textContent),
         };
     })()""")
     assert found["sections"] == ["header", "validation", "tree", "models", "messages", "scaling", "sensitivity",
@@ -222,7 +223,10 @@ def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_pat
     assert found["math"] >= 5 and found["mathWidth"] > 20  # MathML laid out natively
     assert found["figures"] == 4 and found["figureHeight"] > 100
     assert found["backendRows"] == len(summary.rows) > 2 and found["backendMeasured"] == len(summary.measured) > 2
-    assert found["backendMathWidth"] > 100  # the predicted total as laid-out MathML
+    # the whole program's predicted time is far too long to lay out: the report names the command that exports it
+    assert found["backendTooLong"] == [f"time is a formula of more than {READABLE_NODES:,} terms, too long to read "
+                                       "here: ma export DIR --backend maps --machine amd-epyc-zen4-kvm --python OUT "
+                                       "writes it as code."]
     assert found["scalingRows"] == 7 and found["messageRows"] >= 2 and found["details"] >= 5
     collapsed = browser.evaluate("""(() => {
         document.getElementById("collapse-all").click();
@@ -327,3 +331,18 @@ def test_wide_tables_and_long_formulas_scroll_in_their_own_box(browser: Browser,
     for formula in found["formulas"]:  # padding, and a scroll bar where the formula is wider than the page
         assert formula["box"] - formula["math"] <= 30, found["formulas"]
     assert browser.problems() == []
+
+
+def test_a_formula_too_long_to_read_names_the_command_that_exports_it() -> None:
+    import sympy
+
+    from ma_post.report.build import mathml
+
+    small = sympy.Symbol("na") * sympy.Symbol("niter") + 3
+    assert "<math" in mathml(small, "flops") and "too-long" not in mathml(small, "flops")
+    huge = sympy.Add(*(sympy.Symbol(f"x{k}") * sympy.Symbol("n") for k in range(READABLE_NODES)))
+    text = mathml(huge, "time", export="ma export DIR --backend maps --machine m --python OUT")
+    assert "<math" not in text
+    assert f"<code>time</code> is a formula of more than {READABLE_NODES:,} terms" in text
+    assert "<code>ma export DIR --backend maps --machine m --python OUT</code> writes it as code" in text
+    assert "<code>a&lt;b</code>" in mathml(huge, "a<b")  # names are escaped

@@ -23,7 +23,7 @@ from ma_post.studies.scaling import base_values
 
 MACHINE = "amd-epyc-zen4-kvm"
 BACKEND = ["--backend", "maps", "--machine", MACHINE]
-P = [1.0, 2.0, 4.0, 8.0, 16.0, 64.0]
+P = [1.0, 4.0, 64.0]  # each exact evaluation of the whole prediction (the oracle) takes seconds
 
 pytestmark = pytest.mark.mpi
 
@@ -70,7 +70,8 @@ def test_scaling_prints_the_predicted_time_and_its_parallel_efficiency(
     assert main(["scaling", str(cg), "-q", "flops", "--nprocs", "1,4,16", "--weak", "na=na0*nprocs",
                  "--format", "csv", "--no-shares", *BACKEND]) == 0
     rows = _csv(capsys)
-    weak = np.array([prediction.evaluate({**traced, "nprocs": p, "na": traced["na"] * p}) for p in (1, 4, 16)])
+    weak = np.array([expected[0], *(prediction.evaluate({**traced, "nprocs": p, "na": traced["na"] * p})
+                                    for p in (4, 16))])
     np.testing.assert_allclose([float(r["time/rank"]) for r in rows], weak, rtol=1e-12)
     np.testing.assert_allclose([float(r["time:eff"]) for r in rows], weak[0] / weak, rtol=1e-12)
 
@@ -78,9 +79,9 @@ def test_scaling_prints_the_predicted_time_and_its_parallel_efficiency(
     assert main(["scaling", str(cg), "-q", "flops", "--nprocs", "1,8", "--format", "csv", "--no-shares", *BACKEND,
                  "--overlap", "max", "--call-overhead", "1e-6"]) == 0
     rows = _csv(capsys)
-    expected = np.array([overlapped.evaluate({**traced, "nprocs": p}) for p in (1, 8)])
-    np.testing.assert_allclose([float(r["time/rank"]) for r in rows], expected, rtol=1e-12)
-    assert abs(expected[0] - prediction.evaluate({**traced, "nprocs": 1})) > 1e-4
+    overlapped_time = np.array([overlapped.evaluate({**traced, "nprocs": p}) for p in (1, 8)])
+    np.testing.assert_allclose([float(r["time/rank"]) for r in rows], overlapped_time, rtol=1e-12)
+    assert abs(overlapped_time[0] - expected[0]) > 1e-4
 
     assert main(["scaling", str(cg), "-q", "flops", "--nprocs", "1:4", "--backend", "maps"]) == 2
     assert "needs --machine" in capsys.readouterr().err
@@ -88,7 +89,7 @@ def test_scaling_prints_the_predicted_time_and_its_parallel_efficiency(
 
 def test_sweep_adds_the_predicted_time_as_a_column(cg: Path, capsys: pytest.CaptureFixture[str]) -> None:
     prediction, traced = _prediction(cg)
-    assert main(["sweep", str(cg), "-q", "flops", "--set", "nprocs=1,2,8", "--set", "na=1400,5600",
+    assert main(["sweep", str(cg), "-q", "flops", "--set", "nprocs=1,8", "--set", "na=1400,5600",
                  "--format", "csv", *BACKEND]) == 0
     for row in _csv(capsys):
         point = {**traced, "nprocs": float(row["nprocs"]), "na": float(row["na"])}
@@ -101,7 +102,8 @@ def test_report_has_a_predictions_section(cg: Path, tmp_path: Path) -> None:
     assert main(["report", str(cg), "-o", str(out), "--nprocs", "1,2,4", *BACKEND]) == 0
     text = out.read_text()
     section = text.split('<section id="backend">')[1].split("</section>")[0]
-    assert f"maps on {MACHINE}" in section and "<math" in section
+    assert f"maps on {MACHINE}" in section  # CG's whole predicted time is too long to read: the command exporting it
+    assert f"<code>ma export DIR --backend maps --machine {MACHINE} --python OUT</code> writes it as code" in section
     assert section.count("<tr>") > 3 and 'id="backend-measured"' in section  # CG's subroutines are timed
     measured = section.split('id="backend-measured"')[1]
     for name in ("warmup/conj_grad", "conj_loop/conj_grad"):  # subroutines by path, in both tables

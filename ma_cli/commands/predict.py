@@ -24,10 +24,9 @@ from ..support import (
 )
 
 if TYPE_CHECKING:
-    import sympy
 
-    from backends.base import Backend, Prediction
-    from ma_post import ModelBuilder, TraceSet
+    from backends.base import Backend, PredictedSeconds, Prediction
+    from ma_post import TraceSet
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("predict", help="predict run time from the model and a machine profile")
@@ -68,29 +67,26 @@ def make_backend(args: argparse.Namespace, traces: TraceSet, machine: Any) -> Ba
     return registry.load(args.backend).from_options(args, traces, machine)
 
 
-def mean_value(builder: ModelBuilder, expr: sympy.Expr, values: dict[str, float]) -> float:
-    from backends.base import per_rank
-
-    return float(per_rank(builder, expr, values).mean())
-
-
-def rank_totals(builder: ModelBuilder, prediction: Prediction, values: dict[str, float]) -> tuple[list[float], int]:
-    """The prediction at each traced rank's own inputs, and the slowest rank (whose time is the run's)."""
-    import numpy as np
-
-    seconds = prediction.per_rank(builder, values)
-    return [float(s) for s in seconds], int(np.argmax(seconds))
-
-
-def site_rows(builder: ModelBuilder, items: list[tuple[str, Any]], values: dict[str, float]) -> list[dict[str, Any]]:
+def part_rows(seconds: PredictedSeconds, groups: list[tuple[str, list[int]]]) -> list[dict[str, Any]]:
+    """A row per group of sites (a site, a subroutine): its parts' seconds, each the mean over the traced ranks."""
     rows = []
-    for name, site in items:
-        parts = {part: mean_value(builder, getattr(site, part), values) for part in PARTS}
+    for name, sites in groups:
+        parts = {part: float(value) for part, value in zip(PARTS, seconds.parts(sites).mean(axis=1), strict=True)}
         rows.append({"name": name, "seconds": sum(parts.values()), **parts})
     return rows
 
 
+def site_rows(seconds: PredictedSeconds) -> list[dict[str, Any]]:
+    return part_rows(seconds, [(path, [i]) for i, path in enumerate(seconds.paths)])
+
+
+def subroutine_rows(seconds: PredictedSeconds) -> list[dict[str, Any]]:
+    return part_rows(seconds, list(seconds.by_subroutine().items()))
+
+
 def handle(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from backends.machine import fitcheck
     from backends.machine import whatif as whatifs
     from backends.measured import compare
@@ -109,27 +105,29 @@ def handle(args: argparse.Namespace) -> int:
     variants = backend.variants(builder, machine, sets)
     report: dict[str, Any] = {"backend": prediction.backend, "machine": prediction.machine, "inputs": sets,
                               "notes": list(prediction.notes)}
-    report["sites"] = site_rows(builder, [(s.path, s) for s in prediction.sites], sets)
-    report["total_s"] = mean_value(builder, prediction.total, sets)
-    report["per_rank_s"], report["slowest_rank"] = rank_totals(builder, prediction, sets)
-    report["variants"] = [{"name": name, "total_s": mean_value(builder, other.total, sets), "notes": list(other.notes)}
-                          for name, other in variants.items()]
+    seconds = prediction.seconds(builder, sets)  # every number below is a sum of these
+    report["sites"] = site_rows(seconds)
+    per_rank_s = seconds.total()
+    report["total_s"] = float(per_rank_s.mean())
+    report["per_rank_s"], report["slowest_rank"] = [float(s) for s in per_rank_s], int(np.argmax(per_rank_s))
+    report["variants"] = [{"name": name, "total_s": float(other.seconds(builder, sets).total().mean()),
+                           "notes": list(other.notes)} for name, other in variants.items()]
     if prediction.subroutines:  # the backend names each site's subroutine: totals and the measured times by them
-        report["subroutines"] = site_rows(builder, list(prediction.by_subroutine().items()), sets)
+        report["subroutines"] = subroutine_rows(seconds)
         report["measured"] = [{"subroutine": c.subroutine, "predicted_s": c.predicted_s, "measured_s": c.measured_s,
-                               "error": c.error} for c in compare(builder, prediction, sets)]
+                               "error": c.error} for c in compare(builder, prediction, sets, seconds)]
     report.update(prediction.report_fields())
     report["what_if"] = []
+    before = {path: float(seconds.total([i]).mean()) for i, path in enumerate(seconds.paths)}
     for change in changes:
-        other = backend.predict(builder, whatifs.apply(machine, change), sets)
-        after = {s.path: s.total for s in other.sites}
+        other = backend.predict(builder, whatifs.apply(machine, change), sets).seconds(builder, sets)
+        after = {path: float(other.total([i]).mean()) for i, path in enumerate(other.paths)}
         rows = []
-        for site in prediction.sites:
-            before_s = mean_value(builder, site.total, sets)
-            after_s = mean_value(builder, after[site.path], sets)
-            rows.append({"site": site.path, "before_s": before_s, "after_s": after_s,
+        for path, before_s in before.items():
+            after_s = after[path]
+            rows.append({"site": path, "before_s": before_s, "after_s": after_s,
                          "speedup": before_s / after_s if after_s else float("inf")})
-        total_after = mean_value(builder, other.total, sets)
+        total_after = float(other.total().mean())
         report["what_if"].append({"change": change.text, "field": change.field, "total_after_s": total_after,
                                   "speedup": report["total_s"] / total_after if total_after else float("inf"),
                                   "sites": rows})

@@ -61,8 +61,24 @@ class PredictionSummary:
     notes: list[str] = field(default_factory=list)
 
 
-def mathml(expr: sympy.Expr, name: str | None = None) -> Markup:
-    """``name = expr`` as a block of presentation MathML (names keep their underscores)."""
+# A formula of more nodes than this is pages of MathML that nobody reads (a whole program's predicted time is
+# about 100,000 operations: 5 MB of MathML and most of the report's build time); the report names its size and
+# the command that exports it as code instead.
+READABLE_NODES = 4000
+
+
+def _nodes_beyond(expr: sympy.Expr, limit: int) -> bool:
+    """Whether ``expr`` has more than ``limit`` nodes; stops counting there."""
+    return any(count > limit for count, _ in enumerate(sympy.preorder_traversal(expr), start=1))
+
+
+def mathml(expr: sympy.Expr, name: str | None = None, *, export: str = "ma export DIR --octave/--python/--c") -> Markup:
+    """``name = expr`` as a block of presentation MathML (names keep their underscores); a formula too long to
+    read is a line that says so and names ``export``, the command that writes it as code."""
+    if _nodes_beyond(expr, READABLE_NODES):
+        what = html.escape(name) if name is not None else "the formula"
+        return Markup(f'<p class="too-long"><code>{what}</code> is a formula of more than {READABLE_NODES:,} '
+                      f"terms, too long to read here: <code>{html.escape(export)}</code> writes it as code.</p>")
     # A visible dot between factors: most names have several letters (cgitmax*na*niter).
     body = _presentation_printer()({"disable_split_super_sub": True, "mul_symbol": "dot"}).doprint(expr)
     if name is not None:
@@ -260,9 +276,10 @@ def _backend(summary: PredictionSummary) -> Section:
                      **{p: f"{100 * r.get(p, 0.0) / total:.1f}%" for p in parts}})
     measured = [{"name": name, "predicted": _num(pred), "measured": _num(meas),
                  "error": format_rate((pred - meas) / meas) if meas else "-"} for name, pred, meas in summary.measured]
+    export = f"ma export DIR --backend {summary.backend} --machine {summary.machine} --python OUT"
     return Section(f"Predicted time ({summary.backend} on {summary.machine})", "backend",
-                   content={"total": mathml(summary.total, "time"), "total_s": _num(summary.total_s), "by": summary.by,
-                            "rows": rows, "measured": measured, "notes": summary.notes})
+                   content={"total": mathml(summary.total, "time", export=export), "total_s": _num(summary.total_s),
+                            "by": summary.by, "rows": rows, "measured": measured, "notes": summary.notes})
 
 
 def _header(ts: TraceSet, source: str) -> list[tuple[str, str]]:
