@@ -15,8 +15,8 @@ milliseconds, whatever its text or the values of its variables:
   to fit: ``9^9^9`` fails at once instead of computing a 370-million-digit number.
 - ``MAX_EXACT_BITS``: the SymPy models of ma_post keep numbers exact (rationals), but a power of numbers whose
   exact numerator or denominator would need more bits than this takes the runtime's own value (a double, or its
-  error) instead. Every double is a rational of at most 1024 + 1074 bits, so no value the runtime can hold is
-  lost, and ``10^-100000000`` (the runtime's 0.0) is never computed as a 100-million-digit fraction.
+  error) instead. A double's numerator and denominator take at most 1,075 bits each, so no value the runtime
+  can hold is lost, and ``10^-100000000`` (the runtime's 0.0) is never computed as a 100-million-digit fraction.
 """
 
 from __future__ import annotations
