@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import ma
-from ma_core.errors import ExpressionError, UndefinedVariableError
+from ma_core.errors import ExpressionError
 from ma_core.expr.limits import MAX_DEPTH, MAX_LENGTH, MAX_MAGNITUDE
 
 # Generous: a hang or an exponential blow-up takes far longer; a 10,000-character parse takes ~0.1 s.
@@ -322,19 +322,20 @@ def model_outcome(text: str) -> tuple[bool, Any]:
 
 
 # The model is exact algebra (SymPy), the runtime computes left to right: where rounding decides a step
-# (ceil, floor, mod) or the algebra drops a factor or cancels a part (0*log(a-3) is 0, (a-4)^0.5^2 is a-4),
-# the two may differ; every expression without variables is checked by the runtime's evaluator itself.
+# (ceil, floor, mod) values may differ, and where the algebra drops the part that failed (0*log(a-3) is 0) the
+# model has a value the runtime refused; every part without variables is checked by the runtime's evaluator.
 _ROUNDING = re.compile(r"ceil|floor|mod")
 
 
-def model_agrees(text: str, names: bool, runtime: tuple[bool, Any], model: tuple[bool, Any]) -> bool:
+def model_agrees(text: str, names: frozenset[str], runtime: tuple[bool, Any], model: tuple[bool, Any]) -> bool:
+    """Both refuse (without variables, with the runtime's very message), or both give the same value."""
+    from ma_post.sympy_expr import to_sympy
+
     (runtime_ok, runtime_value), (model_ok, model_value) = runtime, model
     if not runtime_ok:
-        if isinstance(runtime_value, UndefinedVariableError):
-            return True  # an undeclared name: the model has it as an input (ma eval: --set it)
-        if names:
-            return True  # with variables the algebra may cancel what failed at these values (see above)
-        return not model_ok and str(model_value).endswith(str(runtime_value))
+        if model_ok:  # only where the algebra dropped the part that failed: 0*log(a-3) is 0
+            return len(to_sympy(text).free_symbols) < len(names)
+        return bool(names) or str(model_value).endswith(str(runtime_value))
     if not model_ok:
         return False  # never a refusal of what the runtime evaluates (text with no huge number, as comparable())
     if _ROUNDING.search(text):
@@ -344,7 +345,8 @@ def model_agrees(text: str, names: bool, runtime: tuple[bool, Any], model: tuple
 
 def test_fuzz_model_path_agrees_with_the_runtime() -> None:
     """Parsed fuzz through to_sympy and ma eval's evaluation, each input within the parser's time bound: the
-    runtime's value within float tolerance, or the runtime's own error where the text holds no variable."""
+    runtime's value within float tolerance, or both refuse (with the runtime's own message where the text holds
+    no variable)."""
     from ma_core.expr.nodes import free_symbols
     from ma_core.expr.parser import parse_tree
 
@@ -362,7 +364,7 @@ def test_fuzz_model_path_agrees_with_the_runtime() -> None:
         elapsed = time.perf_counter() - start
         assert elapsed < SECONDS_PER_INPUT, f"input {index} took {elapsed:.2f} s: {text[:200]!r}"
         if comparable(text) or not names:
-            agrees = model_agrees(text, bool(names), runtime, model)
+            agrees = model_agrees(text, names, runtime, model)
             assert agrees, f"input {index}: {text[:200]!r}: runtime {runtime}, model {model}"
             checked += 1
             constant += not names
