@@ -30,6 +30,7 @@ import numpy as np
 
 from ma_core.errors import BackendError, MAError
 from ma_core.hitrates import cumulative_problem
+from ma_core.inputs import read_regular_file
 
 if TYPE_CHECKING:
     from ma_post import TraceSet
@@ -127,7 +128,7 @@ def load_signature_file(path: str | os.PathLike[str], levels: int) -> Signatures
     dependent sum the site runs per execution, an expression alike (:func:`check_add_chain`)."""
     name = os.fspath(path)
     try:
-        doc = json.loads(Path(name).read_text())
+        doc = json.loads(read_regular_file(Path(name)))
     except OSError as exc:
         raise BackendError(f"{name}: cannot read: {exc.strerror or exc}") from None
     except json.JSONDecodeError as exc:

@@ -131,6 +131,10 @@ MERGED_FORMAT = "ma-trace-merged"
 MERGED_VERSION = 3  # 2: the value arrays gained the cache and ccalls columns; 3: the subscripts columns
 MERGED_V2_FIELDS = 32  # a version-2 file's value columns (read with the subscripts columns unmeasured)
 MERGED_FILE = "job.ma.npz"
+# The most processes a trace may say its job had (header.size, the merged index's size): 16,777,216, past every
+# MPI job run so far. A reader's work and memory grow with the size (the ranks it lists as missing), so a larger
+# claim, such as a damaged or hostile header saying 10^9, is refused before any of it.
+MAX_JOB_SIZE = 1 << 24
 MERGED_INDEX = "trace.json"  # the JSON member of the archive: structure, names, whatever is not an array
 # MA_TRACE_LAYOUT: what a run under MPI writes at finalize (periodic flushes are per rank in every layout).
 LAYOUTS = ("merged", "per-rank", "both")

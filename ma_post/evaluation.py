@@ -22,6 +22,7 @@ import numpy as np
 import sympy
 
 from ma_core.errors import ModelError
+from ma_core.expr.limits import MAX_MAGNITUDE
 
 from .printers import NUMPY_MOD_HELPER, NumpyPrinter, numpy_mod
 from .sympy_expr import symbol
@@ -133,14 +134,62 @@ def numeric_function(model: NumericModel) -> Callable[..., Any]:
 _PRINTED_GLOBALS = frozenset({"numpy", NUMPY_MOD_HELPER, "_lambdifygenerated", "builtins", "range"})
 
 
-def _call(model: NumericModel, arrays: list[Any]) -> Any:
+def _call(model: NumericModel, arrays: list[Any], *, strict: bool = True) -> Any:
+    """The model's values at ``arrays`` (in ``model.inputs`` order). A value that is not a finite number within
+    MAX_MAGNITUDE where every input is finite is past the runtime's bounds (ma_core/expr/limits.py), which refuse
+    it: ``strict``, a ModelError naming the point; else NaN there (the model's check against its own trace,
+    whose runtime reported it already)."""
     fn = numeric_function(model)
-    with np.errstate(all="ignore"):
-        result = fn(*arrays)
     shape = np.broadcast_shapes(*(np.shape(a) for a in arrays)) if arrays else ()
-    if components(model):  # each expression's value over the inputs' shape, on a last axis
-        return np.stack([np.broadcast_to(np.asarray(r, dtype=float), shape) for r in result], axis=-1)
-    return np.broadcast_to(np.asarray(result, dtype=float), shape).copy() if shape else float(result)
+    parts = components(model)
+    full = (*shape, *parts)
+    try:
+        with np.errstate(all="ignore"):
+            raw = fn(*arrays)
+            if parts:  # each expression's value over the inputs' shape, on a last axis
+                result = np.stack([np.broadcast_to(np.asarray(r, dtype=float), shape) for r in raw], axis=-1)
+            else:
+                result = np.broadcast_to(np.asarray(raw, dtype=float), shape)
+    except OverflowError:  # an exact integer of the model past the double range (n*10^600) meets a float
+        result = np.broadcast_to(np.asarray(np.inf), full)
+    except ZeroDivisionError:  # Python's own arithmetic on constants of the printed code, not NumPy's
+        result = np.broadcast_to(np.asarray(np.nan), full)
+    outside = ~(np.abs(result) <= MAX_MAGNITUDE)
+    if outside.any():
+        inputs = [np.broadcast_to(np.asarray(a, dtype=float), shape) for a in arrays]
+        finite = np.logical_and.reduce([np.isfinite(a) for a in inputs]) if inputs else np.ones(shape, dtype=bool)
+        outside &= np.asarray(finite)[..., None] if parts else finite
+        if strict and outside.any():
+            at = np.unravel_index(int(np.flatnonzero(outside)[0]), full) if full else ()
+            point = {name: float(a[at[:len(shape)]]) for name, a in zip(model.inputs, inputs, strict=True)}
+            shown = ", ".join(f"{name}={_fmt(value)}" for name, value in point.items())
+            expr = model.inlined().args[at[-1]] if parts else model.inlined()
+            which = f" (expression {at[-1] + 1} of {parts[0]})" if parts else ""
+            raise ModelError(f"{model.quantity}{which} at {shown or 'its constant inputs'} is {float(result[at])}"
+                             f"{_culprit(expr, point)}, not a finite number within {MAX_MAGNITUDE!r}: outside the "
+                             "runtime's bounds (a logarithm of 0 or less, a root of a negative number, a division by "
+                             "zero, a magnitude too large), as its assertion would be at run time")
+        result = np.where(outside, np.nan, result)
+    return np.array(result) if full else float(result)
+
+
+_CULPRIT_TERMS = 64  # terms of a sum tried one by one to name the one past the bounds (only on that error)
+
+
+def _culprit(expr: sympy.Expr, point: Mapping[str, float]) -> str:
+    """`` (its term T is V there)`` for the first term of the sum ``expr`` not finite at ``point``, else ''."""
+    for term in (expr.args if expr.is_Add else (expr,))[:_CULPRIT_TERMS]:
+        names = sorted(s.name for s in term.free_symbols)
+        try:
+            fn = sympy.lambdify([symbol(n) for n in names], term, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
+                                printer=NumpyPrinter)
+            with np.errstate(all="ignore"):
+                value = float(fn(*(np.float64(point[n]) for n in names)))  # NumPy's arithmetic, as in _call
+        except (ArithmeticError, KeyError, TypeError, ValueError, RecursionError, SyntaxError):
+            continue
+        if not abs(value) <= MAX_MAGNITUDE:
+            return f" (its term {sympy.sstr(term).replace('**', '^')[:120]} is {value} there)"
+    return ""
 
 
 def evaluate(model: NumericModel, values: Mapping[str, Any], *, rank: RankChoice = None,
@@ -312,7 +361,7 @@ def evaluate_at_trace(model: NumericModel) -> np.ndarray:
     for name in model.inputs:
         traced = model.trace_values.get(name)
         arrays.append(np.full(n, np.nan) if traced is None else traced)
-    result = _call(model, arrays) if arrays else float(_call(model, []))
+    result = _call(model, arrays, strict=False)
     return np.broadcast_to(np.asarray(result, dtype=float), (n,)).copy()
 
 

@@ -16,7 +16,9 @@ from typing import Any, overload
 import numpy as np
 
 from ma_core.errors import TraceError
+from ma_core.inputs import check_regular_file
 from ma_core.trace_format import (
+    MAX_JOB_SIZE,
     MERGED_FORMAT,
     MERGED_INDEX,
     MERGED_V2_FIELDS,
@@ -158,6 +160,42 @@ def _array(archive: Any, name: str, path: Path, shape: tuple[int | None, ...]) -
     return array
 
 
+# The runtime stores the members uncompressed (numpy.savez): one that would expand past this many times its stored
+# size, and past MAX_INFLATED bytes, is not its work (a zip bomb: a few MB that inflate to gigabytes).
+MAX_RATIO = 100
+MAX_INFLATED = 64 << 20
+
+
+def _check_member_sizes(path: Path) -> None:
+    """Each member's size as the archive declares it (the most that reading it yields), before any is read; an
+    array member's .npy header agrees with it, so that no array is allocated for data the file does not hold."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            for info in archive.infolist():
+                if info.file_size > max(MAX_INFLATED, MAX_RATIO * info.compress_size):
+                    raise TraceError(str(path), f"member {info.filename} would inflate from {info.compress_size:,} "
+                                                f"to {info.file_size:,} bytes: not a merged trace as the runtime "
+                                                "writes it (members stored uncompressed)")
+                if info.filename.endswith(".npy"):
+                    with archive.open(info) as handle:
+                        _npy_fits(handle, info, path)
+    except (OSError, zipfile.BadZipFile, EOFError):
+        return  # _index below says what is wrong with the archive itself
+
+
+def _npy_fits(handle: Any, info: zipfile.ZipInfo, path: Path) -> None:
+    try:
+        version = np.lib.format.read_magic(handle)
+        shape, _, dtype = (np.lib.format.read_array_header_1_0(handle) if version == (1, 0)
+                           else np.lib.format.read_array_header_2_0(handle))
+    except ValueError:
+        return  # not an .npy array: the member's reader names it
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if claimed > info.file_size:
+        raise TraceError(str(path), f"member {info.filename} says it holds {shape} of {dtype} ({claimed:,} bytes) "
+                                    f"but has {info.file_size:,} bytes")
+
+
 def _index(path: Path) -> dict[str, Any]:
     try:
         with zipfile.ZipFile(path) as archive:
@@ -224,6 +262,11 @@ def _group(archive: Any, path: Path, g: int, entry: Any, fields: int) -> Group:
 
 def read_merged(path: Path) -> MergedTrace:
     """Parse and check a merged trace; TraceError naming the file and the member for any problem."""
+    try:
+        check_regular_file(path)
+    except OSError as exc:
+        raise TraceError(str(path), f"cannot read: {exc.strerror or exc}") from None
+    _check_member_sizes(path)
     index = _index(path)
     try:
         archive = np.load(path, allow_pickle=False)
@@ -253,8 +296,9 @@ def read_merged(path: Path) -> MergedTrace:
 
 def _check(merged: MergedTrace) -> None:
     name = str(merged.path)
-    if merged.size < 1:
-        raise TraceError(name, f"{MERGED_INDEX}: size {merged.size}, expected >= 1")
+    if not 1 <= merged.size <= MAX_JOB_SIZE:
+        raise TraceError(name, f"{MERGED_INDEX}: size {merged.size:,}, expected 1 to {MAX_JOB_SIZE:,} processes (the "
+                               "largest job a trace may describe)")
     if len(merged.ranks) and (np.any(np.diff(merged.ranks) <= 0) or merged.ranks[0] < 0
                               or merged.ranks[-1] >= merged.size):
         raise TraceError(name, f"rank.npy: ranks must be ascending, distinct and within size {merged.size}")

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import sympy
 
-from ma_core.errors import ModelError
+from ma_core.errors import ExpressionError, ModelError
 
 from .evaluation import evaluate, evaluate_at_trace
 from .itersum import ITER, IterationSumError, sum_over_iterations
@@ -160,9 +160,23 @@ class ModelBuilder:
         self._trips: dict[SiteKey, sympy.Expr] = {}  # trip-count expression of every loop
         # ``iter`` is the iteration of the innermost loop, unless the program declared a variable of that name.
         self._iter_declared = any(name == ITER for name, _ in ts.variables)
+        self._check_expressions()
         self._definitions = self._collect_definitions()
         self._iter_names = self._iter_dependent()
         self._analyse()
+
+    def _check_expressions(self) -> None:
+        """Every expression of the trace converted once, so that one the runtime's bounds refuse is an error that
+        names its site (the conversions later are cached)."""
+        for site in self.ts.walk():
+            for text in (site.expr, site.count_expr, *sorted(site.other_exprs)):
+                if text:
+                    where = f"site {site.path}" + (f" ({site.file}:{site.line})" if site.file else "")
+                    _converted(text, where)
+        for (name, scope), var in self.ts.variables.items():
+            for text in (var.expr, *sorted(var.other_exprs)):
+                if text:
+                    _converted(text, f"variable {name!r}" + (f" of {scope}" if scope else ""))
 
     # --- structure ------------------------------------------------------------------------------
     def _analyse(self) -> None:
@@ -587,6 +601,14 @@ def _unique_notes(notes: Iterable[Note]) -> list[Note]:
     for note in notes:
         seen.setdefault((note.kind, note.path, note.message), note)
     return list(seen.values())
+
+
+def _converted(text: str, where: str) -> sympy.Expr:
+    """to_sympy(text), its ExpressionError (the runtime's own message) a ModelError naming ``where``."""
+    try:
+        return to_sympy(text)
+    except ExpressionError as exc:
+        raise ModelError(f"{where}: {exc}") from None
 
 
 def _fmt(x: float) -> str:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import sympy
@@ -77,6 +78,16 @@ class NumpyPrinter(BalancedChains, NumPyPrinter):
 
     _print_mod = _print_Mod
 
+    # An exact number of the model past 64 bits is printed as the double it is: as a Python int it would make
+    # NumPy's ufuncs fail on an object array (numpy.log(10**300)) or raise OverflowError against a float.
+    def _print_Integer(self, expr: sympy.Expr) -> str:
+        return super()._print_Integer(expr) if abs(int(expr)) < _INT64 else _double(expr)
+
+    def _print_Rational(self, expr: sympy.Expr) -> str:
+        if abs(expr.p) < _INT64 and expr.q < _INT64:  # type: ignore[attr-defined]
+            return super()._print_Rational(expr)
+        return _double(expr)
+
     def _nested(self, func: str, args: tuple[sympy.Expr, ...]) -> str:
         if len(args) == 1:
             return self._print(args[0])
@@ -87,6 +98,20 @@ class NumpyPrinter(BalancedChains, NumPyPrinter):
 
     def _print_Max(self, expr: sympy.Expr) -> str:
         return self._nested("maximum", expr.args)
+
+
+_INT64 = 2**63
+
+
+def _double(number: sympy.Expr) -> str:
+    """The nearest double of an exact number as NumPy code (``numpy.inf`` past the double range)."""
+    try:
+        value = float(number)
+    except OverflowError:
+        value = float("inf") if number > 0 else float("-inf")
+    if math.isinf(value):
+        return "numpy.inf" if value > 0 else "(-numpy.inf)"
+    return f"({value!r})" if value < 0 else repr(value)
 
 
 class CPrinter(BalancedChains, C99CodePrinter):

@@ -19,7 +19,7 @@ import math
 import os
 import sys
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from operator import itemgetter
@@ -37,9 +37,12 @@ except ImportError:  # optional: the standard library parses the same text, slow
     typed_reader = None  # type: ignore[assignment]
 
 from ma_core.errors import TraceError
+from ma_core.inputs import read_regular_file
 from ma_core.trace_format import (
     ALWAYS,
     FORMAT,
+    MAX_JOB_SIZE,
+    MERGED_FILE,
     NODE_C_CALLS_KEY,
     NODE_CACHE_KEY,
     NODE_COUNTS,
@@ -76,7 +79,8 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
     """(flat traces in rank order, skipped file -> reason, missing ranks). ``workers``: processes to parse
     with (None: automatic, 0: this process only)."""
     if not directory.is_dir():
-        raise TraceError(str(directory), "no such trace directory (expected the MA_TRACE_DIR of a run)")
+        what = "not a directory" if directory.exists() else "no such trace directory"
+        raise TraceError(str(directory), f"{what} (expected the MA_TRACE_DIR of a run, or its {MERGED_FILE})")
     files: dict[int, Path] = {}
     for path in directory.iterdir():
         match = RANK_FILE.match(path.name)
@@ -104,7 +108,7 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
         raise TraceError(str(directory), "none of the trace files could be read: " + "; ".join(skipped.values()))
     _check_consistent(traces, files)
     size = next(iter(traces.values())).header["size"]
-    missing = [r for r in range(size) if r not in traces]
+    missing = missing_ranks(size, traces)
     if missing:
         names = ", ".join(rank_file_name(r) for r in missing[:8]) + (" ..." if len(missing) > 8 else "")
         message = (f"{len(missing)} of {size} rank files missing ({names}); the run's header says "
@@ -117,10 +121,15 @@ def read_trace_dir(directory: Path, *, allow_missing: bool = False, workers: int
     return [traces[r] for r in sorted(traces)], skipped, missing
 
 
+def missing_ranks(size: int, present: Iterable[int]) -> list[int]:
+    """The ranks 0..size-1 not in ``present`` (size at most MAX_JOB_SIZE: checked with the header)."""
+    return np.setdiff1d(np.arange(size, dtype=np.int64), np.fromiter(present, dtype=np.int64)).tolist()
+
+
 def read_trace_file(path: Path, *, expected_rank: int | None = None) -> dict[str, Any]:
     """Parse and check one rank file."""
     try:
-        text = path.read_bytes()
+        text = read_regular_file(path)
     except OSError as exc:
         raise TraceError(str(path), f"cannot read: {exc.strerror or exc}") from None
     if not text.strip():
@@ -208,6 +217,9 @@ def check_document(document: Any, name: str, expected_rank: int | None = None) -
     rank, size = header["rank"], header["size"]
     if size < 1 or not 0 <= rank < size:
         raise TraceError(name, f"header says rank {rank} of size {size}, expected 0 <= rank < size")
+    if size > MAX_JOB_SIZE:
+        raise TraceError(name, f"header.size is {size:,}, expected at most {MAX_JOB_SIZE:,} processes (the largest "
+                               "job a trace may describe)")
     if expected_rank is not None and rank != expected_rank:
         raise TraceError(name, f"header.rank is {rank} but the file name says rank {expected_rank}")
     threads = document.get("threads")
@@ -456,8 +468,8 @@ def read_flat(path: Path, expected_rank: int | None = None) -> FlatTrace:
     and checked here, which also words every error."""
     if FAST_JSON:
         try:
-            text = path.read_bytes()
-        except OSError:
+            text = read_regular_file(path)
+        except OSError:  # read_trace_file below says why
             text = b""
         if text and b'"$num"' not in text:
             flat = _typed_flat(text, str(path), expected_rank)

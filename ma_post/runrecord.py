@@ -15,6 +15,7 @@ from typing import Any
 
 from ma_core import trace_format as tf
 from ma_core.errors import TraceError
+from ma_core.inputs import read_regular_file
 
 from .reader import TraceWarning
 
@@ -77,10 +78,12 @@ def read_run_record(directory: Path) -> RunRecord | None:
     """The record in ``directory`` (None when there is none: traces written without ``ma run``)."""
     path = directory / tf.RUN_RECORD_FILE
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular_file(path).decode("utf-8")
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise TraceError(str(path), f"cannot read the run record: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise TraceError(str(path), f"cannot read the run record: {exc}") from None
     try:
         record = json.loads(text)

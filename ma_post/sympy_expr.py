@@ -16,6 +16,13 @@ Float literals become exact rationals of their decimal text (``0.1`` is 1/10), s
 The parser has already refused what SymPy could not take (a literal past MAX_MAGNITUDE such as ``1e999``,
 nesting past MAX_DEPTH: ma_core/expr/limits.py); a run of ``+ -`` or ``* /`` becomes one ``Add``/``Mul`` of all
 its terms, so the conversion recurses only as deep as the expression nests, and in linear time.
+
+The bounds are the runtime's, checked by the runtime's own code: every largest part of the expression that
+reads no variable (``log(0)``, ``2^1024``, ``1e300*1e300``, the ``1e300*1e300`` that starts ``1e300*1e300*n``)
+is evaluated first by the runtime's evaluator (ma_core/expr/compiler.py), so an expression the runtime refuses
+whatever its variables hold is refused here with the runtime's error, message and column alike. A power of
+numbers whose exact value would pass MAX_EXACT_BITS takes the runtime's double (``10^-100000000`` is 0, as at
+run time, not a fraction of a hundred million digits).
 """
 
 from __future__ import annotations
@@ -27,7 +34,9 @@ import sympy
 from sympy.codegen.cfunctions import log2, log10
 
 from ma_core.errors import ExpressionDomainError, ExpressionError
-from ma_core.expr.limits import MAX_BITS, MAX_MAGNITUDE
+from ma_core.expr import Expression
+from ma_core.expr.compiler import DomainProblem, power
+from ma_core.expr.limits import MAX_EXACT_BITS, MAX_MAGNITUDE
 from ma_core.expr.nodes import BinOp, Call, Neg, Node, Num, Var, chain
 from ma_core.expr.parser import parse_tree
 
@@ -59,26 +68,76 @@ def symbol(name: str) -> sympy.Symbol:
 
 
 def node_to_sympy(node: Node, text: str = "") -> sympy.Expr:
-    """SymPy expression of a syntax tree from ma_core.expr.parser.parse_tree (``text``: its source, for errors)."""
+    """SymPy expression of a syntax tree from ma_core.expr.parser.parse_tree (``text``: its source, for errors).
+
+    ExpressionDomainError, as the runtime's, where a part without variables fails under the runtime's bounds."""
+    for constant in _constant_parts(node):
+        Expression(text or "?", constant).evaluate({})  # the runtime's evaluation: its error, message and column
+    expr = _converted(node, text)
+    if expr.has(*_NOT_FINITE_REAL):  # what cancelled variables leave: log(n - n), (n - n)^-1, sqrt(-1 - n^2)
+        raise ExpressionDomainError(text or "?", "not a finite real number for any value of its variables "
+                                    f"(it simplifies to {to_text(expr)[:80]})", node.column)
+    return expr
+
+
+_NOT_FINITE_REAL = (sympy.zoo, sympy.oo, -sympy.oo, sympy.nan, sympy.I)
+
+
+def _constant_parts(node: Node) -> list[Node]:
+    """The largest subtrees that read no variable, left to right (an explicit stack: chains are deep)."""
+    variable: dict[int, bool] = {}  # by id() of the node: whether it reads a variable
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        current, ready = stack.pop()
+        children = _children(current)
+        if ready:
+            variable[id(current)] = isinstance(current, Var) or any(variable[id(c)] for c in children)
+        else:
+            stack.append((current, True))
+            stack.extend((child, False) for child in children)
+    parts: list[Node] = []
+    pending = [node]
+    while pending:
+        current = pending.pop()
+        if not variable[id(current)]:
+            if not isinstance(current, Num):  # a literal is checked by the parser already
+                parts.append(current)
+        else:
+            pending.extend(reversed(_children(current)))
+    return parts
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, Neg):
+        return [node.operand]
+    if isinstance(node, BinOp):
+        return [node.left, node.right]
+    if isinstance(node, Call):
+        return list(node.args)
+    return []
+
+
+def _converted(node: Node, text: str) -> sympy.Expr:
+    """The conversion itself (the parts without variables were checked once, by node_to_sympy)."""
     if isinstance(node, Num):
         return _number(node, text)
     if isinstance(node, Var):
         return symbol(node.name)
     if isinstance(node, Neg):
-        return -node_to_sympy(node.operand, text)
+        return -_converted(node.operand, text)
     if isinstance(node, BinOp):
         if node.op == "^":
-            return _power(node_to_sympy(node.left, text), node_to_sympy(node.right, text), node.column, text)
+            return _power(_converted(node.left, text), _converted(node.right, text), node.column, text)
         first, steps = chain(node)
-        terms = [node_to_sympy(first, text)]
+        terms = [_converted(first, text)]
         for step in steps:
-            operand = node_to_sympy(step.right, text)
+            operand = _converted(step.right, text)
             if step.op == "/" and operand.is_zero:
                 raise ExpressionDomainError(text, "division by zero", step.column)
             terms.append({"+": operand, "-": -operand, "*": operand, "/": 1 / operand}[step.op])
-        return sympy.Add(*terms) if node.op in "+-" else sympy.Mul(*terms)
+        return _bounded(sympy.Add(*terms) if node.op in "+-" else sympy.Mul(*terms), node.column, text)
     if isinstance(node, Call):
-        args = [node_to_sympy(a, text) for a in node.args]
+        args = [_converted(a, text) for a in node.args]
         if node.func in _UNARY:
             return _UNARY[node.func](args[0])
         if node.func == "mod":
@@ -90,15 +149,60 @@ def node_to_sympy(node: Node, text: str = "") -> sympy.Expr:
 
 
 def _power(base: sympy.Expr, exponent: sympy.Expr, column: int, text: str) -> sympy.Expr:
-    """``base^exponent``; SymPy computes a power of numbers exactly, so one past MAX_MAGNITUDE (``9^9^9``, a
-    370-million-digit integer) is refused first, as the runtime refuses it, and so is ``0^-1`` (SymPy's zoo)."""
+    """``base^exponent``. Of two numbers SymPy computes the power exactly: past MAX_EXACT_BITS (``9^9^9``, a
+    370-million-digit integer; ``10^-100000000``) the runtime's own value is taken, a double or its error."""
     if base.is_zero and exponent.is_negative:
         raise ExpressionDomainError(text, "zero raised to a negative power", column)
     if base.is_Rational and exponent.is_Rational and not base.is_zero:
-        bits = float(exponent) * math.log2(abs(float(base)))
-        if bits > MAX_BITS:
+        if abs(float(exponent)) * _bits(base) > MAX_EXACT_BITS:
+            return _runtime_power(base, exponent, column, text)
+        value = sympy.Pow(base, exponent)
+        if value.is_Rational and abs(value) > _LARGEST:
             raise ExpressionDomainError(text, f"result is too large (magnitude over {MAX_MAGNITUDE!r})", column)
+        return value
+    if exponent.is_Rational and _bits(base.as_coeff_Mul()[0]) * abs(float(exponent)) > MAX_EXACT_BITS:
+        # SymPy would raise the numeric factor of the base to the power exactly: (9e277*a)^1854^1854 never ends.
+        return sympy.Pow(base, exponent, evaluate=False)
     return sympy.Pow(base, exponent)
+
+
+def _bits(number: sympy.Expr) -> int:
+    """Bits of the larger of an exact number's numerator and denominator (0 for what is not a rational)."""
+    if not number.is_Rational:
+        return 0
+    return max(abs(number.p).bit_length(), number.q.bit_length())  # type: ignore[attr-defined]
+
+
+def _bounded(expr: sympy.Expr, column: int, text: str) -> sympy.Expr:
+    """A sum or product whose exact numeric part grew past MAX_EXACT_BITS (factors multiplied together)
+    with that part rounded to its double, as the runtime holds every value; past the double range, the
+    runtime's error."""
+    number, rest = expr.as_coeff_Add() if expr.is_Add else expr.as_coeff_Mul()
+    if _bits(number) <= MAX_EXACT_BITS:
+        return expr
+    try:
+        value = float(number)
+    except OverflowError:
+        value = math.inf
+    if not -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE:
+        raise ExpressionDomainError(text, f"result is too large (magnitude over {MAX_MAGNITUDE!r})", column)
+    rounded = sympy.Rational(repr(value))
+    return rounded + rest if expr.is_Add else rounded * rest
+
+
+_LARGEST = sympy.Integer(int(MAX_MAGNITUDE))
+
+
+def _runtime_power(base: sympy.Expr, exponent: sympy.Expr, column: int, text: str) -> sympy.Expr:
+    """The runtime's value of a power of two numbers (integers as ints, other rationals as doubles)."""
+    def number(x: sympy.Expr) -> int | float:
+        return int(x) if x.is_Integer else float(x)
+
+    try:
+        value = power(number(base), number(exponent), column)
+    except DomainProblem as problem:
+        raise ExpressionDomainError(text, str(problem), problem.column) from None
+    return sympy.Integer(value) if isinstance(value, int) else sympy.Rational(repr(value))
 
 
 def _number(node: Num, text: str) -> sympy.Expr:

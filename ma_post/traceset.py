@@ -28,6 +28,7 @@ from .reader import (
     TraceWarning,
     default_workers,
     flatten_document,
+    missing_ranks,
     read_many,
     read_trace_dir,
     to_float,
@@ -417,7 +418,8 @@ def load(trace_dir: str | Path, *, allow_missing: bool = False, workers: int | N
     files (default: automatic, see ma_post.reader.default_workers; 0: this process only).
     """
     path = Path(trace_dir)
-    directory = path.parent if path.is_file() and path.name.endswith(".npz") else path
+    named_file = path.name.endswith(".npz") and path.exists() and not path.is_dir()  # a FIFO too: read_merged says
+    directory = path.parent if named_file else path
     merged_path = path if directory is not path else trace_format.merged_file(directory)
     if merged_path.exists():
         merged = read_merged(merged_path)
@@ -457,7 +459,7 @@ def _rank_files_beside(merged: MergedTrace, directory: Path, allow_missing: bool
 def _build_merged(merged: MergedTrace, extra: list[FlatTrace], directory: Path, allow_missing: bool) -> TraceSet:
     """Arrays of the merged file straight into the rank dimension; sites once per distinct tree structure."""
     ranks = np.union1d(merged.ranks, np.asarray([int(f.header["rank"]) for f in extra], dtype=np.int64))
-    missing = sorted(set(range(merged.size)) - set(ranks.tolist()))
+    missing = missing_ranks(merged.size, ranks.tolist())
     if missing:
         message = (f"{len(missing)} of {merged.size} ranks are neither in {merged.path.name} nor in a rank file "
                    f"(ranks {rank_ranges(missing)})")

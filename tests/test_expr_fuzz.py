@@ -17,9 +17,11 @@ import random
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import ma
@@ -282,3 +284,88 @@ def test_sympy_conversion_of_fuzzed_expressions() -> None:
         except ExpressionError as error:
             assert error.column >= 1, text[:200]
         assert time.perf_counter() - start < SECONDS_PER_INPUT, text[:200]
+
+
+# ---- the model path: to_sympy and ma eval's evaluation agree with the runtime -------------------------
+@dataclass
+class OneExpressionModel:
+    """What ma_post.evaluation reads of a model (its NumericModel protocol), for one converted expression."""
+
+    expr: Any
+    quantity: str = "fuzzed"
+    trace_values: dict[str, Any] = field(default_factory=dict)
+    ranks: Any = field(default_factory=lambda: np.arange(1))
+    cache: dict[str, Any] = field(default_factory=dict)
+    size: int = 1
+
+    @property
+    def inputs(self) -> list[str]:
+        return sorted(s.name for s in self.expr.free_symbols)
+
+    def inlined(self) -> Any:
+        return self.expr
+
+
+def model_outcome(text: str) -> tuple[bool, Any]:
+    """(True, value) or (False, the MAError) of the text through to_sympy and evaluate, ma eval's path."""
+    from ma_core.errors import MAError
+    from ma_post.evaluation import evaluate
+    from ma_post.sympy_expr import to_sympy
+
+    try:
+        model = OneExpressionModel(to_sympy(text))
+        value = evaluate(model, {name: float(ENV[name]) for name in model.inputs if name in ENV}).value
+    except MAError as error:
+        return False, error
+    assert math.isfinite(value) and abs(value) <= MAX_MAGNITUDE, (text[:200], value)
+    return True, value
+
+
+# The model is exact algebra (SymPy), the runtime computes left to right: where rounding decides a step
+# (ceil, floor, mod) values may differ, and where the algebra drops the part that failed (0*log(a-3) is 0) the
+# model has a value the runtime refused; every part without variables is checked by the runtime's evaluator.
+_ROUNDING = re.compile(r"ceil|floor|mod")
+
+
+def model_agrees(text: str, names: frozenset[str], runtime: tuple[bool, Any], model: tuple[bool, Any]) -> bool:
+    """Both refuse (without variables, with the runtime's very message), or both give the same value."""
+    from ma_post.sympy_expr import to_sympy
+
+    (runtime_ok, runtime_value), (model_ok, model_value) = runtime, model
+    if not runtime_ok:
+        if model_ok:  # only where the algebra dropped the part that failed: 0*log(a-3) is 0
+            return len(to_sympy(text).free_symbols) < len(names)
+        return bool(names) or str(model_value).endswith(str(runtime_value))
+    if not model_ok:
+        return False  # never a refusal of what the runtime evaluates (text with no huge number, as comparable())
+    if _ROUNDING.search(text):
+        return True
+    return math.isclose(float(runtime_value), model_value, rel_tol=1e-9, abs_tol=1e-300)
+
+
+def test_fuzz_model_path_agrees_with_the_runtime() -> None:
+    """Parsed fuzz through to_sympy and ma eval's evaluation, each input within the parser's time bound: the
+    runtime's value within float tolerance, or both refuse (with the runtime's own message where the text holds
+    no variable)."""
+    from ma_core.expr.nodes import free_symbols
+    from ma_core.expr.parser import parse_tree
+
+    checked = constant = 0
+    for index, text in enumerate(inputs(seed=30, count=2500)):
+        if len(text) > 2000:
+            continue
+        try:
+            names = free_symbols(parse_tree(text))
+        except ExpressionError:
+            continue  # refused by the parser, which both paths share
+        runtime = python_outcome(text)
+        start = time.perf_counter()
+        model = model_outcome(text)
+        elapsed = time.perf_counter() - start
+        assert elapsed < SECONDS_PER_INPUT, f"input {index} took {elapsed:.2f} s: {text[:200]!r}"
+        if comparable(text) or not names:
+            agrees = model_agrees(text, names, runtime, model)
+            assert agrees, f"input {index}: {text[:200]!r}: runtime {runtime}, model {model}"
+            checked += 1
+            constant += not names
+    assert checked > 500 and constant > 100, (checked, constant)

@@ -129,3 +129,28 @@ def test_refine_finds_the_true_trip_count_from_three_real_runs(tmp_path: Path,
     text = capsys.readouterr().out
     assert "outer [loop] trips per call: FAIL in n5, n9, n17\n  annotated: n\n  suggested: 2*n + 1" in text
     assert main(["refine", dirs[0]]) == 2 and "at least two runs" in capsys.readouterr().err
+
+
+def test_refine_never_claims_agreement_over_runs_of_different_programs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cg = pf.write_run(tmp_path / "cg", pf.cg_program(na=1400))
+    other = pf.write_run(tmp_path / "other", [pf.Var("m", 10), pf.Loop("k", "m", [pf.Op("flop", "g", "3*m")])])
+    assert main(["refine", str(cg), str(other)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ma refine: error: the runs share no assertion site (cg has 32, other has 2): refine "
+                          "compares runs of one program at different inputs, not runs of different programs"), err
+    # One site id in both, annotated differently: another program (or version), not another input.
+    changed = pf.write_run(tmp_path / "changed", [pf.Var("m", 20), pf.Loop("k", "m", [pf.Op("flop", "g", "4*m")])])
+    with pytest.raises(MAError, match=r"assertion k/g \[flop\] is '3\*m' at prog.py:\d+ in other but '4\*m' at "
+                                      r"prog.py:\d+ in changed: refine compares runs of one program"):
+        refine([("other", ma_post.load(other)), ("changed", ma_post.load(changed))])
+
+
+def test_refine_states_the_sites_it_could_not_compare(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    loop = [pf.Op("flop", "g", "3*m")]
+    small = pf.write_run(tmp_path / "m10", [pf.Var("m", 10), pf.Loop("k", "m", loop)])
+    large = pf.write_run(tmp_path / "m20", [pf.Var("m", 20), pf.Loop("k", "m", [*loop, pf.Op("flop", "h", "m")])])
+    assert main(["refine", str(small), str(large)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["every assertion in all runs agrees with its measurements within 0.001 in all 2 runs; no MPI "
+                   "traffic outside assertions", "not compared: 1 assertion site not in every run: k/h (only in m20)"]

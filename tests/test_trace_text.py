@@ -158,6 +158,60 @@ def test_a_c_tree_past_the_depth_limit_is_refused_there_and_the_trace_reads(deep
         assert f"level {MAX_SITE_DEPTH + 1} of the site tree" in anomalies[0].message
 
 
+NEXT_IN_DEEP_C = r"""
+#include <ma.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int depth = argc > 1 ? atoi(argv[1]) : 0; /* subroutine levels between the two loops */
+    ma_init();
+    ma_loop_start("l", "3", MA_NO_VALUE);
+    for (int i = 0; i < 3; i++) {
+        ma_loop_next("l");
+        for (int level = 0; level < depth; level++)
+            ma_subroutine_start("s");
+        ma_loop_start("l", "4", MA_NO_VALUE); /* a loop of the same id, as a recursion makes one */
+        for (int k = 0; k < 4; k++)
+            ma_loop_next("l");
+        ma_loop_end("l", MA_NO_VALUE);
+        for (int level = 0; level < depth; level++)
+            ma_subroutine_end("s");
+    }
+    ma_loop_end("l", MA_NO_VALUE); /* its trip count: the ma_loop_next calls it got */
+    ma_subroutine_start("after");
+    ma_subroutine_end("after");
+    ma_finalize();
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("depth", [MAX_SITE_DEPTH - 2, MAX_SITE_DEPTH - 1])
+def test_ma_loop_next_inside_a_loop_refused_as_too_deep_changes_nothing_recorded(tmp_path: Path, depth: int) -> None:
+    """The ma_loop_next calls of a loop past the depth limit belong to it, not to the recorded loop of the same
+    id around it: the outer loop's trip count stays 3, no other anomaly, and the trace reads. One level less,
+    the inner loop is recorded with its 4 iterations a call."""
+    import ma_post
+
+    (tmp_path / "next.c").write_text(NEXT_IN_DEEP_C.lstrip("\n"))
+    program = compile_c(tmp_path / "next.c", tmp_path / "next")
+    done = subprocess.run([str(program), str(depth)], cwd=tmp_path, env=environment(tmp_path / "traces"),
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    ts = ma_post.load(tmp_path / "traces")
+    outer = ts.sites[(("loop", "l"),)]
+    assert outer.measured.per_rank().sum.tolist() == [3] and outer.fails.sum() == 0
+    inner_path = "/".join(["l", *["s"] * depth, "l"])
+    inner = [site for site in ts.sites.values() if site.path == inner_path]
+    problems = [a.message for a in ts.anomalies]
+    if depth + 2 <= MAX_SITE_DEPTH:
+        assert not problems and len(inner) == 1
+        assert inner[0].measured.per_rank().sum.tolist() == [12] and inner[0].fails.sum() == 0
+    else:
+        assert not inner and len(problems) == 1 and f"would open level {MAX_SITE_DEPTH + 1}" in problems[0], problems
+        assert max(site.path.count("/") + 1 for site in ts.sites.values()) == MAX_SITE_DEPTH
+    assert "after" in [site.path for site in ts.sites.values()]
+
+
 @pytest.mark.slow
 def test_c_memory_stays_bounded_whatever_the_nesting_depth(deep_c: Path, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", MEASURE_RSS, str(deep_c), "10000"], cwd=tmp_path,

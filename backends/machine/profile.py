@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ma_core.errors import ProfileError
+from ma_core.inputs import read_regular_file
 
 from ..cpython import section as cpython_section
 from ..cpython.section import CPythonTerms
@@ -568,9 +569,11 @@ def load(path: str | os.PathLike[str]) -> MachineProfile:
     """Read and validate a profile file; ProfileError names the file and, where it applies, the field."""
     name = os.fspath(path)
     try:
-        text = Path(name).read_text()
+        text = read_regular_file(Path(name)).decode("utf-8")
     except OSError as exc:
         raise ProfileError(name, f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ProfileError(name, f"not UTF-8 text: {exc}") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:

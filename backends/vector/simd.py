@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ma_core.errors import BackendError
+from ma_core.inputs import read_regular_file
 
 CSRC = Path(__file__).resolve().parent / "csrc" / "simd_bandwidth.c"
 ROWS_CSRC = CSRC.with_name("sparse_rows.c")  # the vectorised sparse row loop: built with the vectoriser on
@@ -103,8 +104,10 @@ class SimdBandwidth:
     @classmethod
     def load(cls, path: str | Path) -> SimdBandwidth:
         try:
-            data = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
+            data = json.loads(read_regular_file(Path(path)))
+        except OSError as exc:
+            raise BackendError(f"{path}: cannot read the SIMD bandwidth file: {exc.strerror or exc}") from None
+        except ValueError as exc:
             raise BackendError(f"{path}: cannot read the SIMD bandwidth file: {exc}") from None
         return cls.from_json(data, str(path))
 

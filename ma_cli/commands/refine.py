@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from ma_cli.support import load_traces
     from ma_core.errors import MAError
     from ma_post.progress import progress
-    from ma_post.studies.refine import refine
+    from ma_post.studies.refine import refine, sites_not_in_every_run
 
     if len(args.trace_dirs) < 2:
         raise MAError("give the trace directories of at least two runs at different inputs")
@@ -42,14 +42,20 @@ def run(args: argparse.Namespace) -> int:
     for name, directory in progress(list(zip(names, args.trace_dirs, strict=True)), desc="load", unit="run"):
         runs.append((name, load_traces(argparse.Namespace(**{**vars(args), "trace_dir": directory}))))
     suggestions = refine(runs, drift=args.drift, all_sites=args.all, unannotated=not args.no_unannotated)
+    partial = sites_not_in_every_run(runs)
     if args.format == "json":
         json.dump([_json(s) for s in suggestions], sys.stdout, indent=1)
         sys.stdout.write("\n")
     elif not suggestions:
-        print(f"every assertion agrees with its measurements within {args.drift:g} in all "
+        every = "every assertion in all runs" if partial else "every assertion"
+        print(f"{every} agrees with its measurements within {args.drift:g} in all "
               f"{len(runs)} runs; no MPI traffic outside assertions")
     else:
         sys.stdout.write("\n".join(_text(s) for s in suggestions))
+    if partial and args.format != "json":
+        print(f"not compared: {len(partial)} assertion site{'s' if len(partial) > 1 else ''} not in every run: "
+              + "; ".join(f"{path} (only in {', '.join(having)})" for path, having in list(partial.items())[:8])
+              + (" ..." if len(partial) > 8 else ""))
     return 0
 
 

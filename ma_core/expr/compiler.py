@@ -55,7 +55,8 @@ def _divide(a: Number, b: Number, column: int) -> Number:
     raise _out_of_range(value, column)
 
 
-def _power(a: Number, b: Number, column: int) -> Number:
+def power(a: Number, b: Number, column: int) -> Number:
+    """``a^b`` as the runtime computes it (exact on integers, else doubles), or DomainProblem."""
     if isinstance(a, int) and isinstance(b, int) and b >= 0:
         # |a|^b needs about b*log2|a| bits: refuse one past MAX_BITS before computing it (9^9^9).
         if abs(a) > 1 and b * (abs(a).bit_length() - 1) > MAX_BITS:
@@ -196,7 +197,7 @@ def _converted(value: object, column: int, name: str) -> Number:
     raise DomainProblem(f"variable {name!r} is {type(value).__name__} {str(value)[:40]!r}, not a number", column)
 
 
-_OPERATIONS: dict[str, Callable[[Number, Number, int], Number]] = {"/": _divide, "^": _power}
+_OPERATIONS: dict[str, Callable[[Number, Number, int], Number]] = {"/": _divide, "^": power}
 
 
 def _compile_binop(node: BinOp, operands: list[Evaluator]) -> Evaluator:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -88,6 +89,7 @@ def refine(runs: Sequence[tuple[str, TraceSet]], *, drift: float = DRIFT, all_si
     outside any assertion."""
     if len(runs) < 2:
         raise MAError("refinement needs the traces of at least two runs at different inputs")
+    sites_not_in_every_run(runs)
     inputs = [input_values(ts) for _, ts in runs]
     common = sorted(set.intersection(*(set(i) for i in inputs)))
     suggestions: list[Suggestion] = []
@@ -100,6 +102,44 @@ def refine(runs: Sequence[tuple[str, TraceSet]], *, drift: float = DRIFT, all_si
     for s in progress(suggestions, desc="fit", unit="fit"):
         _fit(s)
     return suggestions
+
+
+def sites_not_in_every_run(runs: Sequence[tuple[str, TraceSet]]) -> dict[str, list[str]]:
+    """Assertion sites (by path) that some runs lack, each with the runs that have it: refine compares the others.
+
+    MAError where the runs cannot be of one program: they share no assertion site, or a site they share is annotated
+    differently (its expression, or its file name and line)."""
+    keys = [{key for key, site in ts.sites.items() if site.is_assertion} for _, ts in runs]
+    common = set.intersection(*keys)
+    if not common:
+        counts = ", ".join(f"{name} has {len(k)}" for (name, _), k in zip(runs, keys, strict=True))
+        raise MAError(f"the runs share no assertion site ({counts}): refine compares runs of one program at "
+                      "different inputs, not runs of different programs")
+    first_name, first = runs[0]
+    for key in sorted(common):
+        site = first.sites[key]
+        for name, ts in runs[1:]:
+            other = ts.sites[key]
+            if _annotation(other) != _annotation(site):
+                raise MAError(f"assertion {site.path} [{site.type}] is {_shown(site)} in {first_name} but "
+                              f"{_shown(other)} in {name}: refine compares runs of one program at different inputs, "
+                              "not runs of different programs or versions")
+    out: dict[str, list[str]] = {}
+    for key in sorted(set.union(*keys) - common):
+        having = [name for (name, ts), k in zip(runs, keys, strict=True) if key in k]
+        site = next(ts.sites[key] for (_, ts), k in zip(runs, keys, strict=True) if key in k)
+        out[site.path] = having
+    return out
+
+
+def _annotation(site: Site) -> tuple[str | None, str | None, str | None, int | None]:
+    return site.expr, site.count_expr, Path(site.file).name if site.file else None, site.line
+
+
+def _shown(site: Site) -> str:
+    where = f" at {Path(site.file).name}:{site.line}" if site.file else ""
+    count = f" (count {site.count_expr!r})" if site.count_expr else ""
+    return f"{site.expr!r}{count}{where}"
 
 
 def _site_suggestions(runs: Sequence[tuple[str, TraceSet]], inputs: list[dict[str, np.ndarray]], common: list[str],
