@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backends.base import PARTS, per_rank
 from backends.cpython import exchange
 from backends.cpython import probe as cpython_probe
-from backends.machine import chains, whatif
+from backends.machine import chains, runnetwork, whatif
 from backends.machine import profile as profiles
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction
@@ -248,6 +248,10 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     ma("run", "-n", str(procs), "--trace-dir", str(trace_dir), "--", *app.program(out), "--class", klass)
     wall = time.perf_counter() - started
     builder = ModelBuilder(load(trace_dir))
+    # the network block of the MPI the run used (the compiled CG runs on Debian's MPICH), as ma predict takes it
+    machine, network_notes = runnetwork.for_run(machine, builder.ts)
+    for note in network_notes:
+        print(f"  {app_name.upper()} {klass} x{procs}: {note}", flush=True)
     prediction: MapsPrediction = MapsBackend(signatures=signatures, streams=streams).predict(builder, machine)
     overlapped = MapsBackend(signatures=signatures, overlap="max", streams=streams).predict(builder, machine)
     net = MapsBackend(signatures=signatures, overlap="net", streams=streams).predict(builder, machine)
