@@ -52,6 +52,11 @@ def test_blocks_per_mpi_round_trip(tmp_path: Path) -> None:
     # the block of the default's own MPI replaces the default; a profile without a network takes it as default
     replaced = with_network(machine, block(7e-6), "mpich-5.0.2")
     assert replaced.network is not None and replaced.network.latency_s == 7e-6 and len(replaced.networks) == 1
+    # --default: the block replaces the default (one that names no MPI, or another MPI's), and its networks entry
+    named = with_network(profile.load(SHIPPED), block(4e-6), "mpich-5.0.2", default=True)
+    assert named.network is not None and named.network.mpi == "mpich-5.0.2" and not named.networks
+    swapped = with_network(machine, block(5e-6), "openmpi-4.1.4", default=True)
+    assert swapped.network is not None and swapped.network.mpi == "openmpi-4.1.4" and not swapped.networks
     bare = profile.from_json({k: v for k, v in profile.load(SHIPPED).to_json().items() if k != "network"})
     first = with_network(bare, block(1e-6), "mpich-4.0.2")
     assert first.network is not None and first.network.mpi == "mpich-4.0.2" and not first.networks

@@ -595,13 +595,15 @@ def with_block(profile: MachineProfile, where: str, block: Any) -> MachineProfil
     return from_json(doc, f"<{profile.name}>")
 
 
-def with_network(profile: MachineProfile, block: Mapping[str, Any], mpi: str) -> MachineProfile:
+def with_network(profile: MachineProfile, block: Mapping[str, Any], mpi: str, default: bool = False) -> MachineProfile:
     """``profile`` with ``block`` (as :func:`.probe.measure_network` returns it) as the network block of the MPI
-    named ``mpi``: the default block where the profile has none or it is that MPI's, else ``networks[mpi]``."""
+    named ``mpi``: the default block where the profile has none, it is that MPI's or ``default`` says so (the
+    block it replaces is dropped, and that MPI's block in ``networks`` with it), else ``networks[mpi]``."""
     doc = profile.to_json()
     measured = {**block, "mpi": mpi}
-    if profile.network is None or profile.network.mpi == mpi:
+    if default or profile.network is None or profile.network.mpi == mpi:
         doc["network"] = measured
+        (doc.get("networks") or {}).pop(mpi, None)
     else:
         doc.setdefault("networks", {})[mpi] = measured
     return from_json(doc, f"<{profile.name}>")

@@ -52,6 +52,10 @@ def register(subparsers: Any) -> None:
                          help="the MPI to measure, by its C compiler wrapper (e.g. /usr/bin/mpicc.mpich); default "
                               "MA_MPICC, else the environment's")
     network.add_argument("--quick", action="store_true", help="three message sizes, short batches (seconds)")
+    network.add_argument("--default", action="store_true",
+                         help="write the block as the profile's default network block, replacing it (e.g. one "
+                              "that names no MPI); otherwise it goes to networks.NAME unless the default is that "
+                              "MPI's")
     cores = _fill_command(actions, "multicore", "the read and triad on k = 1, 2, 4, ... cores at once "
                                                 "(memory.multicore)", "samples", handle_multicore)
     cores.add_argument("--cores", metavar="K,K,..", help="the core counts (default 1, 2, 4, ... and every "
@@ -419,7 +423,7 @@ def handle_network(args: argparse.Namespace) -> int:
         settings = replace(settings, statistic=args.statistic)
     print(f"MPI ping-pong and exchanges of {install.name} ({install.mpicc}, started by {install.launcher})")
     block = measure_network(settings, install)
-    machine = with_network(machine, block, install.name)
+    machine = with_network(machine, block, install.name, default=args.default)
     target = Path(args.output or args.profile)
     machine.save(target)
     _print_network(machine.network if machine.network and machine.network.mpi == install.name
