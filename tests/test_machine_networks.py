@@ -191,3 +191,13 @@ def test_ma_predict_prices_messages_with_the_block_of_the_runs_mpi(tmp_path: Pat
     assert refused.returncode != 0
     assert f"field 'networks': no network block for {name}" in refused.stderr
     assert "ma machine network PROFILE --mpicc" in refused.stderr
+
+
+def test_ma_machine_network_refuses_what_names_no_mpi(tmp_path: Path) -> None:
+    target = tmp_path / "p.json"
+    for args, said in ((["--mpicc", str(tmp_path / "mpicc")], "no MPI compiler wrapper"),
+                       (["--mpicc", "/bin/false"], "cannot compile a file that includes mpi.h")):
+        done = ma("machine", "network", str(SHIPPED), "-o", str(target), *args, check=False)
+        assert done.returncode == 2 and said in done.stderr and not target.exists()
+    done = ma("machine", "network", "amd-epyc-zen4-kvm", check=False)  # a shipped profile is not changed in place
+    assert done.returncode == 2 and "give -o FILE" in done.stderr
