@@ -300,8 +300,9 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
 
 def time_in_mpi(builder: ModelBuilder, path: str) -> dict[str, Any] | None:
     """Where a run on several ranks spent the time the model does not see, for its slowest rank in ``path``: its
-    seconds in MPI calls and in MPI_Wait (PMPI's totals, the whole run) and ``path``'s wall minus CPU seconds
-    (time off its core; where the trace has the CPU time). None for one rank or a run without the PMPI library."""
+    seconds in MPI calls and in MPI_Wait (PMPI's totals, the whole run), ``path``'s wall minus CPU seconds (time
+    off its core; where the trace has the CPU time) and the wall seconds of its outermost flop and loadstore sites
+    (the compute the model prices as compute and memory). None for one rank or a run without the PMPI library."""
     ts = builder.ts
     if len(ts.mpi_profiles) < 2:
         return None
@@ -313,7 +314,11 @@ def time_in_mpi(builder: ModelBuilder, path: str) -> dict[str, Any] | None:
     if profile is None:
         return None
     calls = profile["calls"]
-    return {"rank": rank, "mpi_s": sum(c["time_ns"] for c in calls.values()) * 1e-9,
+    kernels = ("flop", "loadstore")
+    outermost = [s for s in ts.walk() if s.path.startswith(path + "/") and s.type in kernels
+                 and ts.find(s.path.rsplit("/", 1)[0]).type not in kernels]
+    compute = sum(float(np.nanmax(np.asarray(s.wall_ns, dtype=float)[rank])) for s in outermost) * 1e-9
+    return {"rank": rank, "compute_s": compute, "mpi_s": sum(c["time_ns"] for c in calls.values()) * 1e-9,
             "wait_s": calls.get("MPI_Wait", {}).get("time_ns", 0) * 1e-9,
             "off_core_s": float(wall[rank] - cpu[rank]) if cpu[rank] > 0 else None}
 
@@ -466,9 +471,12 @@ def main() -> int:
         if row.get("in_mpi"):
             spent = row["in_mpi"]
             off_core = "" if spent["off_core_s"] is None else f"; off its core {spent['off_core_s']:.4g} s (wall - CPU)"
-            print(f"{label(row)}, {row['region']} of rank {spent['rank']}: measured {row['measured']:.4g} s, predicted "
-                  f"communication {row['parts']['communication']:.4g} s; in MPI calls {spent['mpi_s']:.4g} s, "
-                  f"of which MPI_Wait {spent['wait_s']:.4g} s (the whole run){off_core}")
+            parts = row["parts"]
+            print(f"{label(row)}, {row['region']} of rank {spent['rank']}: measured {row['measured']:.4g} s, of which "
+                  f"its flop and loadstore sites {spent['compute_s']:.4g} s (predicted compute + memory "
+                  f"{parts['compute'] + parts['memory']:.4g} s); predicted communication {parts['communication']:.4g} "
+                  f"s, in MPI calls {spent['mpi_s']:.4g} s, of which MPI_Wait {spent['wait_s']:.4g} s (the whole "
+                  f"run){off_core}")
     if implied and machine.network and machine.network.oversubscribed:
         print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "
               f"(the profile's: {machine.network.oversubscribed.latency_s * 1e6:.0f})")
