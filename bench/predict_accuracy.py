@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from backends.base import PARTS, per_rank
 from backends.cpython import exchange
 from backends.cpython import probe as cpython_probe
-from backends.machine import chains, whatif
+from backends.machine import chains, runnetwork, whatif
 from backends.machine import profile as profiles
 from backends.machine.probe import ProbeSettings, measure_oversubscribed
 from backends.maps import MapsBackend, MapsPrediction
@@ -248,6 +248,10 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     ma("run", "-n", str(procs), "--trace-dir", str(trace_dir), "--", *app.program(out), "--class", klass)
     wall = time.perf_counter() - started
     builder = ModelBuilder(load(trace_dir))
+    # the network block of the MPI the run used (the compiled CG runs on Debian's MPICH), as ma predict takes it
+    machine, network_notes = runnetwork.for_run(machine, builder.ts)
+    for note in network_notes:
+        print(f"  {app_name.upper()} {klass} x{procs}: {note}", flush=True)
     prediction: MapsPrediction = MapsBackend(signatures=signatures, streams=streams).predict(builder, machine)
     overlapped = MapsBackend(signatures=signatures, overlap="max", streams=streams).predict(builder, machine)
     net = MapsBackend(signatures=signatures, overlap="net", streams=streams).predict(builder, machine)
@@ -287,10 +291,36 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
         measured_matvec = float(np.max(measured_seconds(builder, MATVEC)))
         for key, form in (("matvec_error", prediction), ("matvec_error_sum", paper)):
             rows[0][key] = (slowest(builder, form.within(MATVEC)) - measured_matvec) / measured_matvec
+    rows[1]["in_mpi"] = time_in_mpi(builder, app.subroutine)
     rows[0]["subroutines"] = {path: {"predicted": slowest(builder, prediction.within(path)),
                                      "measured": float(np.max(measured_seconds(builder, path)))}
                               for path in subroutines}
     return rows
+
+
+def time_in_mpi(builder: ModelBuilder, path: str) -> dict[str, Any] | None:
+    """Where a run on several ranks spent the time the model does not see, for its slowest rank in ``path``: its
+    seconds in MPI calls and in MPI_Wait (PMPI's totals, the whole run), ``path``'s wall minus CPU seconds (time
+    off its core; where the trace has the CPU time) and the wall seconds of its outermost flop and loadstore sites
+    (the compute the model prices as compute and memory). None for one rank or a run without the PMPI library."""
+    ts = builder.ts
+    if len(ts.mpi_profiles) < 2:
+        return None
+    site = ts.find(path)
+    wall = np.nanmax(np.asarray(site.wall_ns, dtype=float), axis=1) * 1e-9
+    cpu = np.nanmax(np.asarray(site.cpu_ns, dtype=float), axis=1) * 1e-9
+    rank = int(np.argmax(wall))
+    profile = ts.mpi_profiles[rank]
+    if profile is None:
+        return None
+    calls = profile["calls"]
+    kernels = ("flop", "loadstore")
+    outermost = [s for s in ts.walk() if s.path.startswith(path + "/") and s.type in kernels
+                 and ts.find(s.path.rsplit("/", 1)[0]).type not in kernels]
+    compute = sum(float(np.nanmax(np.asarray(s.wall_ns, dtype=float)[rank])) for s in outermost) * 1e-9
+    return {"rank": rank, "compute_s": compute, "mpi_s": sum(c["time_ns"] for c in calls.values()) * 1e-9,
+            "wait_s": calls.get("MPI_Wait", {}).get("time_ns", 0) * 1e-9,
+            "off_core_s": float(wall[rank] - cpu[rank]) if cpu[rank] > 0 else None}
 
 
 def _mean_error(rows: list[dict[str, Any]], form: str = "") -> float:
@@ -437,6 +467,16 @@ def main() -> int:
             print(f"{label(row)}: work per message {row['work_per_message_s'] * 1e6:.1f} us (compute + memory + "
                   f"runtime over the whole run's messages); the prediction would be exact with "
                   f"{row.get('wait_exact_s', 0) * 1e6:+.1f} us more wait per message")
+    for row in rows:
+        if row.get("in_mpi"):
+            spent = row["in_mpi"]
+            off_core = "" if spent["off_core_s"] is None else f"; off its core {spent['off_core_s']:.4g} s (wall - CPU)"
+            parts = row["parts"]
+            print(f"{label(row)}, {row['region']} of rank {spent['rank']}: measured {row['measured']:.4g} s, of which "
+                  f"its flop and loadstore sites {spent['compute_s']:.4g} s (predicted compute + memory "
+                  f"{parts['compute'] + parts['memory']:.4g} s); predicted communication {parts['communication']:.4g} "
+                  f"s, in MPI calls {spent['mpi_s']:.4g} s, of which MPI_Wait {spent['wait_s']:.4g} s (the whole "
+                  f"run){off_core}")
     if implied and machine.network and machine.network.oversubscribed:
         print(f"oversubscribed exchange latency that would make each timed loop exact, us: {', '.join(implied)} "
               f"(the profile's: {machine.network.oversubscribed.latency_s * 1e6:.0f})")

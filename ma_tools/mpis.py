@@ -56,6 +56,13 @@ class MpiInstall:
         return f"{family}-{version}-{digest}"
 
     @property
+    def name(self) -> str:
+        """``<family>-<version>`` ("mpich-4.0.2", "openmpi-4.1.4"): the MPI's name where it must mean the same on
+        another host, as a machine profile's network blocks are keyed (the build directory's key adds the path)."""
+        family, version = identify(self.mpicc)
+        return f"{family}-{version}"
+
+    @property
     def family(self) -> str:
         return identify(self.mpicc)[0]
 
@@ -211,5 +218,23 @@ def install_of_build_dir(directory: Path) -> MpiInstall | None:
         return None
 
 
+def name_of_library(library: str | os.PathLike[str]) -> str | None:
+    """The name (:attr:`MpiInstall.name`) of the MPI a PMPI library was built for, as a trace's header gives its
+    path (``mpi.library``): from the ``mpi.json`` beside it, else from its build directory's key
+    (``mpi/<family>-<version>-<hash>``, for a trace read where the library is not); None when neither says."""
+    directory = Path(library).parent
+    try:
+        record = json.loads((directory / RECORD_FILE).read_text(encoding="utf-8"))
+        family, version = record["family"], record["mpi_version"]
+        if isinstance(family, str) and isinstance(version, str):
+            return f"{family}-{version}"
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    key = re.fullmatch(r"([a-z]+)-(.+)-[0-9a-f]{8}", directory.name)
+    if directory.parent.name == "mpi" and key:
+        return f"{key.group(1)}-{key.group(2)}"
+    return None
+
+
 __all__ = ["FAMILIES", "MpiInstall", "built_installs", "identify", "install", "install_of_build_dir",
-           "named_wrapper", "own_mpicc", "selected"]
+           "name_of_library", "named_wrapper", "own_mpicc", "selected"]

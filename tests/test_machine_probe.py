@@ -14,6 +14,7 @@ import pytest
 from backends.cpython import exchange
 from backends.machine import plan, probe, profile
 from ma_cli.main import main
+from ma_tools import mpis
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +60,8 @@ def test_quick_probe_measures_a_complete_profile(quick_profile: Path) -> None:
     # a compiled dot product's add chain: one add latency a term, slower than its two flops at the peak
     assert machine.cpu.add_chain_s is not None and 2 / machine.peak_flops < machine.cpu.add_chain_s < 1e-7
     assert machine.network is not None and 0 < machine.network.latency_s < 1e-3
+    # measured with the environment's MPI (the mpich wheel), which the block names for ma predict to match
+    assert machine.network.mpi == mpis.selected().name and machine.network.mpi.startswith("mpich-")
     assert [row.bytes for row in machine.network.pingpong] == list(probe.ProbeSettings.quick().pingpong_sizes)
     # exchanges on twice as many ranks as cores: the wait for a partner without a core
     over = machine.network.oversubscribed

@@ -96,7 +96,7 @@ def edited(tmp_path: Path, change: Any) -> Path:
     (lambda d: d["caches"][1].update(level=3), "caches[1].level", "expected level 2"),
     (lambda d: d["caches"][0].update(size_bytes=4000), "caches[0].size_bytes", "whole number of sets"),
     (lambda d: d["caches"][0].update(replacement="PLRU"), "caches[0].replacement", "is not one of"),
-    (lambda d: d.update(version=2), "version", "version 2 is not supported"),
+    (lambda d: d.update(version=3), "version", "version 3 is not supported"),
     (lambda d: d.update(schema="other"), "schema", "not a machine profile"),
     (lambda d: d["cpu"].pop("peak_flops"), "cpu.peak_flops", "required field is missing"),
     (lambda d: d.pop("caches"), "caches", "required field is missing"),

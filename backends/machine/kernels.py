@@ -9,9 +9,13 @@ from __future__ import annotations
 import ctypes
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
+
+if TYPE_CHECKING:
+    from ma_tools.mpis import MpiInstall
 
 CSRC_DIR = Path(__file__).resolve().parent / "csrc"
 TRIAD_HEADER = CSRC_DIR / "ma_triad.h"  # the triad loop multimaps.c shares with the vector backend's SIMD probe
@@ -34,14 +38,17 @@ def build_kernels(force: bool = False) -> Path:
     return build_c("libmaprobe.so", command, [source, TRIAD_HEADER], "the MultiMAPS probe kernels", force)
 
 
-def build_pingpong(force: bool = False) -> Path:
-    """Build the MPI ping-pong program; return its path."""
+def build_pingpong(force: bool = False, mpi: MpiInstall | None = None) -> Path:
+    """Build the MPI ping-pong program with ``mpi``'s mpicc (default: the selected MPI, ``MA_MPICC`` or the
+    environment's) into that MPI's build directory; return its path."""
+    from ma_tools import mpis
     from ma_tools.build import build_c
-    from ma_tools.toolchain import find_mpicc
 
+    install = mpi or mpis.selected()
     source = CSRC_DIR / "pingpong.c"
-    command = [str(find_mpicc()), *_CFLAGS, str(source)]
-    return build_c("ma_pingpong", command, [source], "the MPI ping-pong probe", force)
+    command = [str(install.mpicc), *_CFLAGS, str(source)]
+    return build_c("ma_pingpong", command, [source], f"the MPI ping-pong probe ({install.name})", force,
+                   directory=install.build_dir)
 
 
 def build_hitsim(force: bool = False) -> Path:

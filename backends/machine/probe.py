@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,9 @@ from .hierarchy import from_sysfs
 from .kernels import Kernels, aligned_array, build_pingpong, calibrate
 from .profile import GB, VECTOR_STREAMS_VERSION, BandwidthFit, CacheLevel, MachineProfile, MultiMapsPoint, from_json
 from .schema import SCHEMA_NAME, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from ma_tools.mpis import MpiInstall
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
 OVERSUBSCRIBED_VERSION = 2  # of the network.oversubscribed block (2: with the work curve)
@@ -244,19 +247,24 @@ def measure_vector_streams(kernels: Kernels, caches: Sequence[CacheLevel], setti
 
 
 def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: tuple[str, ...] = (),
-                    sizes: Sequence[int] | None = None, statistic: str | None = None) -> list[dict[str, float]]:
+                    sizes: Sequence[int] | None = None, statistic: str | None = None,
+                    mpi: MpiInstall | None = None) -> list[dict[str, float]]:
     """One-way seconds per message size: ranks 0 and 1's ping-pong, or with ``mode`` ("exchange",) every rank's
-    rounds of exchanges (``csrc/pingpong.c``; other modes take amounts of work for ``sizes``)."""
+    rounds of exchanges (``csrc/pingpong.c``; other modes take amounts of work for ``sizes``), built with ``mpi``'s
+    mpicc and started by its own mpiexec (default: the selected MPI)."""
+    from ma_core.errors import LaunchError, ToolBuildError
+    from ma_tools import mpilaunch, mpis
+
     sizes = settings.pingpong_sizes if sizes is None else sizes
     statistic = statistic or settings.statistic
-    from ma_tools import toolchain
-
-    mpiexec = toolchain.find_program("mpiexec")
-    if mpiexec is None:
-        raise ProbeError("no mpiexec beside this Python or on PATH: install the 'mpich' wheel or pass --no-mpi")
-    argv = [str(mpiexec), "-n", str(ranks), str(build_pingpong()), *mode, str(min_time), str(settings.samples),
-            *map(str, sizes)]
-    done = run_program(argv, ProbeError, "MPI ping-pong", timeout=600)
+    try:
+        install = mpi or mpis.selected()
+        launch = mpilaunch.launcher(install, ranks, "mpiexec")
+        program = build_pingpong(mpi=install)
+    except (LaunchError, ToolBuildError) as exc:
+        raise ProbeError(f"MPI ping-pong: {exc} (pass --no-mpi to probe without it)") from None
+    argv = [*launch.argv, str(program), *mode, str(min_time), str(settings.samples), *map(str, sizes)]
+    done = run_program(argv, ProbeError, "MPI ping-pong", timeout=600, env={**os.environ, **launch.env})
     table = []
     for line in done.stdout.splitlines():
         nbytes, median, best = line.split()
@@ -272,18 +280,20 @@ def _hockney(table: Sequence[Mapping[str, float]]) -> tuple[float, float]:
     return smallest["seconds"], max(row["bytes"] / row["seconds"] for row in table)
 
 
-def measure_network(settings: ProbeSettings) -> dict[str, Any]:
-    """The ``network`` block: MPI ping-pong between two ranks started by the environment's mpiexec (intra-node),
-    then :func:`measure_oversubscribed`."""
-    from ma_tools import toolchain
+def measure_network(settings: ProbeSettings, mpi: MpiInstall | None = None) -> dict[str, Any]:
+    """The ``network`` block of one MPI (default: the selected one, ``MA_MPICC`` or the environment's): ping-pong
+    between two ranks started by its own mpiexec (intra-node), then :func:`measure_oversubscribed`. The block
+    names its MPI (``mpi``, :attr:`ma_tools.mpis.MpiInstall.name`), which ``ma predict`` matches with a run's."""
+    from ma_tools import mpis
 
-    table = _pingpong_table(2, settings.pingpong_time, settings)
+    install = mpi or mpis.selected()
+    table = _pingpong_table(2, settings.pingpong_time, settings, mpi=install)
     latency, bandwidth = _hockney(table)
-    launcher = toolchain.find_program("mpiexec")
+    launcher = install.launcher
     # its name, not its path: a profile describes a machine, and is shipped and shared beyond the host it was taken on
     return {"latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "ranks": 2,
-            "launcher": launcher.name if launcher else "mpiexec", "pingpong": table,
-            "oversubscribed": measure_oversubscribed(settings)}
+            "launcher": launcher.name if launcher else "mpiexec", "mpi": install.name, "pingpong": table,
+            "oversubscribed": measure_oversubscribed(settings, mpi=install)}
 
 
 def measure_python_exchange(settings: ProbeSettings, last_cache_bytes: int, latency_s: float | None = None,
@@ -295,7 +305,8 @@ def measure_python_exchange(settings: ProbeSettings, last_cache_bytes: int, late
                                    call_overhead_s=call_overhead_s, **quick)
 
 
-def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) -> dict[str, Any]:
+def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None,
+                           mpi: MpiInstall | None = None) -> dict[str, Any]:
     """Exchanges on twice as many ranks as this host's cores (``network.oversubscribed``): every rank sends
     and receives in rounds whose partners change (``ma_pingpong exchange``), so a message waits for a partner
     the scheduler has taken off its core, as an application's exchanges and collectives do. The maps backend
@@ -303,14 +314,14 @@ def measure_oversubscribed(settings: ProbeSettings, cores: int | None = None) ->
     if cores is None:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     ranks = 2 * cores
-    table = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange",))
+    table = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange",), mpi=mpi)
     latency, bandwidth = _hockney(table)
     return {"version": OVERSUBSCRIBED_VERSION, "pattern": "exchange", "ranks": ranks, "cores": cores,
             "latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "batch_s": settings.oversubscribed_time,
-            "pingpong": table, "work": measure_work_curve(settings, ranks)}
+            "pingpong": table, "work": measure_work_curve(settings, ranks, mpi)}
 
 
-def measure_work_curve(settings: ProbeSettings, ranks: int) -> list[dict[str, float]]:
+def measure_work_curve(settings: ProbeSettings, ranks: int, mpi: MpiInstall | None = None) -> list[dict[str, float]]:
     """The oversubscribed exchange with work before every message (``ma_pingpong exchange-work``): per amount
     of work, the work's seconds on a core of its own (one rank, the fastest batch) and the wall seconds per
     message on ``ranks`` ranks. A rank that is done polls on its core while its partner waits for one, so the
@@ -318,8 +329,8 @@ def measure_work_curve(settings: ProbeSettings, ranks: int) -> list[dict[str, fl
     passes = sorted(set(settings.oversubscribed_work))
     working = [p for p in passes if p > 0]
     alone = {row["bytes"]: row["seconds"] for row in _pingpong_table(
-        1, settings.pingpong_time, settings, ("work",), working, "best")} if working else {}
-    wall = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange-work",), passes)
+        1, settings.pingpong_time, settings, ("work",), working, "best", mpi)} if working else {}
+    wall = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange-work",), passes, mpi=mpi)
     return [{"passes": int(row["bytes"]), "work_s": alone.get(row["bytes"], 0.0), "seconds": row["seconds"]}
             for row in wall]
 

@@ -19,7 +19,7 @@ import itertools
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from .eq1 import Eq1Params
 from .jsonblock import present
 from .levels import level_names, unconstrained_levels
 from .multicore import Multicore
-from .schema import PROFILE_SCHEMA, SCHEMA_NAME, SCHEMA_VERSION
+from .schema import PROFILE_SCHEMA, READABLE_VERSIONS, SCHEMA_NAME, SCHEMA_VERSION
 
 GB = 1e9  # the document's GB/s fields, in the typed profile's bytes per second
 VECTOR_STREAMS_VERSION = 1
@@ -225,6 +225,9 @@ class Oversubscribed:
 
 @dataclass(frozen=True)
 class NetworkProfile:
+    """The MPI ping-pong (and the exchange on more ranks than cores) of one MPI installation: ``mpi`` names it as
+    :attr:`ma_tools.mpis.MpiInstall.name` does ("mpich-4.0.2"); None in a block written before it was recorded."""
+
     latency_s: float
     bandwidth_bytes_per_s: float
     ranks: int = 2
@@ -232,6 +235,7 @@ class NetworkProfile:
     pingpong: tuple[Message, ...] = ()
     oversubscribed: Oversubscribed | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    mpi: str | None = None
 
     def message_seconds(self, nbytes: float) -> float:
         """The latency/bandwidth model of one message (perc_framework.txt: the L/B model)."""
@@ -239,7 +243,8 @@ class NetworkProfile:
 
     def to_json(self) -> dict[str, Any]:
         return {"latency_s": self.latency_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
-                "ranks": self.ranks, "launcher": self.launcher, "pingpong": [m.to_json() for m in self.pingpong],
+                "ranks": self.ranks, "launcher": self.launcher, **present(mpi=self.mpi),
+                "pingpong": [m.to_json() for m in self.pingpong],
                 "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None, **self.extra}
 
 
@@ -326,9 +331,10 @@ class MachineProfile:
     memory: Memory
     multimaps: tuple[MultiMapsPoint, ...] = ()
     multimaps_settings: MultiMapsSettings = field(default_factory=MultiMapsSettings)
-    network: NetworkProfile | None = None
+    network: NetworkProfile | None = None  # the default block (the MPI the probe ran with)
     bandwidth_fit: BandwidthFit | None = None
     cpython: CPythonTerms | None = None  # what the CPython interpreter costs here (backends.cpython)
+    networks: Mapping[str, NetworkProfile] = field(default_factory=dict)  # every further MPI's block, by its name
 
     @property
     def levels(self) -> int:
@@ -351,7 +357,8 @@ class MachineProfile:
             "multimaps": {**self.multimaps_settings.to_json(), "points": [p.to_json() for p in self.multimaps]},
             "bandwidth_fit": self.bandwidth_fit.to_json() if self.bandwidth_fit else None,
         }
-        return {**doc, **present(cpython=self.cpython)}
+        networks = {name: block.to_json() for name, block in self.networks.items()}
+        return {**doc, **present(cpython=self.cpython, networks=networks)}
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write atomically (a reader never sees half a profile)."""
@@ -378,9 +385,9 @@ def validate(doc: Any, path: str = "<profile>") -> None:
         raise ProfileError(path, f"expected a JSON object, got {type(doc).__name__}")
     if doc.get("schema") != SCHEMA_NAME:
         raise ProfileError(path, f"not a machine profile (expected \"schema\": \"{SCHEMA_NAME}\")", "schema")
-    if doc.get("version") != SCHEMA_VERSION:
-        raise ProfileError(path, f"schema version {doc.get('version')!r} is not supported (this SDK reads version "
-                                 f"{SCHEMA_VERSION})", "version")
+    if doc.get("version") not in READABLE_VERSIONS:
+        raise ProfileError(path, f"schema version {doc.get('version')!r} is not supported (this SDK reads versions "
+                                 f"{', '.join(map(str, READABLE_VERSIONS))})", "version")
     error = best_match(Draft202012Validator(PROFILE_SCHEMA).iter_errors(doc))
     if error is None:
         _check_consistency(doc, path)
@@ -393,6 +400,7 @@ def validate(doc: Any, path: str = "<profile>") -> None:
 
 
 def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
+    _check_networks(doc, path)
     caches = doc["caches"]
     for i, cache in enumerate(caches):
         if cache["level"] != i + 1:
@@ -438,6 +446,26 @@ def _check_consistency(doc: Mapping[str, Any], path: str) -> None:
                                  "cpu.python_probe.csr_rows)", CSR_ROWS_FIELD)
 
 
+def _check_networks(doc: Mapping[str, Any], path: str) -> None:
+    """Version 1 knows no MPI names; every further block is its own MPI's, and no MPI has two blocks."""
+    default = doc.get("network") or {}
+    networks = doc.get("networks") or {}
+    if doc["version"] == 1:
+        if "mpi" in default:
+            raise ProfileError(path, "a version-1 profile does not name the MPI of its network block (version 2 "
+                                     "does)", "network.mpi")
+        if networks:
+            raise ProfileError(path, "a version-1 profile has one network block (version 2 has one per MPI)",
+                               "networks")
+    for name, block in networks.items():
+        if block.get("mpi", name) != name:
+            raise ProfileError(path, f"the block of MPI {name!r} says it was measured with {block['mpi']!r}",
+                               f"networks.{name}.mpi")
+        if name == default.get("mpi"):
+            raise ProfileError(path, f"MPI {name!r} has two network blocks (network and networks.{name}): keep one",
+                               f"networks.{name}")
+
+
 def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile:
     """The typed profile of a parsed document, validated (ProfileError naming ``path`` and the field)."""
     validate(doc, path)
@@ -456,7 +484,8 @@ def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile
                                              _unknown(mm, ("points", "word_bytes", "min_time_s", "samples",
                                                            "statistic", "unreached_levels"))),
         network=_network(network) if network else None, bandwidth_fit=_fit(fit, points, len(doc["caches"])) if fit
-        else None, cpython=cpython)
+        else None, cpython=cpython,
+        networks={name: _network({**block, "mpi": name}) for name, block in (doc.get("networks") or {}).items()})
 
 
 def _host(block: Mapping[str, Any]) -> Host:
@@ -514,12 +543,14 @@ def _vector_streams(block: Mapping[str, Any], where: str) -> VectorStreams:
 
 def _network(block: Mapping[str, Any]) -> NetworkProfile:
     over = block.get("oversubscribed")
+    mpi = block.get("mpi")
     return NetworkProfile(
+        mpi=None if mpi is None else str(mpi),
         latency_s=float(block["latency_s"]), bandwidth_bytes_per_s=float(block["bandwidth_bytes_per_s"]),
         ranks=int(block.get("ranks", 2)), launcher=str(block.get("launcher", "mpiexec")),
         pingpong=tuple(Message(int(r["bytes"]), float(r["seconds"])) for r in block.get("pingpong") or ()),
         oversubscribed=_oversubscribed(over) if over else None,
-        extra=_unknown(block, ("latency_s", "bandwidth_bytes_per_s", "ranks", "launcher", "pingpong",
+        extra=_unknown(block, ("latency_s", "bandwidth_bytes_per_s", "ranks", "launcher", "mpi", "pingpong",
                                "oversubscribed", "python_exchange")))
 
 
@@ -563,6 +594,46 @@ def with_block(profile: MachineProfile, where: str, block: Any) -> MachineProfil
                                if node is doc and name == cpython_section.SECTION else {})
     node[last] = block
     return from_json(doc, f"<{profile.name}>")
+
+
+def with_network(profile: MachineProfile, block: Mapping[str, Any], mpi: str, default: bool = False) -> MachineProfile:
+    """``profile`` with ``block`` (as :func:`.probe.measure_network` returns it) as the network block of the MPI
+    named ``mpi``: the default block where the profile has none, it is that MPI's or ``default`` says so (the
+    block it replaces is dropped, and that MPI's block in ``networks`` with it), else ``networks[mpi]``."""
+    doc = profile.to_json()
+    measured = {**block, "mpi": mpi}
+    if default or profile.network is None or profile.network.mpi == mpi:
+        doc["network"] = measured
+        (doc.get("networks") or {}).pop(mpi, None)
+    else:
+        doc.setdefault("networks", {})[mpi] = measured
+    return from_json(doc, f"<{profile.name}>")
+
+
+def network_for(profile: MachineProfile, mpi: str | None) -> tuple[MachineProfile, str | None]:
+    """``profile`` with its default network block the one measured with the MPI named ``mpi`` (the MPI a run used),
+    and a note where the choice is not plain; ProfileError where the profile has no block for that MPI and its
+    default block names another (a message is never priced with another MPI's figures unsaid)."""
+    default = profile.network
+    names = [name for name in ([default.mpi] if default and default.mpi else []) + list(profile.networks)]
+    if default is None and not profile.networks:
+        return profile, None  # no network measured at all: the backend says so
+    if mpi is None:
+        if not profile.networks:
+            return profile, None
+        measured = f"measured with {default.mpi}" if default and default.mpi else "its MPI not named"
+        return profile, (f"the run does not say which MPI it ran on: its messages are priced with the default network "
+                         f"block ({measured}); --mpi NAME picks another of {', '.join(names)}")
+    if default is not None and default.mpi == mpi:
+        return profile, None
+    if mpi in profile.networks:
+        return replace(profile, network=profile.networks[mpi]), f"messages priced with the network block of {mpi}"
+    if default is not None and default.mpi is None:
+        return profile, (f"the profile's network block does not say which MPI it was measured with; it prices this "
+                         f"run's messages on {mpi} (ma machine network PROFILE --mpicc PATH measures {mpi}'s own)")
+    raise ProfileError(profile.name, f"no network block for {mpi}, the MPI the run used (the profile has "
+                                     f"{', '.join(names)}): measure it with ma machine network PROFILE --mpicc "
+                                     "PATH-OF-ITS-MPICC, or name the block to use with --mpi NAME", "networks")
 
 
 def load(path: str | os.PathLike[str]) -> MachineProfile:

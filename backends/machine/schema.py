@@ -1,4 +1,7 @@
-"""JSON Schema (draft 2020-12) of a machine profile, version 1. ``docs/machine-profile.md`` explains the fields."""
+"""JSON Schema (draft 2020-12) of a machine profile, version 2. ``docs/machine-profile.md`` explains the fields.
+
+Version 2 added the MPI a network block was measured with (``network.mpi``) and one block per further MPI
+(``networks``); a version-1 document (neither) is read as it is and written back as version 2."""
 
 from __future__ import annotations
 
@@ -8,12 +11,14 @@ from ..cpython import section as cpython_section
 from . import multicore
 
 SCHEMA_NAME = "ma-machine-profile"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 _POSITIVE = {"type": "number", "exclusiveMinimum": 0}
 _POSITIVE_INT = {"type": "integer", "minimum": 1}
 _FRACTION = {"type": "number", "minimum": 0, "maximum": 1}
 _NUMBERS = {"type": "array", "items": {"type": "number"}}
+_MPI_NAME = {"type": "string", "pattern": "^[a-z]+-[0-9A-Za-z._+-]+$"}
 _CSR_ROWS = {"type": "object", "required": ["entries_per_row", "seconds_per_entry"],
              "properties": {"entries_per_row": {"type": "array", "items": _POSITIVE},
                             "seconds_per_entry": {"type": "array", "items": _POSITIVE}}}
@@ -32,7 +37,7 @@ PROFILE_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "properties": {
         "schema": {"const": SCHEMA_NAME},
-        "version": {"const": SCHEMA_VERSION},
+        "version": {"enum": list(READABLE_VERSIONS)},
         "name": {"type": "string", "minLength": 1},
         "host": {
             "type": "object",
@@ -129,6 +134,8 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 "bandwidth_bytes_per_s": _POSITIVE,
                 "ranks": _POSITIVE_INT,
                 "launcher": {"type": "string"},
+                # version 2: the MPI the block was measured with, named as ma_tools.mpis names it ("mpich-4.0.2")
+                "mpi": _MPI_NAME,
                 "pingpong": _rows(["bytes", "seconds"], bytes={"type": "integer", "minimum": 0}, seconds=_POSITIVE),
                 # the exchange on more ranks than cores (probe.measure_oversubscribed); optional, versioned
                 "oversubscribed": {
@@ -151,6 +158,12 @@ PROFILE_SCHEMA: dict[str, Any] = {
                 # profiles written before the cpython section kept its exchange here (backends/cpython/section.py)
                 "python_exchange": cpython_section.EXCHANGE_SCHEMA,
             },
+        },
+        # version 2: the network block of every further MPI, by its name (the block's own "mpi", where given, the same)
+        "networks": {
+            "type": "object",
+            "propertyNames": _MPI_NAME,
+            "additionalProperties": {"$ref": "#/properties/network", "type": "object"},
         },
         "multimaps": {
             "type": "object",

@@ -46,6 +46,16 @@ def register(subparsers: Any) -> None:
     exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (cpython.exchange)",
                              "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
+    network = _fill_command(actions, "network", "one MPI's ping-pong and oversubscribed exchange (the network block "
+                                                "of that MPI: network, or networks.NAME)", "batches", handle_network)
+    network.add_argument("--mpicc", metavar="PATH",
+                         help="the MPI to measure, by its C compiler wrapper (e.g. /usr/bin/mpicc.mpich); default "
+                              "MA_MPICC, else the environment's")
+    network.add_argument("--quick", action="store_true", help="three message sizes, short batches (seconds)")
+    network.add_argument("--default", action="store_true",
+                         help="write the block as the profile's default network block, replacing it (e.g. one "
+                              "that names no MPI); otherwise it goes to networks.NAME unless the default is that "
+                              "MPI's")
     cores = _fill_command(actions, "multicore", "the read and triad on k = 1, 2, 4, ... cores at once "
                                                 "(memory.multicore)", "samples", handle_multicore)
     cores.add_argument("--cores", metavar="K,K,..", help="the core counts (default 1, 2, 4, ... and every "
@@ -67,7 +77,7 @@ def register(subparsers: Any) -> None:
     _ga_options(fit)
     fit.set_defaults(handler=handle_fit)
 
-    schema = actions.add_parser("schema", help="print the profile's JSON Schema (version 1)")
+    schema = actions.add_parser("schema", help="print the profile's JSON Schema (version 2)")
     schema.set_defaults(handler=handle_schema)
 
     plot = actions.add_parser("plot", help="MultiMAPS curves with the fit (Fig. 3/7), one stride's errors (Fig. 8) "
@@ -259,16 +269,9 @@ def handle_show(args: argparse.Namespace) -> int:
     _print_vector_streams(machine)
     _print_multicore(machine)
     if machine.network:
-        net = machine.network
-        print(f"  MPI ping-pong ({net.ranks} ranks): latency {net.latency_s * 1e6:.2f} us, "
-              f"bandwidth {net.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
-        if net.oversubscribed:
-            over = net.oversubscribed
-            print(f"  MPI exchange on {over.ranks} ranks over {over.cores} cores (oversubscribed): latency "
-                  f"{over.latency_s * 1e6:.2f} us, bandwidth {over.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
-            if over.work:
-                curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
-                print(f"    with work between messages, us of work -> us per message: {curve}")
+        _print_network(machine.network, " (the default block)" if machine.networks else "")
+    for block in machine.networks.values():
+        _print_network(block, "")
     if machine.cpython and machine.cpython.exchange:
         curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.1f}" for row in machine.cpython.exchange.work)
         print(f"  Python exchange on 2 ranks (mpi4py), us of work -> us per message: {curve}")
@@ -285,6 +288,19 @@ def handle_show(args: argparse.Namespace) -> int:
         _print_fit(machine)
     _print_flags(machine)
     return 0
+
+
+def _print_network(net: Any, label: str) -> None:
+    mpi = f"{net.mpi}, " if net.mpi else ""
+    print(f"  MPI ping-pong ({mpi}{net.ranks} ranks, {net.launcher}){label}: latency {net.latency_s * 1e6:.2f} us, "
+          f"bandwidth {net.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
+    if net.oversubscribed:
+        over = net.oversubscribed
+        print(f"    exchange on {over.ranks} ranks over {over.cores} cores (oversubscribed): latency "
+              f"{over.latency_s * 1e6:.2f} us, bandwidth {over.bandwidth_bytes_per_s / 1e9:.2f} GB/s")
+        if over.work:
+            curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
+            print(f"    with work between messages, us of work -> us per message: {curve}")
 
 
 def _print_flags(machine: Any) -> None:
@@ -383,6 +399,35 @@ def handle_exchange(args: argparse.Namespace) -> int:
     machine.save(target)
     for row in block["work"]:
         print(f"work {row['work_s'] * 1e6:9.2f} us: {row['seconds'] * 1e6:9.2f} us per message")
+    print(f"written: {target}")
+    return 0
+
+
+def handle_network(args: argparse.Namespace) -> int:
+    """``ma machine network``: only the MPI part of ``ma machine probe``, with the MPI ``--mpicc`` names and its own
+    mpiexec, written into the profile as that MPI's network block (which keeps every other field)."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from backends.machine.probe import ProbeSettings, measure_network
+    from backends.machine.profile import with_network
+    from ma_core.errors import ProfileError
+    from ma_tools import mpis
+
+    if not args.output and not Path(args.profile).exists():
+        raise ProfileError(args.profile, "a shipped profile given by name is not updated in place: give -o FILE")
+    machine = load_profile(args.profile)
+    install = mpis.install(args.mpicc) if args.mpicc else mpis.selected()
+    settings = ProbeSettings.quick() if args.quick else ProbeSettings()
+    if args.statistic:
+        settings = replace(settings, statistic=args.statistic)
+    print(f"MPI ping-pong and exchanges of {install.name} ({install.mpicc}, started by {install.launcher})")
+    block = measure_network(settings, install)
+    machine = with_network(machine, block, install.name, default=args.default)
+    target = Path(args.output or args.profile)
+    machine.save(target)
+    _print_network(machine.network if machine.network and machine.network.mpi == install.name
+                   else machine.networks[install.name], "")
     print(f"written: {target}")
     return 0
 

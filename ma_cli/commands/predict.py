@@ -38,6 +38,9 @@ def register(subparsers: Any) -> None:
                         help="input parameter value (inputs not set keep their traced values, per rank)")
     parser.add_argument("--what-if", dest="what_ifs", action="append", default=[], metavar="FIELD=*F",
                         help="scale (*F, /F) or set (=V) a profile field, e.g. network.bandwidth=*2; repeatable")
+    parser.add_argument("--mpi", metavar="NAME",
+                        help="the MPI whose network block of the profile prices the messages, e.g. mpich-4.0.2 "
+                             "(default: the one the run's trace names)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.set_defaults(handler=handle)
     add_backend_arguments_when_parsed(parser)
@@ -87,7 +90,7 @@ def subroutine_rows(seconds: PredictedSeconds) -> list[dict[str, Any]]:
 def handle(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from backends.machine import fitcheck
+    from backends.machine import fitcheck, runnetwork
     from backends.machine import whatif as whatifs
     from backends.measured import compare
     from ma_post import ModelBuilder
@@ -100,11 +103,12 @@ def handle(args: argparse.Namespace) -> int:
     machine = load_profile(args.machine)
     builder = ModelBuilder(load_traces(args))
     check_parameters(builder.ts, sets)
+    machine, network_notes = runnetwork.for_run(machine, builder.ts, args.mpi)
     backend = make_backend(args, builder.ts, machine)
     prediction: Prediction = backend.predict(builder, machine, sets)
     variants = backend.variants(builder, machine, sets)
     report: dict[str, Any] = {"backend": prediction.backend, "machine": prediction.machine, "inputs": sets,
-                              "notes": list(prediction.notes)}
+                              "notes": [*network_notes, *prediction.notes]}
     seconds = prediction.seconds(builder, sets)  # every number below is a sum of these
     report["sites"] = site_rows(seconds)
     per_rank_s = seconds.total()

@@ -54,14 +54,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_backend_arguments_when_parsed(parser)
 
 
-def _machine_fields(args: argparse.Namespace) -> dict[str, float]:
-    """The replay machine's figures (simgrid.Machine's fields): the profile's (--profile, else --machine), the
-    options overriding them."""
+def _machine_fields(args: argparse.Namespace, ts: TraceSet) -> dict[str, float]:
+    """The replay machine's figures (simgrid.Machine's fields): the profile's (--profile, else --machine; its
+    network block of the MPI the run used, as ma predict takes it), the options overriding them."""
     fields: dict[str, float] = {}
     if args.profile or args.machine:
+        from backends.machine import runnetwork
         from ma_cli.support import load_profile
 
         profile = load_profile(args.profile or args.machine)  # ProfileError names the file and the field
+        profile, notes = runnetwork.for_run(profile, ts)
+        for note in notes:
+            print(f"note: {note}")
         if profile.network is not None:
             fields["latency_s"] = profile.network.latency_s
             fields["bandwidth_Bps"] = profile.network.bandwidth_bytes_per_s
@@ -167,9 +171,9 @@ def run(args: argparse.Namespace) -> int:
         raise MAError(f"--set nprocs={settings['nprocs']:g}: expected a whole number of processes")
     if args.backend and not args.machine:
         raise MAError("--backend prices the compute on a machine: give --machine PROFILE")
-    fields = _machine_fields(args)
-    machine = _machine(fields) if args.replay else None
     ts = load_traces(args)
+    fields = _machine_fields(args, ts)
+    machine = _machine(fields) if args.replay else None
     work: Work = flop_work
     if args.machine:  # the platform's host speed: --speed, else the profile's peak rate
         work = predicted_work(args, ts, fields["flops_per_s"])
