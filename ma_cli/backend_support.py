@@ -46,8 +46,14 @@ def predict(args: argparse.Namespace, builder: ModelBuilder,
     add_backend_arguments(defaults)
     options = defaults.parse_args([])
     vars(options).update(vars(args))
-    machine = load_profile(args.machine)
-    return make_backend(options, builder.ts, machine).predict(builder, machine, dict(parameters or {}))
+    import dataclasses
+
+    from backends.machine import runnetwork
+
+    # the network block of the MPI the run used, as ``ma predict`` takes it: one run, one prediction, every command
+    machine, notes = runnetwork.for_run(load_profile(args.machine), builder.ts, getattr(args, "mpi", None))
+    prediction = make_backend(options, builder.ts, machine).predict(builder, machine, dict(parameters or {}))
+    return dataclasses.replace(prediction, notes=(*notes, *prediction.notes)) if notes else prediction
 
 
 def time_function(builder: ModelBuilder, prediction: Prediction,
