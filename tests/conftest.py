@@ -32,6 +32,19 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+@pytest.fixture(scope="session")
+def cg_class_s_on_two_ranks(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The trace directory of the Python NPB CG, class S, on 2 ranks under `ma run` (read it, never write into it):
+    one run for the model, report and study tests that all start from it."""
+    trace_dir = tmp_path_factory.mktemp("cg-S-2") / "traces"
+    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(trace_dir), "--",
+                           sys.executable, str(REPO / "examples" / "npb_cg" / "cg.py"), "--class", "S"],
+                          env=clean_env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "VERIFICATION SUCCESSFUL" in done.stdout
+    return trace_dir
+
+
 @dataclass
 class ProgramRun:
     returncode: int

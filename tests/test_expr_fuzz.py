@@ -256,9 +256,9 @@ def test_fuzz_quick(libma: Any) -> None:
 
 
 @pytest.mark.slow
-def test_fuzz_hundred_thousand_inputs(libma: Any) -> None:
-    compared = sum(run_fuzz(seed=seed, count=25_000, lib=libma, grammar_every=5) for seed in (1, 2, 3, 4))
-    assert compared > 40_000
+def test_fuzz_fifty_thousand_inputs(libma: Any) -> None:
+    compared = sum(run_fuzz(seed=seed, count=25_000, lib=libma, grammar_every=5) for seed in (1, 2))
+    assert compared > 20_000
 
 
 @pytest.mark.parametrize("text", ["9^9^9", "2^2^2^2^2^2^2^2", "1e999", "mod(1e999,2)", "0^-1", "1/(a-a)",

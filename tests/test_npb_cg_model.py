@@ -37,10 +37,12 @@ def ma_run(trace_dir: Path, class_name: str, nprocs: int, *extra: str) -> subpro
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], Path]:
+def runs(tmp_path_factory: pytest.TempPathFactory, cg_class_s_on_two_ranks: Path) -> dict[tuple[str, int], Path]:
     root = tmp_path_factory.mktemp("cg-runs")
-    out = {}
+    out = {("S", 2): cg_class_s_on_two_ranks}  # the session's run, shared with the report and study tests
     for class_name, nprocs in RUNS:
+        if (class_name, nprocs) in out:
+            continue
         trace_dir = root / f"{class_name}-{nprocs}"
         done = ma_run(trace_dir, class_name, nprocs)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import REPO, VENV_BIN, clean_env
+from conftest import clean_env
 
 import ma_post
 from ma_cli.backend_support import predict as backend_prediction
@@ -173,12 +173,9 @@ def test_report_of_a_one_process_run_is_self_contained(tmp_path: Path, capsys: p
 
 @pytest.mark.mpi
 @pytest.mark.slow
-def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_path: Path) -> None:
-    trace_dir = tmp_path / "cg"
-    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(trace_dir), "--",
-                           sys.executable, str(REPO / "examples" / "npb_cg" / "cg.py"), "--class", "S"],
-                          env=clean_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
+def test_report_of_cg_opens_in_chromium_without_errors(browser: Browser, tmp_path: Path,
+                                                       cg_class_s_on_two_ranks: Path) -> None:
+    trace_dir = cg_class_s_on_two_ranks
     ts = ma_post.load(trace_dir)
     report = tmp_path / "cg-report.html"
     builder = ma_post.ModelBuilder(ts)  # the maps backend's prediction, built as `ma report --backend` builds it

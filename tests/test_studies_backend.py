@@ -6,13 +6,10 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, VENV_BIN, clean_env
 
 import ma_post
 from backends import registry
@@ -29,13 +26,8 @@ pytestmark = pytest.mark.mpi
 
 
 @pytest.fixture(scope="module")
-def cg(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    trace_dir = tmp_path_factory.mktemp("cg") / "traces"
-    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(trace_dir), "--",
-                           sys.executable, str(REPO / "examples" / "npb_cg" / "cg.py"), "--class", "S"],
-                          env=clean_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return trace_dir
+def cg(cg_class_s_on_two_ranks: Path) -> Path:
+    return cg_class_s_on_two_ranks
 
 
 def _prediction(trace_dir: Path, **options: object) -> tuple[Prediction, dict[str, float]]:

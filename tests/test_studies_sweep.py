@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, VENV_BIN, clean_env
+from conftest import VENV_BIN, clean_env
 
 import ma_post
 from ma_cli.main import main
@@ -186,13 +186,8 @@ def test_cli_formats_and_plots(stencil_run: Path, tmp_path: Path, capsys: pytest
 
 
 @pytest.mark.mpi
-def test_cg_sweep_of_a_million_points_equals_sympy(tmp_path: Path) -> None:
-    trace_dir = tmp_path / "cg"
-    done = subprocess.run([str(VENV_BIN / "ma"), "run", "-n", "2", "--trace-dir", str(trace_dir), "--",
-                           sys.executable, str(REPO / "examples" / "npb_cg" / "cg.py"), "--class", "S"],
-                          env=clean_env(), capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    builder = ma_post.ModelBuilder(ma_post.load(trace_dir))
+def test_cg_sweep_of_a_million_points_equals_sympy(cg_class_s_on_two_ranks: Path) -> None:
+    builder = ma_post.ModelBuilder(ma_post.load(cg_class_s_on_two_ranks))
     models = [builder.model("flops"), builder.model("mpi_bytes")]
     sets = {"na": parse_values("1e3:1e7:log1000"), "nprocs": parse_values("2^(0:9)"),
             "nonzer": parse_values("5:104")}
