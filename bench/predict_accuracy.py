@@ -2,10 +2,11 @@
 of the whole timed loop.
 
     python bench/predict_accuracy.py [--cases cg:S:1,cg:W:2,...] [--profile FILE] [--out DIR] [--no-signature]
-                                     [--streams vector|eq1] [--repeat N]
+                                     [--streams vector|eq1] [--repeat N] [--mpicc PATH]
 
 Default cases: CG classes S, W, A on 1, 2 and 4 ranks; SP classes S and W on 1 and 4; the compiled CG
-(``cgf``: the Fortran port, ``examples/npb_cg_fortran``, built here with Debian's MPICH by its Makefile) classes S, W,
+(``cgf``: the Fortran port, ``examples/npb_cg_fortran``, built here by its Makefile with Debian's MPICH, or the
+MPI ``--mpicc`` names) classes S, W,
 A, B on 1 and 2. The machine profile is
 the shipped one (``backends/profiles/``) unless ``--profile`` names another; its CPython terms
 (``cpython.call_overhead_s``, ``cpython.python_flops``), the oversubscribed exchange (``network.oversubscribed``:
@@ -112,7 +113,7 @@ def cg_row_loops() -> dict[str, dict[str, str]]:
 FORTRAN_ADD_CHAINS = {"matvec_ls": "na*nonzer*(nonzer+1)/nprocs",
                       **dict.fromkeys(("rho0_dot_ls", "pq_dot_ls", "rr_dot_ls", "resid_sq_ls", "flopzeta_ls"),
                                       "na/num_proc_cols")}
-FORTRAN_MPICC = Path("/usr/bin/mpicc.mpich")  # the MPI the compiled cases build with (Debian's MPICH: Fortran)
+FORTRAN_MPICC = Path("/usr/bin/mpicc.mpich")  # the MPI the compiled cases build with by default (Debian's MPICH)
 
 APPS = {"cg": App("examples.npb_cg.cg", "conj_loop", "conj_loop/conj_grad", {"S": "S", "W": "W", "A": "A"}, 2,
                   cg_row_loops()),
@@ -137,14 +138,15 @@ def _annotation_text(seconds: Mapping[str, float] | None) -> str:
     return "not measured" if not seconds else ", ".join(f"{kind} {s * 1e9:.0f}" for kind, s in seconds.items())
 
 
-def build_compiled(app: App, out: Path) -> None:
-    """``make`` the compiled app into ``DIR/fortran-build`` with :data:`FORTRAN_MPICC`'s Fortran wrapper, the SDK's
-    flags from this environment's ``ma config`` (SystemExit saying why it could not)."""
-    if not FORTRAN_MPICC.is_file():
-        raise SystemExit(f"the compiled cases build with {FORTRAN_MPICC} (Debian's MPICH, which has Fortran "
-                         "bindings): not installed (scripts/setup.sh installs it)")
+def build_compiled(app: App, out: Path, mpicc: Path = FORTRAN_MPICC) -> None:
+    """``make`` the compiled app into ``DIR/fortran-build`` with ``mpicc``'s Fortran wrapper (an MPI with Fortran
+    bindings: Debian's MPICH or Open MPI), the SDK's flags from this environment's ``ma config`` (SystemExit saying
+    why it could not). ``ma run`` then starts it with that MPI's own launcher."""
+    if not mpicc.is_file():
+        raise SystemExit(f"the compiled cases build with {mpicc}: not installed (scripts/setup.sh installs Debian's "
+                         "MPICH and Open MPI)")
     build = out / "fortran-build"
-    done = subprocess.run(["make", "-C", str(ROOT / app.module), f"MPICC={FORTRAN_MPICC}", f"BUILD={build}",
+    done = subprocess.run(["make", "-C", str(ROOT / app.module), f"MPICC={mpicc}", f"BUILD={build}",
                            f"MA={Path(sys.executable).parent / 'ma'}", str(build / "cg")],
                           capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -388,6 +390,9 @@ def main() -> int:
     parser.add_argument("--streams", choices=STREAMS, default="vector",
                         help="a Python kernel's lines beyond L1 at the profile's vector stream curve or at "
                              "Equation 1's scalar-load stream (the maps backend's --streams)")
+    parser.add_argument("--mpicc", type=Path, default=FORTRAN_MPICC, metavar="PATH",
+                        help="the MPI the compiled cases build and run with (default: %(default)s; e.g. "
+                             "/usr/bin/mpicc.openmpi); give each MPI its own --out")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run every case N times, round by round, and print the range of the errors")
     args = parser.parse_args()
@@ -414,7 +419,7 @@ def main() -> int:
     if unknown:
         parser.error(f"--cases: unknown app {unknown[0]!r} (expected one of {', '.join(APPS)})")
     for app_name in sorted({a for a, _, _ in cases if APPS[a].compiled}):
-        build_compiled(APPS[app_name], out)
+        build_compiled(APPS[app_name], out, args.mpicc)
     signatures: dict[tuple[str, str], Signatures] = {}
     notes: list[str] = []
     for app_name in sorted({a for a, _, _ in cases}):
