@@ -37,6 +37,24 @@ def test_the_curve_is_numpy_interp_of_the_logs_inside_linear_from_zero_and_stret
     assert at(wall_per_message(CURVE[1:], w), w=1e-6) == pytest.approx(50e-6)  # no zero-work point: the first's
 
 
+def test_the_curve_puts_no_condition_on_the_work() -> None:
+    """A whole program's work may hold Piecewise terms (the node term's): the curve reads it through min, max, log
+    and exp only, since SymPy folds each Piecewise inside a condition into the condition's branches (a seven-point
+    curve at CG B's work took minutes and gigabytes). Its values are the log-log Piecewise's."""
+    n, w = sympy.Symbol("nprocs"), sympy.Symbol("w")
+    node = sympy.Piecewise((1.0, n <= 1), (n ** 0.45, n <= 2), (1.37, True))
+    work = 3e-5 * node + w
+    seven = [(0.0, 11e-6), (5e-6, 20e-6), (17e-6, 42e-6), (86e-6, 187e-6), (346e-6, 586e-6), (1189e-6, 2898e-6),
+             (5554e-6, 11342e-6)]
+    wall = wall_per_message(seven, work)
+    assert wall.atoms(sympy.Piecewise) == {node} and not wall.atoms(sympy.Rel) - node.atoms(sympy.Rel)
+    xs, ys = np.log([x for x, _ in seven[1:]]), np.log([y for _, y in seven[1:]])
+    for extra in (2e-6, 20e-6, 300e-6, 2e-3, 8e-3):
+        total = 3e-5 * 2 ** 0.45 + extra
+        expected = math.exp(np.interp(math.log(total), xs, ys)) if total <= seven[-1][0] else total * 11342 / 5554
+        assert at(wall, nprocs=2, w=extra) == pytest.approx(expected, rel=1e-12)
+
+
 def with_curve(curve: list[tuple[float, float]], version: int = 2) -> MachineProfile:
     block: dict[str, object] = {"version": version, "pattern": "exchange", "ranks": 4, "cores": 2, "latency_s": 7e-6,
                                 "bandwidth_bytes_per_s": BANDWIDTH}

@@ -9,6 +9,7 @@ seconds per message by seconds of work between messages: the oversubscribed exch
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 
@@ -45,16 +46,33 @@ def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> 
 
     Between two measured points with work > 0: log-log; from the zero-work point to the first: linear; beyond the
     last: the last point's stretch w/x_k y_k (the wall time grows with the work, as it must); below the first
-    point without a zero-work point: the first point's wall time."""
+    point without a zero-work point: the first point's wall time.
+
+    Written without conditions on ``work`` (:func:`_hinged`): the work of a whole program may hold Piecewise terms
+    (the node term's, an iteration sum's), and SymPy folds every Piecewise inside a condition into the
+    condition's branches, which took minutes and gigabytes for one prediction with a seven-point curve."""
     w = as_expr(work)
     (x0, y0), rest = curve[0], list(curve[1:])
-    if x0 <= 0 and rest:
+    if x0 <= 0 and not rest:  # the zero-work point alone: its wall time whatever the work
+        return sympy.Float(y0)
+    if x0 <= 0:
         x1, y1 = rest[0]
-        below: Pieces = [(sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * w, w <= sympy.Float(x1))]
-        points = rest
-    else:
-        below = [(sympy.Float(y0), w <= sympy.Float(x0))]
-        points = list(curve)
-    xk, yk = points[-1]
-    tail = sympy.Float(yk / xk) * w if xk > 0 else sympy.Float(yk)
-    return loglog(points, w, below, tail)
+        # linear up to the first point with work, then the log-log curve from there: each is constant beyond
+        # its span, so their sum less the shared value y1 is the one curve
+        linear = sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * sympy.Min(w, sympy.Float(x1))
+        return linear + _hinged(rest, w) - sympy.Float(y1)
+    return _hinged(list(curve), w)
+
+
+def _hinged(points: Sequence[tuple[float, float]], w: sympy.Expr) -> sympy.Expr:
+    """The log-log curve through ``points`` (x > 0, sorted) at ``w``: its first value below the first point and
+    slope 1 in log-log (y proportional to w) past the last, as one exponential of hinges, ``max(0, log w - log
+    x_i)`` times the change of slope at each point: the same values as the Piecewise of :func:`loglog`, with no
+    condition on ``w``."""
+    logs = [(math.log(x), math.log(y)) for x, y in points]
+    slopes = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in itertools.pairwise(logs)] + [1.0]
+    t = sympy.log(sympy.Max(w, sympy.Float(points[0][0])))
+    exponent = sympy.Float(logs[0][1]) + sympy.Float(slopes[0]) * (t - sympy.Float(logs[0][0]))
+    for (t_i, _), before, after in zip(logs[1:], slopes, slopes[1:], strict=False):
+        exponent += sympy.Float(after - before) * sympy.Max(0, t - sympy.Float(t_i))
+    return sympy.exp(exponent)
