@@ -65,7 +65,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backends.base import PARTS, per_rank
+from backends.base import PARTS, PredictedSeconds, per_rank
 from backends.cpython import exchange
 from backends.cpython import probe as cpython_probe
 from backends.machine import chains, runnetwork, whatif
@@ -242,6 +242,13 @@ def slowest(builder: ModelBuilder, expr: Any) -> float:
     return float(np.max(per_rank(builder, expr, {})))
 
 
+def slowest_within(seconds: PredictedSeconds, path: str, part: str | None = None) -> float:
+    """The slowest rank's seconds of the sites at or below ``path`` (of one part, or all), from a prediction
+    evaluated once (:meth:`backends.base.Prediction.seconds`)."""
+    parts = seconds.parts(seconds.within(path))
+    return float(np.max(parts.sum(axis=0) if part is None else parts[PARTS.index(part)]))
+
+
 def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachineProfile, signatures: Signatures,
              out: Path, streams: str = "vector", round_: int = 1) -> list[dict[str, Any]]:
     app = APPS[app_name]
@@ -263,17 +270,18 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
     if over and procs > machine.host.cpus:
         doubled = whatif.apply(machine, whatif.parse("network.oversubscribed.latency_s=*2"))
         slower = MapsBackend(signatures=signatures, streams=streams).predict(builder, doubled)
+    # each prediction evaluated once: the figures below are sums of its sites' parts at every rank
+    auto_s, max_s, net_s, sum_s = (p.seconds(builder) for p in (prediction, overlapped, net, paper))
+    slower_s = slower.seconds(builder) if slower is not None else None
     rows = []
     subroutines = [s.path for s in builder.ts.walk() if s.type == "subroutine"
                    and s.path.startswith(app.timed_loop + "/")]
     for label, path in (("timed loop", app.timed_loop), (app.subroutine.rsplit("/", 1)[-1], app.subroutine)):
-        parts = {p: slowest(builder, prediction.part(p, path)) for p in PARTS}
+        parts = {p: slowest_within(auto_s, path, p) for p in PARTS}
         rows.append({"case": f"{app_name.upper()} {klass} x{procs}", "app": app_name, "class": klass,
                      "procs": procs, "round": round_, "region": label, "path": path,
-                     "predicted": slowest(builder, prediction.within(path)),
-                     "predicted_max": slowest(builder, overlapped.within(path)),
-                     "predicted_net": slowest(builder, net.within(path)),
-                     "predicted_sum": slowest(builder, paper.within(path)),
+                     "predicted": slowest_within(auto_s, path), "predicted_max": slowest_within(max_s, path),
+                     "predicted_net": slowest_within(net_s, path), "predicted_sum": slowest_within(sum_s, path),
                      "measured": float(np.max(measured_seconds(builder, path))), "parts": parts, "run_s": wall,
                      "assumed_hit_rates": len(prediction.assumed), "assumed_calls": len(prediction.assumed_calls)})
         if over and over.work and procs > machine.host.cpus:
@@ -282,19 +290,19 @@ def run_case(app_name: str, klass: str, procs: int, machine: profiles.MachinePro
             rows[-1]["work_per_message_s"] = slowest(builder, prediction.work_per_message)
             if messages > 0:
                 rows[-1]["wait_exact_s"] = (float(np.max(measured_seconds(builder, path)))
-                                            - slowest(builder, prediction.within(path))) / messages
-        if over and slower is not None:  # the exchange latency that would make this prediction exact
-            predicted = slowest(builder, prediction.within(path))
+                                            - slowest_within(auto_s, path)) / messages
+        if over and slower_s is not None:  # the exchange latency that would make this prediction exact
+            predicted = slowest_within(auto_s, path)
             measured = float(np.max(measured_seconds(builder, path)))
-            slope = (slowest(builder, slower.within(path)) - predicted) / over.latency_s
+            slope = (slowest_within(slower_s, path) - predicted) / over.latency_s
             if slope > 0:
                 rows[-1]["latency_exact_s"] = over.latency_s + (measured - predicted) / slope
     if app_name == "cg":
         measured_matvec = float(np.max(measured_seconds(builder, MATVEC)))
-        for key, form in (("matvec_error", prediction), ("matvec_error_sum", paper)):
-            rows[0][key] = (slowest(builder, form.within(MATVEC)) - measured_matvec) / measured_matvec
+        for key, form in (("matvec_error", auto_s), ("matvec_error_sum", sum_s)):
+            rows[0][key] = (slowest_within(form, MATVEC) - measured_matvec) / measured_matvec
     rows[1]["in_mpi"] = time_in_mpi(builder, app.subroutine)
-    rows[0]["subroutines"] = {path: {"predicted": slowest(builder, prediction.within(path)),
+    rows[0]["subroutines"] = {path: {"predicted": slowest_within(auto_s, path),
                                      "measured": float(np.max(measured_seconds(builder, path)))}
                               for path in subroutines}
     return rows
