@@ -82,7 +82,7 @@ class Prediction:
 
         from ma_core.errors import BackendError
 
-        inside = [s.total for s in self.sites if s.path == path or s.path.startswith(path + "/")]
+        inside = [s.total for s in self.sites if _at_or_below(s.path, path)]
         if not inside:
             raise BackendError(f"no predicted site lies at or below {path!r}")
         return sympy.Add(*inside)
@@ -93,11 +93,7 @@ class Prediction:
 
         from ma_core.errors import BackendError
 
-        def inside(path: str) -> bool:
-            owner = self.subroutines.get(path, "")
-            return owner == name or owner.startswith(name + "/")
-
-        found = [s.total for s in self.sites if inside(s.path)]
+        found = [s.total for s in self.sites if _at_or_below(self.subroutines.get(s.path, ""), name)]
         if not found:
             raise BackendError(f"no predicted site lies in subroutine {name!r}")
         return sympy.Add(*found)
@@ -129,8 +125,7 @@ class Prediction:
 
         if name not in PARTS:
             raise ValueError(f"unknown part {name!r}: expected one of {', '.join(PARTS)}")
-        return sympy.Add(*(getattr(site, name) for site in self.sites
-                           if not within or site.path == within or site.path.startswith(within + "/")))
+        return sympy.Add(*(getattr(site, name) for site in self.sites if not within or _at_or_below(site.path, within)))
 
     @property
     def total(self) -> sympy.Expr:
@@ -165,6 +160,11 @@ class Prediction:
         return float(expr)
 
 
+def _at_or_below(path: str, root: str) -> bool:
+    """Whether site path ``path`` is ``root`` or lies below it: the one rule of a region's (a subroutine's) sites."""
+    return path == root or path.startswith(root + "/")
+
+
 def _summed(name: str, sites: list[SitePrediction]) -> SitePrediction:
     """One site of the parts of ``sites`` added up, under path ``name``."""
     import sympy
@@ -192,13 +192,12 @@ class PredictedSeconds:
 
     def within(self, path: str) -> list[int]:
         """The sites at or below site path ``path`` (as :meth:`Prediction.within`)."""
-        return [i for i, p in enumerate(self.paths) if p == path or p.startswith(path + "/")]
+        return [i for i, p in enumerate(self.paths) if _at_or_below(p, path)]
 
     def in_subroutine(self, name: str) -> list[int]:
         """The sites inside subroutine path ``name``, its nested subroutines included (as
         :meth:`Prediction.subroutine_total`)."""
-        owners = [self.subroutines.get(p, "") for p in self.paths]
-        return [i for i, owner in enumerate(owners) if owner == name or owner.startswith(name + "/")]
+        return [i for i, p in enumerate(self.paths) if _at_or_below(self.subroutines.get(p, ""), name)]
 
     def by_subroutine(self) -> dict[str, list[int]]:
         """The sites of each subroutine (innermost enclosing one; "" for none), as :meth:`Prediction.by_subroutine`."""

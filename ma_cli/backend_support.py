@@ -32,6 +32,9 @@ def predict(args: argparse.Namespace, builder: ModelBuilder,
             parameters: Mapping[str, float] | None = None) -> Prediction | None:
     """The prediction of the backend ``--backend`` names on ``--machine`` (None without ``--backend``), built from
     the backend's own options (their defaults where the command line has none of them, e.g. called from Python)."""
+    import dataclasses
+
+    from backends.machine import runnetwork
     from ma_cli.commands.predict import add_backend_arguments, make_backend
     from ma_cli.support import load_profile
     from ma_core.errors import MAError
@@ -46,10 +49,6 @@ def predict(args: argparse.Namespace, builder: ModelBuilder,
     add_backend_arguments(defaults)
     options = defaults.parse_args([])
     vars(options).update(vars(args))
-    import dataclasses
-
-    from backends.machine import runnetwork
-
     # the network block of the MPI the run used, as ``ma predict`` takes it: one run, one prediction, every command
     machine, notes = runnetwork.for_run(load_profile(args.machine), builder.ts, getattr(args, "mpi", None))
     prediction = make_backend(options, builder.ts, machine).predict(builder, machine, dict(parameters or {}))
