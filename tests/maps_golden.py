@@ -105,11 +105,11 @@ def load_traces(spec: str) -> Any:
     return from_traces([make_trace(body(), r, int(ranks), language=language) for r in range(int(ranks))])
 
 
-def predict(case: Case, read_parts: Callable[[Any, Any], dict[str, dict[str, Any]]]) -> dict[str, Any]:
-    """Every part of every site, and the total, per traced rank. ``read_parts(prediction, site)`` gives one site's
-    parts by name (the backend's structure: a part may be held apart from the site's, as the interpreter was)."""
-    import sympy
-
+def predict(case: Case) -> dict[str, Any]:
+    """Every part of every site, and the total, per traced rank: the prediction's own numbers
+    (:meth:`backends.base.Prediction.seconds`, what ``ma predict`` prints), so the record also checks the backend's
+    evaluation at each rank's traced inputs."""
+    from backends.base import PARTS
     from backends.machine import profile as profiles
     from backends.maps import MapsBackend
     from backends.signature import load_signature_file
@@ -123,38 +123,16 @@ def predict(case: Case, read_parts: Callable[[Any, Any], dict[str, dict[str, Any
     if case.signature:
         options["signatures"] = load_signature_file(DATA / case.signature, machine.levels)
     prediction = MapsBackend(**options).predict(builder, machine, dict(case.parameters))
-
-    parts = {site.path: read_parts(prediction, site) for site in prediction.sites}
-    everything = [prediction.total, *(expr for site in parts.values() for expr in site.values())]
-    inputs = builder.submodel("golden", sympy.Add(*{s for e in everything for s in builder.resolve(e).free_symbols}))
-    ranks = [{sympy.Symbol(name): _number(values[k]) for name, values in inputs.trace_values.items()}
-             for k in range(len(builder.ts.ranks))]
-
-    def per_rank(expr: Any) -> list[float]:
-        resolved = builder.resolve(sympy.sympify(expr))
-        return [float(resolved.xreplace(bound)) for bound in ranks]
-
-    sites = {path: {name: per_rank(expr) for name, expr in site.items()} for path, site in parts.items()}
-    return {"sites": sites, "total": per_rank(prediction.total)}
-
-
-def _number(value: float) -> Any:
-    """A traced value as SymPy binds it exactly (a whole number as an Integer, as the backend binds parameters)."""
-    import sympy
-
-    return sympy.Integer(int(value)) if float(value).is_integer() else sympy.Float(float(value))
+    seconds = prediction.seconds(builder)
+    sites = {path: {part: [float(v) for v in seconds.per_rank[i, j]] for j, part in enumerate(PARTS)}
+             for i, path in enumerate(seconds.paths)}
+    return {"sites": sites, "total": [float(v) for v in seconds.total()]}
 
 
 def _what_if(machine: Any, text: str) -> Any:
     from backends.machine import whatif
 
     return whatif.apply(machine, whatif.parse(text))
-
-
-def parts_of(prediction: Any, site: Any) -> dict[str, Any]:
-    """The four parts of a site (``runtime``: the interpreter's seconds, which were once charged to compute)."""
-    return {"compute": site.compute, "memory": site.memory, "communication": site.communication,
-            "runtime": site.runtime}
 
 
 def main() -> int:
@@ -164,7 +142,7 @@ def main() -> int:
     if not args.write:
         parser.error("nothing to do: --write rewrites the record")
     sys.path.insert(0, str(HERE))
-    record = {case.name: predict(case, parts_of) for case in CASES}
+    record = {case.name: predict(case) for case in CASES}
     lines = (f"{json.dumps(name)}: {json.dumps(case, sort_keys=True, separators=(',', ':'))}"  # a case a line
              for name, case in sorted(record.items()))
     RECORD.write_text("{\n" + ",\n".join(lines) + "\n}\n")

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 import pytest
-from maps_golden import CASES, RECORD, Case, load_traces, parts_of, predict
+from maps_golden import CASES, RECORD, Case, load_traces, predict
 
 from backends.cpython.runtime import applies
 
@@ -38,7 +38,7 @@ def differences(case: Case) -> list[str]:
     compiled = not applies(traces)
     procs = case.parameters.get("nprocs", traces.size)
     shared = compiled and procs > CORES and case.options.get("cores", CORES) != 0
-    got, expected = predict(case, parts_of), EXPECTED[case.name]
+    got, expected = predict(case), EXPECTED[case.name]
     wrong = [] if set(got["sites"]) == set(expected["sites"]) else [
         f"sites: {sorted(set(got['sites']) ^ set(expected['sites']))} added or missing"]
     for path, parts in expected["sites"].items():

@@ -50,7 +50,10 @@ def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> 
 
     Written without conditions on ``work`` (:func:`_hinged`): the work of a whole program may hold Piecewise terms
     (the node term's, an iteration sum's), and SymPy folds every Piecewise inside a condition into the
-    condition's branches, which took minutes and gigabytes for one prediction with a seven-point curve."""
+    condition's branches, which took minutes and gigabytes for one prediction with a seven-point curve. Its Max
+    and Min are left unevaluated: SymPy's search for an order between a whole program's work and a number (its
+    ``factor_terms`` of their difference) was most of a prediction's time, and it can decide nothing that the
+    numbers do not decide when the model is evaluated."""
     w = as_expr(work)
     (x0, y0), rest = curve[0], list(curve[1:])
     if x0 <= 0 and not rest:  # the zero-work point alone: its wall time whatever the work
@@ -59,7 +62,7 @@ def wall_per_message(curve: Sequence[tuple[float, float]], work: sympy.Expr) -> 
         x1, y1 = rest[0]
         # linear up to the first point with work, then the log-log curve from there: each is constant beyond
         # its span, so their sum less the shared value y1 is the one curve
-        linear = sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * sympy.Min(w, sympy.Float(x1))
+        linear = sympy.Float(y0) + sympy.Float((y1 - y0) / x1) * sympy.Min(w, sympy.Float(x1), evaluate=False)
         return linear + _hinged(rest, w) - sympy.Float(y1)
     return _hinged(list(curve), w)
 
@@ -71,8 +74,8 @@ def _hinged(points: Sequence[tuple[float, float]], w: sympy.Expr) -> sympy.Expr:
     condition on ``w``."""
     logs = [(math.log(x), math.log(y)) for x, y in points]
     slopes = [(b[1] - a[1]) / (b[0] - a[0]) for a, b in itertools.pairwise(logs)] + [1.0]
-    t = sympy.log(sympy.Max(w, sympy.Float(points[0][0])))
+    t = sympy.log(sympy.Max(w, sympy.Float(points[0][0]), evaluate=False))
     exponent = sympy.Float(logs[0][1]) + sympy.Float(slopes[0]) * (t - sympy.Float(logs[0][0]))
     for (t_i, _), before, after in zip(logs[1:], slopes, slopes[1:], strict=False):
-        exponent += sympy.Float(after - before) * sympy.Max(0, t - sympy.Float(t_i))
+        exponent += sympy.Float(after - before) * sympy.Max(0, t - sympy.Float(t_i), evaluate=False)
     return sympy.exp(exponent)
