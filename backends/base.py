@@ -216,11 +216,12 @@ def per_rank_table(model: ModelBuilder, exprs: Sequence[sympy.Expr], values: Map
     import sympy
 
     from ma_post.evaluation import RANK, evaluate
+    from ma_post.sympy_tree import free_symbols
 
     table = np.zeros((len(exprs), len(model.ts.ranks)))
     # An expression in rank is evaluated over the ranks of the job, and its mean stands for every rank; the others
     # keep each traced rank's own value. So the two kinds are compiled apart, as each would be alone.
-    in_rank = [RANK in {s.name for s in model.resolve(e).free_symbols} for e in exprs]
+    in_rank = [RANK in {s.name for s in free_symbols(model.resolve(e))} for e in exprs]
     for kind in (True, False):
         rows = [i for i, flag in enumerate(in_rank) if flag is kind]
         if not rows:

@@ -119,10 +119,12 @@ def numeric_function(model: NumericModel) -> Callable[..., Any]:
         if clashing:
             args = [clashing.get(arg, arg) for arg in args]
             expr = [e.xreplace(clashing) for e in expr] if isinstance(expr, list) else expr.xreplace(clashing)
-        # lambdify prints the SymPy tree (built from the lark parse, never from text) with our printer.
+        # lambdify prints the SymPy tree (built from the lark parse, never from text) with our printer. A model
+        # holds no implemented_function: use_imps=False skips lambdify's walk of every node looking for one,
+        # which was as long as the printing on a whole program's prediction.
         try:
             fn = sympy.lambdify(args, expr, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
-                                printer=NumpyPrinter, cse=True, dummify=False)
+                                printer=NumpyPrinter, cse=True, dummify=False, use_imps=False)
         except (RecursionError, SyntaxError, MemoryError) as exc:  # Python's own limits on the code's nesting
             raise ModelError(f"{model.quantity}: the model is too deeply nested to compile for evaluation "
                              f"({type(exc).__name__}: {exc})") from None
@@ -182,7 +184,7 @@ def _culprit(expr: sympy.Expr, point: Mapping[str, float]) -> str:
         names = sorted(s.name for s in term.free_symbols)
         try:
             fn = sympy.lambdify([symbol(n) for n in names], term, modules=[{NUMPY_MOD_HELPER: numpy_mod}, "numpy"],
-                                printer=NumpyPrinter)
+                                printer=NumpyPrinter, use_imps=False)
             with np.errstate(all="ignore"):
                 value = float(fn(*(np.float64(point[n]) for n in names)))  # NumPy's arithmetic, as in _call
         except (ArithmeticError, KeyError, TypeError, ValueError, RecursionError, SyntaxError):

@@ -37,6 +37,7 @@ from .evaluation import evaluate, evaluate_at_trace
 from .itersum import ITER, IterationSumError, sum_over_iterations
 from .quantities import BASE_QUANTITIES, DEFAULT_QUANTITIES, RATIOS, known_quantities, normalise_quantity
 from .sympy_expr import symbol, to_sympy, to_text
+from .sympy_tree import free_symbols
 from .traceset import Site, SiteKey, TraceSet, rank_ranges
 
 
@@ -388,7 +389,7 @@ class ModelBuilder:
         if depth > 50:
             raise ModelError(f"{path}: derived variables refer to each other in a cycle")
         mapping = {}
-        for sym in expr.free_symbols:
+        for sym in free_symbols(expr):
             name = sym.name
             if name not in names:
                 continue
@@ -522,7 +523,7 @@ class ModelBuilder:
     def _inputs(self, expr: sympy.Expr, definitions: Mapping[str, sympy.Expr], notes: list[Note]
                 ) -> tuple[list[str], dict[str, np.ndarray]]:
         full = substitute_definitions(expr, definitions)
-        names = sorted(s.name for s in full.free_symbols)
+        names = sorted(s.name for s in free_symbols(full))
         values: dict[str, np.ndarray] = {}
         for name in names:
             entries = [v for (n, _), v in self.ts.variables.items() if n == name]

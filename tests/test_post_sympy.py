@@ -114,3 +114,16 @@ def test_as_expr_takes_numbers_and_expressions_and_refuses_text() -> None:
             as_expr(bad)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         as_expr(math.inf)
+
+
+@pytest.mark.parametrize("text", CURATED)
+def test_free_symbols_of_a_shared_tree_are_sympys(text: str) -> None:
+    from ma_post.sympy_tree import free_symbols
+
+    expr = to_sympy(text)
+    k = sympy.Symbol("i")
+    shared = sympy.Add(expr, expr * sympy.Symbol("z"), sympy.Sum(k * expr, (k, 1, sympy.Symbol("m"))),
+                       sympy.Piecewise((expr, sympy.Symbol("w") < 1), (0, True)), evaluate=False)
+    assert free_symbols(expr) == expr.free_symbols
+    assert free_symbols(shared) == shared.free_symbols  # i is bound by the Sum: not free
+    assert sympy.Symbol("i") not in free_symbols(shared)
