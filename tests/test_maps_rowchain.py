@@ -19,7 +19,7 @@ from backends.machine.eq1 import Eq1Params
 from backends.machine.profile import CPU, GB, BandwidthFit, CacheLevel, Host, MachineProfile, Memory
 from backends.maps import MapsBackend
 from backends.signature import Signatures, load_signature_file, save_signature_file
-from ma_core.errors import BackendError, ProfileError
+from ma_core.errors import BackendError, ProbeError, ProfileError
 from ma_post import ModelBuilder
 from ma_post.traceset import from_traces
 
@@ -141,6 +141,27 @@ def test_the_probe_measures_the_csr_curve_and_the_profile_checks_it() -> None:
         with pytest.raises(ProfileError, match=message) as caught:
             profile(bad)
         assert str(caught.value.field).startswith("cpu.csr_rows")
+
+
+def test_the_csr_probe_takes_more_rounds_through_noise_and_then_names_what_it_could_not_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host's noise is simulated (the timer is the one thing a test cannot make noisy on demand): a first round
+    whose two sizes time alike is followed by another; a size difference that never shows is a ProbeError."""
+    timings: list[float] = []
+
+    def timed(call: object, per_timing: int) -> float:
+        timings.append(1e-6)
+        larger, first_round = len(timings) % 2 == 1, len(timings) <= 2 * 9  # a pair a repeat, 9 repeats a round
+        return 1e-6 + (1e-9 if larger or first_round else 0.0)  # noise slows the smaller one in the first round
+
+    monkeypatch.setattr(csrrows, "_seconds_per_call", timed)
+    monkeypatch.setattr(csrrows, "CSR_ROW_LENGTHS", (8,))
+    measured = csrrows.measure_csr_rows(quick=True)
+    assert measured["seconds_per_entry"] == [pytest.approx(1e-9 / 1024)] and len(timings) == 2 * 2 * 9
+    monkeypatch.setattr(csrrows, "_seconds_per_call", lambda call, per_timing: 1e-6)
+    with pytest.raises(ProbeError, match=r"8 entries per row timed no slower on 2048 nonzeros than on 1024 in 4 "
+                                         r"rounds of 9 timings"):
+        csrrows.measure_csr_rows(quick=True)
 
 
 @pytest.mark.octave

@@ -10,6 +10,7 @@ one at hand, with the call's cost taken out (the difference of two matrix sizes)
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from ma_core.errors import ProbeError
 # (a matrix in L2, 8 times larger, measured within 4 % of it: the chains, not the loads, set the rate).
 CSR_ROW_LENGTHS = (2, 8, 32, 64, 128, 256, 1024)
 CSR_NONZEROS, CSR_COLUMNS = (1024, 2048), 512
+CSR_ROUNDS = 4  # rounds of timings a row length may take before the probe gives up
 
 
 def _seconds_per_call(call: Callable[[], object], per_timing: int) -> float:
@@ -58,11 +60,15 @@ def measure_csr_rows(quick: bool = False) -> dict[str, list[float]]:
     seconds = []
     for per_row in CSR_ROW_LENGTHS:
         pair = (_csr_product(large, per_row, rng), _csr_product(small, per_row, rng))
-        best = [min(timings) for timings in zip(*([_seconds_per_call(call, per_timing) for call in pair]
-                                                  for _ in range(repeats)), strict=True)]
-        slope = best[0] - best[1]
-        if not slope > 0:
+        best = [math.inf, math.inf]
+        # A burst of the host's noise over one round can hide the half microsecond: more rounds before giving up
+        for _ in range(CSR_ROUNDS):
+            for _ in range(repeats):
+                best = [min(b, _seconds_per_call(call, per_timing)) for b, call in zip(best, pair, strict=True)]
+            if best[0] > best[1]:
+                break
+        else:
             raise ProbeError(f"CSR probe: the CSR product with {per_row} entries per row timed no slower on "
-                             f"{large} nonzeros than on {small}")
-        seconds.append(slope / (large - small))
+                             f"{large} nonzeros than on {small} in {CSR_ROUNDS} rounds of {repeats} timings")
+        seconds.append((best[0] - best[1]) / (large - small))
     return {"entries_per_row": [float(k) for k in CSR_ROW_LENGTHS], "seconds_per_entry": seconds}
