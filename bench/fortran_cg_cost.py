@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -61,8 +62,11 @@ def loop_instructions(programs: dict[str, Path], klass: str, iterations: int, wo
     envs = {"annotated": clean_environment(MA_TRACE_DIR=str(work / "traces"), MA_COUNTERS="none",
                                            MA_FLUSH_SECONDS="0"),
             "disabled": clean_environment()}
-    return {name: instructions(program, klass, 1 + iterations, envs[name])
-            - instructions(program, klass, 1, envs[name]) for name, program in programs.items()}
+    # Four runs of one process each, as many at once as there are cores: instruction counts do not depend on load
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        counts = {(name, niter): pool.submit(instructions, program, klass, niter, envs[name])
+                  for name, program in programs.items() for niter in (1 + iterations, 1)}
+        return {name: counts[name, 1 + iterations].result() - counts[name, 1].result() for name in programs}
 
 
 def npb_seconds(command: list[str]) -> float:
