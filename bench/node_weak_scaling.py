@@ -1,21 +1,26 @@
-"""Weak scaling on one node: a memory-bound C kernel on 1 and 2 ranks, measured against the maps prediction with
-and without the node term (backends/maps/node.py).
+"""Weak scaling on one node: a memory-bound C kernel on 1 and 2 ranks (``--ranks``), measured against the maps
+prediction with and without the node term (backends/maps/node.py).
 
 ``bench/node_stream/stream.c`` sums its own array of n doubles (default 128 MiB per rank, far past the last
 cache) niter times on every rank; n per rank is fixed, so a second rank on the node only shares its memory
-bandwidth. The profile (``--profile``, default the shipped example) gets a multicore block measured here on 1 and
-2 cores (``ma machine multicore``) unless it has one. For each rank count the kernel runs under ``ma run``; the
-``stream`` subroutine's measured mean time per rank is printed beside ``ma predict --backend maps``'s prediction
-with the node term (ranks per node = nprocs) and without it (``--ranks-per-node 1``: each rank priced alone).
+bandwidth. The profile (``--profile``, default the shipped example) gets a multicore block measured here on 1, 2,
+4, ... and all the host's cores (``ma machine multicore``) unless it has one. For each rank count the kernel runs
+under ``ma run``; the ``stream`` subroutine's measured mean time per rank is printed beside ``ma predict --backend
+maps``'s prediction with the node term (ranks per node = nprocs) and without it (``--ranks-per-node 1``: each rank
+priced alone).
 
 The kernel's hit rates come from its application signature, measured apart as a user would: one rank, one sweep,
 under the Valgrind counter with the profile's cache (``ma run --counters valgrind --cache``, ``ma signature``);
 hit rates per execution carry over to the timed runs' sweeps. ``--no-signature`` prices the sweep at the
-profile's assumed hit rates instead (a cache-resident guess, far from a stream past the last cache).
+profile's assumed hit rates instead (a cache-resident guess, far from a stream past the last cache). On a host
+without Valgrind, ``--signatures FILE`` takes the signature measured where the tool runs, on this host's profile
+(its caches decide the hit rates) and at the same ``--n``; give ``--n`` past the host's last cache (a 300 MiB
+L3: ``--n 134217728``, 1 GiB a rank) and ``--ranks 1,2,4,8,16`` on a 16-core node.
 
 Take the figures from a quiet host: on a loaded one the measured times stretch with the load, not the node.
 
-Run: .venv/bin/python bench/node_weak_scaling.py [--profile P] [--n WORDS] [--niter N] [--no-signature]
+Run: .venv/bin/python bench/node_weak_scaling.py [--profile P] [--n WORDS] [--niter N] [--ranks 1,2,...]
+     [--no-signature | --signatures FILE]
 (about a minute)
 """
 
@@ -56,9 +61,9 @@ def build(out: Path) -> Path:
 def node_profile(given: str | None, out: Path) -> Path:
     machine = profiles.load(given) if given and Path(given).exists() else profiles.load(
         profiles.shipped_profiles()[given or "amd-epyc-zen4-kvm"])
-    if machine.memory.multicore is None:
-        print("measuring the multicore block on 1 and 2 cores ...", file=sys.stderr)
-        machine = profiles.with_block(machine, multicore.FIELD, multicore_probe.measure(machine.caches, [1, 2]))
+    if machine.memory.multicore is None:  # 1, 2, 4, ... and all the host's cores
+        print("measuring the multicore block ...", file=sys.stderr)
+        machine = profiles.with_block(machine, multicore.FIELD, multicore_probe.measure(machine.caches))
     return machine.save(out / "node.json")
 
 
@@ -83,13 +88,20 @@ def main() -> int:
     parser.add_argument("--ranks", default="1,2", help="rank counts (default 1,2)")
     parser.add_argument("--no-signature", action="store_true",
                         help="price the sweep at the profile's assumed hit rates, without a signature run")
+    parser.add_argument("--signatures", type=Path, metavar="FILE",
+                        help="the stream's signature at the same --n, measured elsewhere (a host without Valgrind: `ma "
+                             "run --counters valgrind --cache PROFILE` and `ma signature` where the tool runs, with "
+                             "this host's profile)")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="node-bench-"))
     try:
         program, profile = build(out), node_profile(args.profile, out)
         hits: list[str] = []
-        if not args.no_signature:
+        if args.signatures is not None:
+            hits = ["--signatures", str(args.signatures)]
+        elif not args.no_signature:
             hits = ["--signatures", str(signature(program, profile, args.n, out))]
+        if hits:
             rates = json.loads(Path(hits[1]).read_text())["sites"]
             print("signature: " + "; ".join(f"{site} hit rates {value}" for site, value in rates.items()))
         ratios = profiles.load(profile).memory.multicore
