@@ -86,12 +86,13 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=16 << 20, help="doubles per rank (default 16 Mi: 128 MiB)")
     parser.add_argument("--niter", type=int, default=10, help="sweeps (default 10)")
     parser.add_argument("--ranks", default="1,2", help="rank counts (default 1,2)")
-    parser.add_argument("--no-signature", action="store_true",
-                        help="price the sweep at the profile's assumed hit rates, without a signature run")
-    parser.add_argument("--signatures", type=Path, metavar="FILE",
-                        help="the stream's signature at the same --n, measured elsewhere (a host without Valgrind: `ma "
-                             "run --counters valgrind --cache PROFILE` and `ma signature` where the tool runs, with "
-                             "this host's profile)")
+    hit_rates = parser.add_mutually_exclusive_group()
+    hit_rates.add_argument("--no-signature", action="store_true",
+                           help="price the sweep at the profile's assumed hit rates, without a signature run")
+    hit_rates.add_argument("--signatures", type=Path, metavar="FILE",
+                           help="the stream's signature at the same --n, measured elsewhere (a host without "
+                                "Valgrind: `ma run --counters valgrind --cache PROFILE` and `ma signature` where the "
+                                "tool runs, with this host's profile)")
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="node-bench-"))
     try:
