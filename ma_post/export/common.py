@@ -138,11 +138,16 @@ def prepare(model: Model, reserved: Callable[[str], bool], language: str, name: 
             why = "is reserved" if _ASCII_IDENTIFIER.fullmatch(original) else "is not a name"
             renamed.append(comment_text(f"{safe} is the variable {original} ({original} {why} in {language})"))
     args = [rename.get(symbol(n), symbol(n)).name for n in model.inputs]
-    definitions = [(rename.get(symbol(n), symbol(n)).name, d.xreplace(rename)) for n, d in model.definitions.items()]
+    # A rename changes names, not values: the tree is rebuilt unevaluated, node for node. Evaluated, every ceil,
+    # floor and Max of the model was decided again (SymPy's assumptions), 8 s for a model of 3,000 sites.
+    with sympy.evaluate(False):
+        definitions = [(rename.get(symbol(n), symbol(n)).name, d.xreplace(rename))
+                       for n, d in model.definitions.items()]
+        expr = model.expr.xreplace(rename)
     return Prepared(
         name=name or function_name(model.quantity), quantity=model.quantity,
         description=comment_text(describe(model.quantity)), args=args, definitions=definitions,
-        expr=model.expr.xreplace(rename), original_args=list(model.inputs),
+        expr=expr, original_args=list(model.inputs),
         definitions_text=[comment_text(f"{n} = {to_text(d)}") for n, d in model.definitions.items()],
         model_text=comment_text(to_text(model.expr)), notes=[str(n) for n in model.notes], renamed=renamed)
 
