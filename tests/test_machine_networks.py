@@ -152,6 +152,8 @@ def test_ma_machine_network_measures_each_mpi_with_its_own_launcher(tmp_path: Pa
         assert measured.mpi == name and measured.launcher == launcher and measured.latency_s > 0
         assert [m.bytes for m in measured.pingpong] == [8, 4096, 65536]
         assert measured.oversubscribed is not None and measured.oversubscribed.ranks > measured.ranks
+        assert measured.synchronised is not None and measured.synchronised.curves[0].ranks == 2
+        assert "synchronised exchange on 2 ranks" in done.stdout
         assert machine.network == profile.load(SHIPPED).network  # the shipped figures stay as they were
     assert len(profile.load(target).networks) == 2
 

@@ -240,13 +240,15 @@ class PythonRuntime:
             kind = "loop" if site.type == "loop" else "mpi" if site.type.startswith("mpi_") else "region"
             _charge(ts, site, sympy.Float(annotation_s[kind]) * model.entries(site), out)
 
-    def message_extra(self, network: NetworkProfile, work: sympy.Expr, procs: sympy.Expr, cores: int
-                      ) -> tuple[sympy.Expr, list[str]]:
+    def message_extra(self, network: NetworkProfile, work: sympy.Expr, procs: sympy.Expr, cores: int,
+                      charged_wait: sympy.Expr | None = None) -> tuple[sympy.Expr, list[str]]:
         """What a message of the program costs beyond L and the calls charged at its sites, at ``work`` seconds
         of work per message (:func:`message_extra` on the exchange curve), with notes; with more ranks than cores
         only its zero-work part, the mpi4py calls' (the oversubscribed curve has the wait then); 0, with a note,
         for a profile without the curve or with the curve turned off. L and the call cost taken out are the
-        block's reference (the profile's when measured), so a what-if on either moves a message by its change."""
+        block's reference (the profile's when measured), so a what-if on either moves a message by its change.
+        ``charged_wait``: what the backend already charges a message for a later partner up to one rank per core
+        (the C ranks' synchronised exchange), which the Python curve holds too and is taken out of it."""
         if not self.overrides.exchange:
             return sympy.Integer(0), []
         found = self.terms.exchange
@@ -256,7 +258,7 @@ class PythonRuntime:
                                       "measures the curve)"]
         latency = found.latency_s if found.latency_s is not None else network.latency_s
         overhead = found.call_overhead_s if found.call_overhead_s is not None else self.call_overhead_s
-        extra = message_extra(found.curve, found.calls, latency, overhead, work)
+        extra = message_extra(found.curve, found.calls, latency, overhead, work, charged_wait)
         notes = [f"a Python program's messages: the two-rank mpi4py exchange's time per message at this program's "
                  f"work per message beyond L and {found.calls} calls ({EXCHANGE_FIELD})"]
         if not cores:
@@ -266,16 +268,17 @@ class PythonRuntime:
 
 
 def message_extra(curve: list[tuple[float, float]], calls: int, latency_s: float, call_overhead_s: float,
-                  work: sympy.Expr) -> sympy.Expr:
+                  work: sympy.Expr, charged_wait: sympy.Expr | None = None) -> sympy.Expr:
     """Seconds one message of a Python program costs beyond what the model charges elsewhere, at ``work``
     seconds of work per message: the two-rank Python exchange's wall time per message at that work
-    (``cpython.exchange``, :func:`backends.machine.curves.wall_per_message`) less the work, the C latency L and
+    (``cpython.exchange``, :func:`backends.machine.curves.wall_per_message`) less the work, the C latency L,
     the exchange's ``calls`` counted calls at ``call_overhead_s`` (the runtime part charges those at the
-    program's MPI sites), at least 0: max(0, y(w) - w - L - calls c)."""
+    program's MPI sites) and ``charged_wait`` (the wait for a later partner the backend charges, if any), at
+    least 0: max(0, y(w) - w - L - calls c - wait)."""
     from ma_post.sympy_expr import as_expr
 
     w = as_expr(work)
-    charged = sympy.Float(latency_s + calls * call_overhead_s)
+    charged = sympy.Float(latency_s + calls * call_overhead_s) + (charged_wait if charged_wait is not None else 0)
     # unevaluated: SymPy's search for a simpler Max of a whole program's work costs seconds and finds none
     return sympy.Max(0, wall_per_message(curve, w) - w - charged, evaluate=False)
 

@@ -58,6 +58,8 @@ class CostModel:
     ga_fixed_s: float = 4.0  # the GA's Lamarckian steps and the final polish
     fixed_s: tuple[tuple[str, float], ...] = (("flops", 1.0), ("csr rows", 4.0), ("add chain", 0.5), ("cpython", 8.0))
     mpi_s: tuple[tuple[str, float], ...] = (("MPI", 12.0), ("Python exchange", 8.0))
+    # the synchronised exchange (in the MPI phase), per rank count (2 and the cores): full, and quick settings
+    synchronised_s: tuple[float, float] = (10.0, 0.5)
     quick_fraction: float = 0.25  # of the fixed parts' time with the quick settings
 
 
@@ -333,7 +335,9 @@ def make_plan(caches: Sequence[CacheLevel], *, quick: bool, strides: Sequence[in
                    strides=tuple(strides), beyond_strides=beyond_strides, samples=samples, random=random,
                    multicore_counts=tuple(sorted({1, counts[-1]}) if quick else counts) if counts else ())
     fixed = [(name, s * (cost.quick_fraction if quick else 1.0)) for name, s in cost.fixed_s]
-    fixed += [(name, s * (cost.quick_fraction if quick else 1.0)) for name, s in cost.mpi_s] if mpi else []
+    synchronised = 2 * cost.synchronised_s[1 if quick else 0]  # at most two rank counts
+    fixed += [(name, s * (cost.quick_fraction if quick else 1.0) + (synchronised if name == "MPI" else 0.0))
+              for name, s in cost.mpi_s] if mpi else []
     chosen: ProbePlan | None = None
     given_up: list[str] = []
     for what, candidate in _trims(shape):

@@ -46,6 +46,8 @@ if TYPE_CHECKING:
 
 STRIDES = (1, 2, 4, 8, 16, 32, 64)
 OVERSUBSCRIBED_VERSION = 2  # of the network.oversubscribed block (2: with the work curve)
+SYNCHRONISED_VERSION = 1  # of the network.synchronised block
+SYNCHRONISED_MIN_STREAM_MIB = 64  # each rank's buffer of the synchronised exchange's work, at least
 WORD = 8
 LINE = 64
 
@@ -71,6 +73,10 @@ class ProbeSettings:
     oversubscribed_time: float = 0.1
     # passes over 32 KiB (under a microsecond each) before each message of the oversubscribed exchange: its work curve
     oversubscribed_work: tuple[int, ...] = (0, 4, 16, 64, 256, 1024, 4096)
+    # the synchronised exchange (one rank per core): passes over 32 KiB streamed from memory (a few us each) before
+    # each message, and how long a batch lasts (many messages, so a batch holds many late partners)
+    synchronised_work: tuple[int, ...] = (0, 1, 4, 16, 64, 256, 1024)
+    synchronised_time: float = 0.05
     mpi: bool = True
     multicore: bool = True  # the stride-1 read and triad on k = 1, 2, 4, ... cores at once (multicore_probe.py)
     multicore_samples: int = 5
@@ -83,7 +89,8 @@ class ProbeSettings:
     def quick(cls) -> ProbeSettings:
         return cls(sizes=12, llc_multiple=plans.BEYOND_QUICK[-1], min_time=2e-4, samples=5, flop_time=5e-4,
                    pingpong_sizes=(8, 4096, 65536), pingpong_time=2e-3, oversubscribed_time=5e-3,
-                   oversubscribed_work=(0, 16, 256), multicore_samples=3,
+                   oversubscribed_work=(0, 16, 256), synchronised_work=(0, 16, 256), synchronised_time=5e-3,
+                   multicore_samples=3,
                    ga=gafit.GASettings(population=400, generations=30, lamarck_every=10, lamarck_evals=400),
                    is_quick=True)
 
@@ -252,26 +259,33 @@ def _pingpong_table(ranks: int, min_time: float, settings: ProbeSettings, mode: 
     """One-way seconds per message size: ranks 0 and 1's ping-pong, or with ``mode`` ("exchange",) every rank's
     rounds of exchanges (``csrc/pingpong.c``; other modes take amounts of work for ``sizes``), built with ``mpi``'s
     mpicc and started by its own mpiexec (default: the selected MPI)."""
+    sizes = settings.pingpong_sizes if sizes is None else sizes
+    statistic = statistic or settings.statistic
+    rows = _pingpong_rows(ranks, min_time, settings.samples, mode, sizes, mpi)
+    return [{"bytes": size, "seconds": best if statistic == "best" else median} for size, median, best in rows]
+
+
+def _pingpong_rows(ranks: int, min_time: float, batches: int, mode: Sequence[str], sizes: Sequence[int],
+                   mpi: MpiInstall | None) -> list[tuple[int, float, float]]:
+    """The lines ``csrc/pingpong.c`` prints, one per size: (size, and two seconds whose meaning is the mode's)."""
     from ma_core.errors import LaunchError, ToolBuildError
     from ma_tools import mpilaunch, mpis
 
-    sizes = settings.pingpong_sizes if sizes is None else sizes
-    statistic = statistic or settings.statistic
     try:
         install = mpi or mpis.selected()
         launch = mpilaunch.launcher(install, ranks, "mpiexec")
         program = build_pingpong(mpi=install)
     except (LaunchError, ToolBuildError) as exc:
         raise ProbeError(f"MPI ping-pong: {exc} (pass --no-mpi to probe without it)") from None
-    argv = [*launch.argv, str(program), *mode, str(min_time), str(settings.samples), *map(str, sizes)]
+    argv = [*launch.argv, str(program), *mode, str(min_time), str(batches), *map(str, sizes)]
     done = run_program(argv, ProbeError, "MPI ping-pong", timeout=600, env={**os.environ, **launch.env})
-    table = []
+    rows = []
     for line in done.stdout.splitlines():
-        nbytes, median, best = line.split()
-        table.append({"bytes": int(nbytes), "seconds": float(best if statistic == "best" else median)})
-    if len(table) != len(sizes):
-        raise ProbeError(f"MPI ping-pong printed {len(table)} of {len(sizes)} lines:\n{done.stdout}")
-    return table
+        size, first, second = line.split()
+        rows.append((int(size), float(first), float(second)))
+    if len(rows) != len(sizes):
+        raise ProbeError(f"MPI ping-pong printed {len(rows)} of {len(sizes)} lines:\n{done.stdout}")
+    return rows
 
 
 def _hockney(table: Sequence[Mapping[str, float]]) -> tuple[float, float]:
@@ -280,10 +294,12 @@ def _hockney(table: Sequence[Mapping[str, float]]) -> tuple[float, float]:
     return smallest["seconds"], max(row["bytes"] / row["seconds"] for row in table)
 
 
-def measure_network(settings: ProbeSettings, mpi: MpiInstall | None = None) -> dict[str, Any]:
+def measure_network(settings: ProbeSettings, mpi: MpiInstall | None = None,
+                    last_cache_bytes: int | None = None) -> dict[str, Any]:
     """The ``network`` block of one MPI (default: the selected one, ``MA_MPICC`` or the environment's): ping-pong
-    between two ranks started by its own mpiexec (intra-node), then :func:`measure_oversubscribed`. The block
-    names its MPI (``mpi``, :attr:`ma_tools.mpis.MpiInstall.name`), which ``ma predict`` matches with a run's."""
+    between two ranks started by its own mpiexec (intra-node), then :func:`measure_oversubscribed` and, given the
+    last cache's size, :func:`measure_synchronised`. The block names its MPI (``mpi``,
+    :attr:`ma_tools.mpis.MpiInstall.name`), which ``ma predict`` matches with a run's."""
     from ma_tools import mpis
 
     install = mpi or mpis.selected()
@@ -293,7 +309,9 @@ def measure_network(settings: ProbeSettings, mpi: MpiInstall | None = None) -> d
     # its name, not its path: a profile describes a machine, and is shipped and shared beyond the host it was taken on
     return {"latency_s": latency, "bandwidth_bytes_per_s": bandwidth, "ranks": 2,
             "launcher": launcher.name if launcher else "mpiexec", "mpi": install.name, "pingpong": table,
-            "oversubscribed": measure_oversubscribed(settings, mpi=install)}
+            "oversubscribed": measure_oversubscribed(settings, mpi=install),
+            **({"synchronised": measure_synchronised(settings, last_cache_bytes, mpi=install)}
+               if last_cache_bytes and synchronised_rank_counts(_physical_cores()) else {})}
 
 
 def measure_python_exchange(settings: ProbeSettings, last_cache_bytes: int, latency_s: float | None = None,
@@ -333,6 +351,39 @@ def measure_work_curve(settings: ProbeSettings, ranks: int, mpi: MpiInstall | No
     wall = _pingpong_table(ranks, settings.oversubscribed_time, settings, ("exchange-work",), passes, mpi=mpi)
     return [{"passes": int(row["bytes"]), "work_s": alone.get(row["bytes"], 0.0), "seconds": row["seconds"]}
             for row in wall]
+
+
+def synchronised_rank_counts(cores: int) -> tuple[int, ...]:
+    """The rank counts of the synchronised exchange: 2 and, on a larger node, every core (none on one core)."""
+    return tuple(sorted({2, cores})) if cores >= 2 else ()
+
+
+def measure_synchronised(settings: ProbeSettings, last_cache_bytes: int, cores: int | None = None,
+                         mpi: MpiInstall | None = None) -> dict[str, Any]:
+    """The exchange with work between messages on one rank per core (``network.synchronised``): on k = 2 ranks and
+    on as many as the node's physical cores, every rank streams through its own buffer (``ma_pingpong --stream``)
+    for an amount of work, then exchanges 8 bytes, as a bulk-synchronous program's steps do. Per amount: the
+    work's seconds with all k ranks working at once and no messages (the mean of the ranks': the memory system's
+    sharing is in the work) and the wall seconds per message of the exchange. Each message waits for the later of its
+    partners, so the wall time exceeds the work by more than the latency as the work grows; the maps backend
+    charges that excess per message where every rank has a core (:func:`backends.maps.network.synchronised_wait`).
+
+    Each batch of the exchange is paired with a batch of the work alone run just before it, and the wait is the
+    median of the pairs' differences: the host's speed drifts between batches by more than the wait."""
+    if cores is None:
+        cores = _physical_cores()
+    passes = sorted(set(settings.synchronised_work))
+    curves = []
+    for ranks in synchronised_rank_counts(cores):
+        # past the last cache together: each rank's buffer is its share of four times the last cache
+        mib = max(SYNCHRONISED_MIN_STREAM_MIB, -(-4 * last_cache_bytes // (ranks << 20)))
+        rows = _pingpong_rows(ranks, settings.synchronised_time, settings.samples,
+                              ("--stream", str(mib), "synchronised"), passes, mpi)
+        curves.append({"ranks": ranks, "stream_mib": mib,
+                       "work": [{"passes": count, "work_s": work if count else 0.0, "seconds": wall}
+                                for count, wall, work in rows]})
+    return {"version": SYNCHRONISED_VERSION, "pattern": "exchange", "cores": cores,
+            "batch_s": settings.synchronised_time, "curves": curves}
 
 
 def simulate_hit_rates(points: Sequence[MultiMapsPoint], caches: Sequence[CacheLevel],
@@ -457,9 +508,10 @@ def probe(settings: ProbeSettings | None = None, *, caches: Sequence[CacheLevel]
                                                           samples=cfg.multicore_samples, statistic=cfg.statistic)
     network = None
     if cfg.mpi:
-        say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores; the Python exchange)")
+        say("MPI ping-pong (2 ranks; then exchanges on twice as many ranks as cores, and with work on one rank per "
+            "core; the Python exchange)")
         with clock.phase("MPI"):
-            network = measure_network(cfg)
+            network = measure_network(cfg, last_cache_bytes=hierarchy[-1].size_bytes)
         with clock.phase("Python exchange"):
             cpython["exchange"] = measure_python_exchange(cfg, hierarchy[-1].size_bytes, network["latency_s"],
                                                           cpython["call_overhead_s"])

@@ -224,6 +224,40 @@ class Oversubscribed:
 
 
 @dataclass(frozen=True)
+class SynchronisedCurve:
+    """The synchronised exchange on ``ranks`` ranks, one per core: per amount of work streamed from memory before
+    each message, the work's seconds with every rank working at once and the wall seconds per message."""
+
+    ranks: int
+    work: tuple[WorkPoint, ...]
+    stream_mib: int | None = None
+
+    @property
+    def curve(self) -> list[tuple[float, float]]:
+        """(work seconds, wall seconds per message), sorted by work."""
+        return sorted((p.work_s, p.seconds) for p in self.work)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ranks": self.ranks, **present(stream_mib=self.stream_mib), "work": [p.to_json() for p in self.work]}
+
+
+@dataclass(frozen=True)
+class Synchronised:
+    """The exchange with work between messages on one rank per core (:func:`.probe.measure_synchronised`): each
+    message waits for the later of its partners, which no ping-pong sees. One curve per rank count measured (2
+    and the node's ``cores``), sorted by ranks."""
+
+    cores: int
+    curves: tuple[SynchronisedCurve, ...]
+    version: int = 1
+    extra: Mapping[str, Any] = field(default_factory=dict)  # pattern, batch_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, **self.extra, "cores": self.cores,
+                "curves": [c.to_json() for c in self.curves]}
+
+
+@dataclass(frozen=True)
 class NetworkProfile:
     """The MPI ping-pong (and the exchange on more ranks than cores) of one MPI installation: ``mpi`` names it as
     :attr:`ma_tools.mpis.MpiInstall.name` does ("mpich-4.0.2"); None in a block written before it was recorded."""
@@ -236,6 +270,7 @@ class NetworkProfile:
     oversubscribed: Oversubscribed | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     mpi: str | None = None
+    synchronised: Synchronised | None = None
 
     def message_seconds(self, nbytes: float) -> float:
         """The latency/bandwidth model of one message (perc_framework.txt: the L/B model)."""
@@ -245,7 +280,8 @@ class NetworkProfile:
         return {"latency_s": self.latency_s, "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
                 "ranks": self.ranks, "launcher": self.launcher, **present(mpi=self.mpi),
                 "pingpong": [m.to_json() for m in self.pingpong],
-                "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None, **self.extra}
+                "oversubscribed": self.oversubscribed.to_json() if self.oversubscribed else None,
+                **present(synchronised=self.synchronised), **self.extra}
 
 
 @dataclass(frozen=True)
@@ -450,6 +486,8 @@ def _check_networks(doc: Mapping[str, Any], path: str) -> None:
     """Version 1 knows no MPI names; every further block is its own MPI's, and no MPI has two blocks."""
     default = doc.get("network") or {}
     networks = doc.get("networks") or {}
+    for where, block in [("network", default), *((f"networks.{name}", b) for name, b in networks.items())]:
+        _check_synchronised(block.get("synchronised"), path, f"{where}.synchronised")
     if doc["version"] == 1:
         if "mpi" in default:
             raise ProfileError(path, "a version-1 profile does not name the MPI of its network block (version 2 "
@@ -464,6 +502,20 @@ def _check_networks(doc: Mapping[str, Any], path: str) -> None:
         if name == default.get("mpi"):
             raise ProfileError(path, f"MPI {name!r} has two network blocks (network and networks.{name}): keep one",
                                f"networks.{name}")
+
+
+def _check_synchronised(block: Mapping[str, Any] | None, path: str, where: str) -> None:
+    """One curve per rank count, each of at most one rank per core."""
+    if not block:
+        return
+    seen: set[int] = set()
+    for i, curve in enumerate(block["curves"]):
+        if curve["ranks"] in seen:
+            raise ProfileError(path, f"a second curve of {curve['ranks']} ranks", f"{where}.curves[{i}].ranks")
+        if curve["ranks"] > block["cores"]:
+            raise ProfileError(path, f"{curve['ranks']} ranks on {block['cores']} cores: the synchronised exchange "
+                                     "is measured with one rank per core", f"{where}.curves[{i}].ranks")
+        seen.add(curve["ranks"])
 
 
 def from_json(doc: Mapping[str, Any], path: str = "<profile>") -> MachineProfile:
@@ -550,8 +602,9 @@ def _network(block: Mapping[str, Any]) -> NetworkProfile:
         ranks=int(block.get("ranks", 2)), launcher=str(block.get("launcher", "mpiexec")),
         pingpong=tuple(Message(int(r["bytes"]), float(r["seconds"])) for r in block.get("pingpong") or ()),
         oversubscribed=_oversubscribed(over) if over else None,
+        synchronised=_synchronised(block["synchronised"]) if block.get("synchronised") else None,
         extra=_unknown(block, ("latency_s", "bandwidth_bytes_per_s", "ranks", "launcher", "mpi", "pingpong",
-                               "oversubscribed", "python_exchange")))
+                               "oversubscribed", "synchronised", "python_exchange")))
 
 
 def _oversubscribed(block: Mapping[str, Any]) -> Oversubscribed:
@@ -559,10 +612,22 @@ def _oversubscribed(block: Mapping[str, Any]) -> Oversubscribed:
         ranks=int(block["ranks"]), cores=int(block["cores"]), latency_s=float(block["latency_s"]),
         bandwidth_bytes_per_s=float(block["bandwidth_bytes_per_s"]), version=int(block["version"]),
         pingpong=tuple(Message(int(r["bytes"]), float(r["seconds"])) for r in block.get("pingpong") or ()),
-        work=tuple(WorkPoint(float(r["work_s"]), float(r["seconds"]),
-                             None if r.get("passes") is None else int(r["passes"])) for r in block.get("work") or ()),
+        work=_work_points(block.get("work") or ()),
         extra=_unknown(block, ("version", "ranks", "cores", "latency_s", "bandwidth_bytes_per_s", "pingpong",
                                "work")))
+
+
+def _work_points(rows: Sequence[Mapping[str, Any]]) -> tuple[WorkPoint, ...]:
+    return tuple(WorkPoint(float(r["work_s"]), float(r["seconds"]),
+                           None if r.get("passes") is None else int(r["passes"])) for r in rows)
+
+
+def _synchronised(block: Mapping[str, Any]) -> Synchronised:
+    curves = sorted((SynchronisedCurve(int(c["ranks"]), _work_points(c["work"]),
+                                       None if c.get("stream_mib") is None else int(c["stream_mib"]))
+                     for c in block["curves"]), key=lambda c: c.ranks)
+    return Synchronised(cores=int(block["cores"]), curves=tuple(curves), version=int(block["version"]),
+                        extra=_unknown(block, ("version", "cores", "curves")))
 
 
 def _point(block: Mapping[str, Any]) -> MultiMapsPoint:

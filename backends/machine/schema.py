@@ -155,6 +155,34 @@ PROFILE_SCHEMA: dict[str, Any] = {
                                       work_s={"type": "number", "minimum": 0}, seconds=_POSITIVE),
                     },
                 },
+                # the exchange with work on one rank per core (probe.measure_synchronised); optional, versioned
+                "synchronised": {
+                    "type": ["object", "null"],
+                    "required": ["version", "cores", "curves"],
+                    "properties": {
+                        "version": {"enum": [1]},
+                        "pattern": {"enum": ["exchange"]},
+                        "cores": _POSITIVE_INT,
+                        "batch_s": _POSITIVE,
+                        "curves": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "required": ["ranks", "work"],
+                                "additionalProperties": False,
+                                "properties": {
+                                    "ranks": {"type": "integer", "minimum": 2},
+                                    "stream_mib": _POSITIVE_INT,
+                                    # wall seconds per message with work_s of work (every rank at once) before each
+                                    "work": {**_rows(["work_s", "seconds"], passes={"type": "integer", "minimum": 0},
+                                                     work_s={"type": "number", "minimum": 0}, seconds=_POSITIVE),
+                                             "minItems": 2},
+                                },
+                            },
+                        },
+                    },
+                },
                 # profiles written before the cpython section kept its exchange here (backends/cpython/section.py)
                 "python_exchange": cpython_section.EXCHANGE_SCHEMA,
             },

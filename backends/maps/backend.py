@@ -14,8 +14,9 @@ Section 4):
                  reading at once over alone (:mod:`.node`);
 - compute:       flops / the compute rate: the FMA peak for a compiled program, the NumPy rate of the runtime
                  part (``cpython.python_flops``) for a Python one;
-- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`; a Python
-                 program's messages also what the runtime part says one costs beyond L
+- communication: per MPI site, the Hockney or collective-algorithm cost of :mod:`.network`, with up to one
+                 rank per core each message's wait for a later partner (``network.synchronised``); a Python
+                 program's messages also what the runtime part says one costs beyond L and that wait
                  (:meth:`backends.cpython.runtime.PythonRuntime.message_extra`);
 - runtime:       the CPython interpreter's seconds at the site (calls into compiled code, subscripts, annotated
                  sites: :mod:`backends.cpython.runtime`), only where the trace's language includes Python; a C
@@ -426,14 +427,27 @@ class MapsBackend(Backend):
             notes.append(f"with more ranks than the {self._cores(machine)} cores, messages are priced towards the "
                          "oversubscribed exchange (network.oversubscribed)")
         messages = sympy.Add(*(network.factors(t.site.type, self.procs)[0] * t.expr for t in counts.values()))
-        wait = network.work_wait(machine.network, self.procs, self._cores(machine), work / sympy.Max(messages, 1))
+        per_message = work / sympy.Max(messages, 1)
+        cores = self._cores(machine)
+        wait = network.work_wait(machine.network, self.procs, cores, per_message)
         if wait is not None:
             latency = wait
             notes.append("the wait per message read off the oversubscribed exchange's work curve at this "
                          "program's work per message (network.oversubscribed.work)")
+        late = network.synchronised_wait(machine.network, self.procs, cores, per_message)
+        if late is not None:
+            two_rank = sympy.Float(machine.network.latency_s)
+            latency = (sympy.Piecewise((two_rank + late, self.procs <= cores), (latency, True)) if cores
+                       else two_rank + late)
+            notes.append("up to one rank per core, each message also waits for the later partner, read off the "
+                         "synchronised exchange at this program's work per message (network.synchronised)")
+        else:
+            late = sympy.Integer(0)
+            notes.append(f"profile {machine.name!r} has no synchronised exchange (network.synchronised; ma machine "
+                         "network PROFILE measures it): a message's wait for a later partner on its own core is not "
+                         "priced")
         if runtime is not None:
-            extra, said = runtime.message_extra(machine.network, work / sympy.Max(messages, 1), self.procs,
-                                                self._cores(machine))
+            extra, said = runtime.message_extra(machine.network, per_message, self.procs, cores, late)
             latency, notes[len(notes):] = latency + extra, said
         for path, term in counts.items():
             seconds = network.site_seconds(term.site.type, term.expr, volumes.get(path, sympy.Integer(0)),

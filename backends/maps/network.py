@@ -19,6 +19,12 @@ from the probe's exchange on more ranks than cores (``network.oversubscribed``, 
 probe measured that exchange with work between messages (its ``work`` curve), L is the wait read off the curve
 at the program's work per message (:func:`work_wait`).
 
+Where every rank has a core, a message of a program with work between messages also waits for the later of its
+partners: their work takes a little more or less time each step, and a bulk-synchronous step lasts as long as the
+slowest rank's. The probe measured that on one rank per core (``network.synchronised``: the exchange with work
+streamed from memory before every message, on 2 ranks and on all the node's cores); the wait per message is the
+curve's wall time beyond the work and L at the program's work per message (:func:`synchronised_wait`).
+
 A Python program's message costs more than the C ping-pong's L: the mpi4py calls and, with work between
 messages, the wait for a late partner; the runtime part reads that off the profile's two-rank Python exchange
 (:meth:`backends.cpython.runtime.PythonRuntime.message_extra`) and the backend adds it to L.
@@ -28,6 +34,8 @@ Reduction arithmetic, contention and the rendezvous protocol of long messages ar
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import TYPE_CHECKING
 
 import sympy
@@ -38,7 +46,7 @@ from ma_post.sympy_expr import as_expr
 from ..machine.curves import wall_per_message
 
 if TYPE_CHECKING:
-    from ..machine.profile import NetworkProfile, Oversubscribed
+    from ..machine.profile import NetworkProfile, Oversubscribed, SynchronisedCurve
 
 
 def factors(site_type: str, procs: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
@@ -106,3 +114,33 @@ def work_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: symp
 def _excess(over: Oversubscribed, procs: sympy.Expr, cores: int) -> sympy.Expr:
     """e = max(0, procs/cores - 1) / (r - 1): the ranks per core beyond one, 1 at the probe's ratio r."""
     return sympy.Max(0, procs / cores - 1) / sympy.Float(over.ranks_per_core - 1)
+
+
+def synchronised_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, work: sympy.Expr) -> sympy.Expr | None:
+    """The wait per message for the later partner when each of ``procs`` ranks, one per core, does ``work`` seconds
+    of work between messages; None without the profile's ``network.synchronised`` block.
+
+    On a curve of k ranks, y_k(w) is the wall time per message and the work w was timed with all k ranks working
+    at once, so y_k(w) - w - L (at least 0) is the wait beyond the ping-pong's latency. Between the measured rank
+    counts (2 and the node's cores) the wait moves with log2 of the ranks sharing the node, k = min(procs, cores)
+    (the later of k partners is later the more there are), constant beyond the ends; one rank has no partner to
+    wait for. Past the cores the oversubscribed exchange prices the wait (:func:`work_wait`)."""
+    block = network.synchronised
+    if block is None or not block.curves:
+        return None
+    latency = sympy.Float(network.latency_s)
+    waits = [(curve.ranks, _wait_on(curve, work, latency)) for curve in block.curves]
+    k = sympy.Min(procs, cores) if cores else procs
+    wait = waits[0][1]
+    for (low, at_low), (high, at_high) in itertools.pairwise(waits):
+        # the share of the way from `low` to `high` ranks in log2, 0 below and 1 above
+        share = sympy.Min(1, sympy.Max(0, log2(k / low) / sympy.Float(math.log2(high / low))))
+        wait = wait + share * (at_high - at_low)
+    # one rank alone (no partner) waits for nobody
+    return sympy.Min(1, sympy.Max(0, procs - 1)) * wait
+
+
+def _wait_on(curve: SynchronisedCurve, work: sympy.Expr, latency: sympy.Expr) -> sympy.Expr:
+    beyond = wall_per_message(curve.curve, work) - as_expr(work) - latency
+    # unevaluated: SymPy's search for a simpler Max of a whole program's work costs seconds and finds none
+    return sympy.Max(0, beyond, evaluate=False)

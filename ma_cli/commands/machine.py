@@ -46,8 +46,9 @@ def register(subparsers: Any) -> None:
     exchange = _fill_command(actions, "exchange", "the two-rank Python exchange curve (cpython.exchange)",
                              "batches", handle_exchange)
     exchange.add_argument("--quick", action="store_true", help="three amounts of work, short batches (a second)")
-    network = _fill_command(actions, "network", "one MPI's ping-pong and oversubscribed exchange (the network block "
-                                                "of that MPI: network, or networks.NAME)", "batches", handle_network)
+    network = _fill_command(actions, "network", "one MPI's ping-pong, oversubscribed and synchronised exchanges (the "
+                                                "network block of that MPI: network, or networks.NAME)", "batches",
+                            handle_network)
     network.add_argument("--mpicc", metavar="PATH",
                          help="the MPI to measure, by its C compiler wrapper (e.g. /usr/bin/mpicc.mpich); default "
                               "MA_MPICC, else the environment's")
@@ -301,6 +302,11 @@ def _print_network(net: Any, label: str) -> None:
         if over.work:
             curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in over.work)
             print(f"    with work between messages, us of work -> us per message: {curve}")
+    if net.synchronised:
+        for sync in net.synchronised.curves:
+            curve = ", ".join(f"{row.work_s * 1e6:.0f} -> {row.seconds * 1e6:.0f}" for row in sync.work)
+            print(f"    synchronised exchange on {sync.ranks} ranks, one per core, work streamed from memory, us of "
+                  f"work (all ranks at once) -> us per message: {curve}")
 
 
 def _print_flags(machine: Any) -> None:
@@ -422,7 +428,7 @@ def handle_network(args: argparse.Namespace) -> int:
     if args.statistic:
         settings = replace(settings, statistic=args.statistic)
     print(f"MPI ping-pong and exchanges of {install.name} ({install.mpicc}, started by {install.launcher})")
-    block = measure_network(settings, install)
+    block = measure_network(settings, install, last_cache_bytes=machine.caches[-1].size_bytes)
     machine = with_network(machine, block, install.name, default=args.default)
     target = Path(args.output or args.profile)
     machine.save(target)
