@@ -119,7 +119,7 @@ RUN_RECORD_FILE = "ma-run.json"
 RUN_FORMAT = "ma-run"
 RUN_VERSION = 1
 RUN_KEYS = ("format", "version", "run_id", "command", "argv", "launcher", "ranks", "exit_status", "start_time",
-            "end_time", "ended", "first_failure", "stopped_by_ma_run", "signal_to_ma_run", "launcher_report")
+            "end_time", "ended", "first_failure", "stopped_by_ma_run", "signal_to_ma_run", "launcher_report", "cache")
 # One entry of "ended" (and "first_failure", which adds "tied_with"): how one rank's process ended, as ma run saw it.
 END_KEYS = ("rank", "pid", "after_s", "how", "signal", "signal_name", "exit_code")
 END_SIGNAL, END_EXIT, END_UNKNOWN = "signal", "exit", "unknown"

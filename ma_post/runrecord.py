@@ -51,6 +51,7 @@ class RunRecord:
     ended: list[RankEnd]  # in the order the ranks ended
     first_failure: RankEnd | None
     launcher_report: Mapping[str, Any] | None
+    cache: str | None = None  # the hierarchy the Valgrind tool simulated ("SIZE:WAYS:LINE,...", innermost first)
 
 
 def _int(entry: Mapping[str, Any], key: str, path: Path, where: str, optional: bool = False) -> Any:
@@ -105,7 +106,8 @@ def read_run_record(directory: Path) -> RunRecord | None:
                      _int(record, "ranks", path, ""), _int(record, "exit_status", path, ""),
                      [_end(e, path, f"ended[{i}]") for i, e in enumerate(ended)],
                      None if first is None else _end(first, path, "first_failure"),
-                     report if isinstance(report, dict) else None)
+                     report if isinstance(report, dict) else None,
+                     record.get("cache") if isinstance(record.get("cache"), str) else None)
 
 
 def record_for(directory: Path, run_id: str | None) -> RunRecord | None:

@@ -280,7 +280,9 @@ def write_run_record(launch: LaunchPlan, status: int, start: float, ended: list[
               "stopped_by_ma_run": sorted(stopped),
               "signal_to_ma_run": None if received is None else {"signal": received,
                                                                  "signal_name": signal.Signals(received).name},
-              "launcher_report": None if report is None or not report.said_anything else report.to_json(pids)}
+              "launcher_report": None if report is None or not report.said_anything else report.to_json(pids),
+              # the hierarchy the Valgrind tool simulated ("SIZE:WAYS:LINE,...", innermost first), if any
+              "cache": launch.env.get("MA_VG_CACHE")}
     launch.trace_dir.mkdir(parents=True, exist_ok=True)
     path = launch.trace_dir / RUN_RECORD_FILE
     temporary = path.with_name(f".{RUN_RECORD_FILE}.{os.getpid()}.tmp")

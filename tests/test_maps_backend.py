@@ -297,7 +297,7 @@ def test_calls_per_execution_from_a_signature_scale_with_the_trip_counts(tmp_pat
             {"n": 10, "m": 1000, "nprocs": 4})) + 55e-6)
     for bad, message in (({"solve": {"c_calls": -1}}, r"sites\.solve'\.c_calls: expected a number >= 0"),
                          ({"solve": {"calls": 1}}, "expected the keys hit_rates, c_calls, lines_per_flop, "
-                                                   "csr_rows, subscripts and/or add_chain"),
+                                                   "csr_rows, subscripts, add_chain and/or shared_hit_rates"),
                          ({"solve": 3}, "expected a list of 2 hit rates or an object")):
         path.write_text(json.dumps({"format": "ma-signature", "sites": bad}))
         with pytest.raises(BackendError, match=message):

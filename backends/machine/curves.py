@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 
 import sympy
+from sympy.codegen.cfunctions import log2
 
 from ma_post.sympy_expr import as_expr
 
@@ -79,3 +80,15 @@ def _hinged(points: Sequence[tuple[float, float]], w: sympy.Expr) -> sympy.Expr:
     for (t_i, _), before, after in zip(logs[1:], slopes, slopes[1:], strict=False):
         exponent += sympy.Float(after - before) * sympy.Max(0, t - sympy.Float(t_i), evaluate=False)
     return sympy.exp(exponent)
+
+
+def between_counts(points: Sequence[tuple[float, sympy.Expr]], k: sympy.Expr) -> sympy.Expr:
+    """A value measured at a few counts (of ranks sharing something: 2 and a node's cores, or 1 and the shares of
+    a cache) at ``k``: linear in log2 of the count between two measured counts, the first value below the first
+    and the last above the last (``points`` sorted by count, counts > 0). Written as the first value plus each
+    step's change times the share of the way through it, so that it holds no condition on ``k``."""
+    value = as_expr(points[0][1])
+    for (low, at_low), (high, at_high) in itertools.pairwise(points):
+        share = sympy.Min(1, sympy.Max(0, log2(as_expr(k) / sympy.Float(low)) / sympy.Float(math.log2(high / low))))
+        value = value + share * (as_expr(at_high) - as_expr(at_low))
+    return value

@@ -104,3 +104,14 @@ def _prefetch(text: str) -> tuple[str, int, int]:
     if min(values) < 1:
         raise ValueError("prefetch degree and distance must be at least 1")
     return kind.lower(), values[0], values[1]
+
+
+def shared_last_level(level: CacheLevel, share: int) -> CacheLevel:
+    """``level`` as one of ``share`` ranks that share it sees it: the same ways and lines, a ``share``-th of the
+    sets (whole sets, at least one). ProfileError when the share is below 1 or above the level's sets."""
+    from dataclasses import replace
+
+    if share < 1 or share > level.sets:
+        raise ProfileError("--cache-share", f"L{level.level} shared by {share}: expected 1 to {level.sets} ranks "
+                                            f"sharing a level of {level.sets} sets")
+    return replace(level, size_bytes=level.sets // share * level.ways * level.line_bytes)

@@ -200,6 +200,9 @@ class MapsBackend(Backend):
         levels = machine.levels
         for path, rates in self.signatures.items():
             check_hit_rates(rates, levels, f"signature of site {path!r}")
+        for path, shared_rows in self.signature.shared_hit_rates.items():
+            for share, rates in shared_rows:
+                check_hit_rates(rates, levels, f"signature of site {path!r}, the last cache shared by {share:g}")
         assumed_row = tuple(self.assumed_hits) if self.assumed_hits is not None else assumed_hit_rates(machine)
         check_hit_rates(assumed_row, levels, "assumed hit rates")
         parts: dict[str, dict[str, sympy.Expr]] = {}
@@ -224,9 +227,9 @@ class MapsBackend(Backend):
         node = NodeShare.of(machine, self.procs if self.procs.name in model.ts.variable_names() else None,
                             self.ranks_per_node, self._cores(machine))
         notes += node.notes
-        bandwidth_cache: dict[tuple[float, ...], sympy.Expr] = {}
+        per_byte_cache: dict[tuple[float, ...], sympy.Expr] = {}
         words: dict[str, sympy.Expr] = {}
-        given, stated = given_hit_rates(model.ts), []
+        given, stated, on_share = given_hit_rates(model.ts), [], []
         for term in model.model("loadstore", inline=True).terms:
             path = term.site.path
             row = self.signatures.get(path)
@@ -244,9 +247,15 @@ class MapsBackend(Backend):
             row = tuple(float(h) for h in row)
             used[path] = row
             words[path] = term.expr
-            if row not in bandwidth_cache:
-                bandwidth_cache[row] = node.bandwidth(params, row)
-            add(path, term.subroutine, "memory", term.expr * WORD_BYTES / bandwidth_cache[row])
+            shared = self.signature.shared_hit_rates.get(path, ()) if path in self.signatures else ()
+            if shared:
+                on_share.append(path)
+                per_byte = node.seconds_per_byte(params, row, shared)
+            else:
+                if row not in per_byte_cache:
+                    per_byte_cache[row] = node.seconds_per_byte(params, row)
+                per_byte = per_byte_cache[row]
+            add(path, term.subroutine, "memory", term.expr * WORD_BYTES * per_byte)
         traffic = self._measured_traffic(model, machine, add)
         if traffic:
             notes += line_bandwidths(machine, runtime is not None, self.streams)[1]
@@ -261,6 +270,10 @@ class MapsBackend(Backend):
         if assumed:
             notes.append(f"{len(assumed)} loadstore site(s) have no hit rates and used the assumed "
                          f"{_row_text(assumed_row)}: {', '.join(assumed)}")
+        if on_share:
+            notes.append(f"{len(on_share)} loadstore site(s) priced on their share of the last cache, k = "
+                         f"{node.sharing} ranks sharing it, between the signature's hit rates of one rank alone and "
+                         f"with the last cache shared (shared_hit_rates): {', '.join(on_share)}")
         if stated:
             notes.append(f"{len(stated)} loadstore site(s) used the hit rates their annotation states (ma.loadstore "
                          f"hits=), assumed, not measured: {', '.join(stated)}")

@@ -34,8 +34,6 @@ Reduction arithmetic, contention and the rendezvous protocol of long messages ar
 
 from __future__ import annotations
 
-import itertools
-import math
 from typing import TYPE_CHECKING
 
 import sympy
@@ -43,7 +41,7 @@ from sympy.codegen.cfunctions import log2
 
 from ma_post.sympy_expr import as_expr
 
-from ..machine.curves import wall_per_message
+from ..machine.curves import between_counts, wall_per_message
 
 if TYPE_CHECKING:
     from ..machine.profile import NetworkProfile, Oversubscribed, SynchronisedCurve
@@ -129,13 +127,8 @@ def synchronised_wait(network: NetworkProfile, procs: sympy.Expr, cores: int, wo
     if block is None or not block.curves:
         return None
     latency = sympy.Float(network.latency_s)
-    waits = [(curve.ranks, _wait_on(curve, work, latency)) for curve in block.curves]
-    k = sympy.Min(procs, cores) if cores else procs
-    wait = waits[0][1]
-    for (low, at_low), (high, at_high) in itertools.pairwise(waits):
-        # the share of the way from `low` to `high` ranks in log2, 0 below and 1 above
-        share = sympy.Min(1, sympy.Max(0, log2(k / low) / sympy.Float(math.log2(high / low))))
-        wait = wait + share * (at_high - at_low)
+    waits = [(float(curve.ranks), _wait_on(curve, work, latency)) for curve in block.curves]
+    wait = between_counts(waits, sympy.Min(procs, cores) if cores else procs)
     # one rank alone (no partner) waits for nobody
     return sympy.Min(1, sympy.Max(0, procs - 1)) * wait
 

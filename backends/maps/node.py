@@ -8,10 +8,13 @@ the measured core counts log-log, constant past the last (:func:`backends.machin
 
     k = min(nprocs, ranks per node, cores),
 
-symbolic in the process count like every other term, so a study over nprocs sees the node fill up. Ranks per
-node default to min(nprocs, cores) (one node); ``--ranks-per-node R`` says how many share one. Past the cores the
-ranks time-share them (the backend's time-sharing term, unchanged): the memory is shared by the cores' worth
-that run at once, so k stops at the cores.
+symbolic in the process count like every other term, so a study over nprocs sees the node fill up. Ranks that
+share a node share its last cache too: where the signature holds a site's hit rates with the last cache shared by
+K ranks (``shared_hit_rates``, ``ma run --cache-share K``), the site's seconds per byte move linearly in log2 k
+from one rank's (k = 1) through the measured shares, constant past the last (:meth:`NodeShare.seconds_per_byte`).
+Ranks per node default to min(nprocs, cores) (one node); ``--ranks-per-node R`` says how many share one. Past the
+cores the ranks time-share them (the backend's time-sharing term, unchanged): the memory is shared by the cores'
+worth that run at once, so k stops at the cores.
 
 What r(k) slows is a site's time in main memory. Equation 1 says which share of a site's time that is: t_n / T
 at its hit rates (t_i = (h_i - h_{i-1}) c_i). r(k) was measured on a stride-1 stream past the last cache, so a
@@ -34,7 +37,7 @@ import sympy
 
 from ma_post.sympy_expr import as_expr
 
-from ..machine.curves import constant_ends
+from ..machine.curves import between_counts, constant_ends
 from ..machine.eq1 import Eq1Params
 from ..machine.profile import MachineProfile
 from .fallback_rates import assumed_hit_rates
@@ -48,6 +51,7 @@ class NodeShare:
     memory_scale: sympy.Expr  # r(k), 1 without the multicore block
     stream: tuple[float, ...] = ()  # the hit rates of the stream r(k) was measured on
     notes: tuple[str, ...] = ()
+    sharing: sympy.Expr = sympy.S.One  # k, the ranks sharing the node (and its last cache)
 
     @classmethod
     def of(cls, machine: MachineProfile, procs: sympy.Symbol | None, ranks_per_node: int | None,
@@ -61,16 +65,27 @@ class NodeShare:
             per_node = sympy.Min(procs, ranks_per_node) if ranks_per_node else procs
         k = sympy.Min(per_node, cores) if cores else per_node
         if block is None:
-            return cls(sympy.Integer(1), (), () if k == 1 else (
+            return cls(sympy.Integer(1), (), sharing=k, notes=() if k == 1 else (
                 f"profile {machine.name!r} has no multicore block (memory.multicore; ma machine multicore PROFILE): "
                 "each rank's memory is priced at one core's bandwidth, however many share its node",))
         ratios = block.memory_ratio()
         scale = as_expr(constant_ends([(float(n), r) for n, r in ratios], k))
         text = ", ".join(f"{n}: {r:.2f}" for n, r in ratios)
-        return cls(scale, assumed_hit_rates(machine),
-                   (f"node term: each rank's time in main memory / r(k), k = {k} ranks sharing a node; r, a core's "
+        return cls(scale, assumed_hit_rates(machine), sharing=k, notes=(
+                    f"node term: each rank's time in main memory / r(k), k = {k} ranks sharing a node; r, a core's "
                     f"memory bandwidth with k cores at once over alone, measured on {machine.name!r} "
                     f"(memory.multicore): {text}",))
+
+    def seconds_per_byte(self, params: Eq1Params, alone: Sequence[float],
+                         shared: Sequence[tuple[float, Sequence[float]]] = ()) -> sympy.Expr:
+        """1 / F_k of a site whose hit rates are ``alone`` for one rank and ``shared`` (K, hit rates) with the last
+        cache shared by K ranks: without shares 1 / F_k(alone); with them, linear in log2 of k between the shares
+        (k = 1 the rank alone), the last share's beyond it (:func:`backends.machine.curves.between_counts`)."""
+        if not shared:
+            return 1 / self.bandwidth(params, alone)
+        points = [(1.0, 1 / self.bandwidth(params, alone)),
+                  *((float(share), 1 / self.bandwidth(params, rates)) for share, rates in shared)]
+        return between_counts(points, self.sharing)
 
     def bandwidth(self, params: Eq1Params, hit_rates: Sequence[float]) -> sympy.Expr:
         """F_k(h) in bytes per second for one rank of the node (F(h) itself without the block)."""

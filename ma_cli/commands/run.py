@@ -25,6 +25,9 @@ def register(subparsers: Any) -> None:
                              "inside a Slurm allocation the default is srun)")
     parser.add_argument("--cache", default=None, metavar="PROFILE",
                         help="with --counters valgrind: simulate this machine profile's caches (LRU) in the tool")
+    parser.add_argument("--cache-share", type=int, default=None, metavar="K",
+                        help="with --cache: the last level as one of K ranks sharing it sees it (its sets / K), "
+                             "for the hit rates of ranks that share a node's last cache (ma signature --shared)")
     # Not dest "command": that is the top-level parser's name of the subcommand, which error messages show.
     parser.add_argument("program", nargs=argparse.REMAINDER, metavar="command",
                         help="-- then the program and its arguments")
@@ -39,8 +42,12 @@ def handle(args: argparse.Namespace) -> int:
     from ma_tools import launch
 
     command = args.program[1:] if args.program[:1] == ["--"] else args.program
+    if args.cache_share is not None and not args.cache:
+        from ma_core.errors import LaunchError
+
+        raise LaunchError("--cache-share K shares the last level of the simulated cache: give it with --cache PROFILE")
     plan = launch.plan(command, args.nprocs, args.trace_dir, args.counters, args.launcher,
-                       cache=cache_option(args.cache) if args.cache else None)
+                       cache=cache_option(args.cache, args.cache_share) if args.cache else None)
     for note in plan.notes:
         print(f"ma run: {note}", file=sys.stderr)
     before = len(plan.notes)
@@ -73,8 +80,10 @@ def handle(args: argparse.Namespace) -> int:
     return status
 
 
-def cache_option(name: str) -> str:
-    """The tool's --ma-cache value for a machine profile (a file or a shipped profile's name)."""
+def cache_option(name: str, share: int | None = None) -> str:
+    """The tool's --ma-cache value for a machine profile (a file or a shipped profile's name); with ``share`` K, its
+    last level as one of K ranks sharing it sees it: the same ways and lines, a K-th of the sets."""
+    from backends.machine.hierarchy import shared_last_level
     from ma_cli.support import load_profile
 
     machine = load_profile(name)
@@ -82,4 +91,7 @@ def cache_option(name: str) -> str:
         if level.replacement != "LRU":
             print(f"ma run: note: the tool simulates L{level.level} as LRU (profile {machine.name!r}: "
                   f"{level.replacement})", file=sys.stderr)
-    return ",".join(f"{c.size_bytes}:{c.ways}:{c.line_bytes}" for c in machine.caches)
+    caches = list(machine.caches)
+    if share is not None:
+        caches[-1] = shared_last_level(caches[-1], share)
+    return ",".join(f"{c.size_bytes}:{c.ways}:{c.line_bytes}" for c in caches)

@@ -4,9 +4,10 @@ DIR is a ``ma run --counters valgrind --cache PROFILE`` run (hit rates of its lo
 level served per flop of its flop sites); ``--calls CCALLS_DIR`` adds a ``ma run --counters ccalls`` run (calls into
 compiled code and subscripts per execution: a Python program's runtime part); ``--csr-rows ID ENTRIES ROWS`` states
 a CSR row loop the program runs at every site of that id, ``--add-chain ID TERMS`` a dependent sum of TERMS terms
-per execution (a compiled dot product) (:mod:`backends.signature`). Per execution, the figures
-carry to other classes and process counts through the model's trip counts; the hit rates belong to the problem size
-of the run, as where the data sits depends on it.
+per execution (a compiled dot product); ``--shared DIR`` adds a run of the same problem with the last cache shared
+(``ma run ... --cache-share K``): the hit rates of one of K ranks on a node (:mod:`backends.signature`). Per
+execution, the figures carry to other classes and process counts through the model's trip counts; the hit rates
+belong to the problem size of the run, as where the data sits depends on it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the sites of this id are one dependent sum of TERMS terms per execution (a compiled dot "
                              "product, or a row loop whose rows the core cannot overlap; an expression in the "
                              "program's variables), priced at the profile's cpu.add_chain_s; repeatable")
+    parser.add_argument("--shared", action="append", default=[], metavar="DIR",
+                        help="trace directory of a ma run --counters valgrind --cache PROFILE --cache-share K run of "
+                             "the same problem: the hit rates of a rank that shares the last cache with K-1 others "
+                             "(K read from its run record); repeatable, one per K")
     parser.add_argument("--machine", metavar="PROFILE",
                         help="check that the hit rates are of this profile's hierarchy (its number of levels)")
     parser.add_argument("--allow-missing", action="store_true",
@@ -56,11 +61,16 @@ def run(args: argparse.Namespace) -> int:
     both = sorted(set(chains) & set(stated))
     if both:
         raise MAError(f"site id {both[0]!r} is given both as --csr-rows and as --add-chain: one kernel, one statement")
-    signature = from_traces(cache, calls, stated, chains)
+    shared = [load_traces(argparse.Namespace(**{**vars(args), "trace_dir": d})) for d in args.shared]
+    signature = from_traces(cache, calls, stated, chains, shared)
     if args.machine:
         machine = load_profile(args.machine)
         for path, rates in signature.hit_rates.items():
             check_hit_rates(rates, machine.levels, f"site {path!r} against profile {machine.name!r}")
+        for path, shared_rows in signature.shared_hit_rates.items():
+            for share, rates in shared_rows:
+                check_hit_rates(rates, machine.levels, f"site {path!r} shared by {share:g}, against profile "
+                                                       f"{machine.name!r}")
         for path, lines in signature.lines_per_flop.items():
             check_lines_per_flop(list(lines), machine.levels, f"site {path!r} against profile {machine.name!r}")
     if not signature.paths:
