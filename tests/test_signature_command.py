@@ -60,3 +60,14 @@ def test_ma_predict_says_which_sites_the_signature_covered(tmp_path: Path, capsy
     assert f"hit rates at {len(covered['hit_rates'])} site(s)" in note
     # the 2-rank exchanges the calls run measured are not in a 1-rank run: said, not an error
     assert any("not in this run" in n for n in report["notes"])
+
+
+def test_shared_cache_runs_need_a_run_record_that_names_the_simulated_cache(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """A cache run written before run records named the simulated hierarchy cannot say what K a shared run is."""
+    with pytest.raises(BackendError, match="names no simulated cache"):
+        from_traces(load(DATA / "cg-S-cache"), shared=[load(DATA / "cg-S-cache")])
+    with pytest.raises(BackendError, match="need the cache run they share"):
+        from_traces(None, shared=[load(DATA / "cg-S-cache")])
+    assert main(["run", "--cache-share", "2", "--", "true"]) == 2
+    assert "--cache-share K shares the last level of the simulated cache" in capsys.readouterr().err
