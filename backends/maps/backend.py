@@ -456,9 +456,10 @@ class MapsBackend(Backend):
                          "synchronised exchange at this program's work per message (network.synchronised)")
         else:
             late = sympy.Integer(0)
-            notes.append(f"profile {machine.name!r} has no synchronised exchange (network.synchronised; ma machine "
-                         "network PROFILE measures it): a message's wait for a later partner on its own core is not "
-                         "priced")
+            if counts:  # a program that sends nothing waits for no partner
+                notes.append(f"profile {machine.name!r} has no synchronised exchange (network.synchronised; ma machine "
+                             "network PROFILE measures it): a message's wait for a later partner on its own core is "
+                             "not priced")
         if runtime is not None:
             extra, said = runtime.message_extra(machine.network, per_message, self.procs, cores, late)
             latency, notes[len(notes):] = latency + extra, said
