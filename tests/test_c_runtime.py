@@ -3,8 +3,8 @@
 Covers the annotated example examples/c_ring under mpiexec -n 2 (trace schema, PASS with measured ==
 predicted, a deliberate FAIL with both numbers, -DMA_DISABLE), the runtime's rules on a small program
 (scopes, mismatches, unbalanced and mismatched ends, tracing control, evaluation errors), how MPI
-assertions close, the periodic flush of a killed rank, the flops measured under the maflops Valgrind
-tool, and the C expression evaluator against the Python one.
+assertions close, regions timing the program and not the runtime, the periodic flush of a killed rank, the
+flops measured under the maflops Valgrind tool, and the C expression evaluator against the Python one.
 """
 
 from __future__ import annotations
@@ -354,6 +354,64 @@ def test_mpi_assertions_close_after_their_calls(tmp_path: Path) -> None:
     assert recvs["count"]["measured"]["sum"] == 4
     assert recvs["measured"]["sum"] == 8 * (16 + 16 + 4 + 16) // 4 and recvs["fail"] == 1
     assert receiver["mpi_profile"]["calls"]["MPI_Recv"]["peers"] == {"0": [8, 8 * (16 + 16 + 4 + 16 + 4 + 1 + 1 + 1)]}
+
+
+# A region timed by the program's own clock: a 50 ms spin, then many empty regions (the runtime's work only).
+SELF_TIME = r'''
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "ma.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + 1e-9 * t.tv_nsec;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int empty = atoi(argv[1]);
+    ma_loop_start("outer", "1", 1);
+    double t0 = now(), s0 = now();
+    while (now() - s0 < 0.05)
+        ;
+    double spun = now() - s0;
+    for (int i = 0; i < empty; i++) {
+        ma_loadstore_start("empty", "0", 0);
+        ma_loadstore_stop("empty");
+    }
+    double seen = now() - t0;
+    ma_loop_end("outer", 1);
+    printf("%.9f %.9f\n", spun, seen);
+    MPI_Finalize();
+    return 0;
+}
+'''
+
+
+@pytest.mark.mpi
+def test_a_region_reports_the_program_time_not_the_annotations_inside_it(tmp_path: Path) -> None:
+    """libma's fence times the runtime's own calls (ma_fence.h) and a region leaves them out of its wall time:
+    the spin is kept, and of what the 100,000 empty regions cost by the program's own clock at most a quarter
+    remains, in the region around them and in their own times alike (docs/c-api.md, "Regions time the
+    program")."""
+    source = tmp_path / "selftime.c"
+    source.write_text(SELF_TIME)
+    program = compile_c(source, tmp_path / "selftime")
+    traces = tmp_path / "traces"
+    done = run(mpiexec(1, str(program), "100000"), environment(traces), tmp_path)
+    spun, seen = (float(x) for x in done.stdout.split())
+    found = nodes(json.loads((traces / "rank-0.ma.json").read_text()))
+    annotations = seen - spun
+    assert annotations > 0.01, "100,000 empty regions must cost the runtime something measurable"
+    assert spun <= found["outer"]["wall_ns"] * 1e-9 <= spun + 0.25 * annotations, (spun, found["outer"], seen)
+    assert found["outer/empty"]["calls"] == 100000
+    assert found["outer/empty"]["wall_ns"] * 1e-9 <= 0.25 * annotations, (found["outer/empty"], annotations)
 
 
 FLUSHING = r'''

@@ -44,9 +44,7 @@ static void close_mpi(int group, uint64_t t1)
     ma_pmpi_read(group, &calls, &bytes);
     ma_node *n = p->node;
     n->calls++;
-    n->wall_ns += t1 - p->t0;
-    if (n->track_cpu)
-        n->cpu_ns += ma_cpu_ns() - p->c0;
+    ma_node_add_time(n, p->t0, p->c0, p->self0, t1);
     if (ma_rt->mpi_unmeasured) { /* the calls did not all reach libmapmpi: its counts say nothing */
         ma_stats_add(&n->count_predicted, p->pcount);
         ma_node_record(n, p->has_pred, p->pred, 0, ma_int(0));
@@ -122,6 +120,7 @@ void ma_mpi_assert(const char *type, const char *id, const char *expr, long long
     if (n->track_cpu)
         p->c0 = ma_cpu_ns();
     p->t0 = ma_mono_ns();
+    p->self0 = ma_fence_spent_at(p->t0);
     ma_pmpi_read(group, &p->calls0, &p->bytes0);
     ma_rt->last_mpi_group = group + 1;
     if (p->want && !(ma_rt->watch & (1u << group))) {

@@ -29,6 +29,7 @@ typedef struct ma_pending_mpi {
     ma_num pred, pcount;
     long long want; /* calls after which it closes itself; 0: only by the other rules */
     uint64_t t0, c0;
+    uint64_t self0; /* the SDK's time up to t0 (ma_fence_spent_at) */
     int has_peer; /* ma_mpi_peer named the partner: check every call's at the close */
 } ma_pending_mpi;
 

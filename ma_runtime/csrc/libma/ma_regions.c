@@ -12,6 +12,7 @@
 
 #include "ma.h"
 #include "ma_anomalies.h"
+#include "ma_fence.h"
 #include "ma_mpi.h"
 #include "ma_scope.h"
 #include "ma_sites.h"
@@ -43,9 +44,7 @@ static void finish_frame(size_t index, int has_measured, ma_num measured, uint64
         ma_scope_undo_to(f.undo_base);
     ma_node *n = f.node;
     n->calls++;
-    n->wall_ns += t1 - f.t0;
-    if (n->track_cpu)
-        n->cpu_ns += ma_cpu_ns() - f.c0;
+    ma_node_add_time(n, f.t0, f.c0, f.self0, t1);
     if (!strcmp(f.type, "subroutine"))
         return; /* structure only: asserts nothing */
     if (unbalanced)
@@ -103,6 +102,7 @@ void ma_regions_start(const char *type, const char *id, const char *expr, long l
     if (n->track_cpu)
         f->c0 = ma_cpu_ns();
     f->t0 = ma_mono_ns();
+    f->self0 = ma_fence_spent_at(f->t0);
     if (f->kind >= 0 && (f->reader = ma_rt->counters.readers[f->kind])) {
         if (ma_rt->counters.cache_reader && f->kind <= MA_KIND_LOADSTORE)
             f->has_cache0 = ma_rt->counters.cache_reader(f->cache0) > 0;

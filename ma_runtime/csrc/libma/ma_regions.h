@@ -31,6 +31,7 @@ typedef struct ma_frame {
     ma_reader reader;
     long long m0;
     uint64_t t0, c0;
+    uint64_t self0;     /* the SDK's time up to t0 (ma_fence_spent_at): left out of the wall and CPU times */
     int has_cache0;     /* the cache simulation's totals at the start (flop and loadstore sites under --cache) */
     unsigned long long cache0[MA_CACHE_VALUES];
     uint64_t iterations; /* a loop: its ma_loop_next calls so far (the iteration is iterations - 1) */

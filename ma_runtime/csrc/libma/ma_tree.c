@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ma_fence.h"
 #include "ma_util.h"
 
 #define AS_STRING(name) name,
@@ -95,6 +96,17 @@ static void set_first_fail(ma_node *n, ma_num predicted, ma_num measured)
     n->first_fail_call = n->calls;
     n->first_fail_predicted = predicted;
     n->first_fail_measured = measured;
+}
+
+void ma_node_add_time(ma_node *n, uint64_t t0, uint64_t c0, uint64_t self0, uint64_t t1)
+{
+    uint64_t self = ma_fence_spent_at(t1) - self0;
+    n->wall_ns += ma_fence_program_ns(t0, t1, self0);
+    if (n->track_cpu) {
+        /* the SDK's calls run on the core: their wall time is their CPU time */
+        uint64_t cpu = ma_cpu_ns() - c0;
+        n->cpu_ns += cpu > self ? cpu - self : 0;
+    }
 }
 
 void ma_node_record(ma_node *n, int has_pred, ma_num pred, int has_meas, ma_num meas)

@@ -62,6 +62,9 @@ const char *ma_node_type(const char *type);
 ma_node *ma_node_new(ma_node *parent, const char *type, const char *id, const char *expr_text,
                      const char *count_text, const char *file, int line, double tolerance, int track_cpu);
 
+/* Add one call's time, from t0 to t1 on the monotonic clock (c0: the process CPU clock at t0), less what the SDK
+ * itself spent in between (self0: ma_fence_spent_at(t0), ma_fence.h): the program's wall and CPU time. */
+void ma_node_add_time(ma_node *n, uint64_t t0, uint64_t c0, uint64_t self0, uint64_t t1);
 /* Fold one call (tree.py Node.record). A call whose prediction failed to evaluate counts as unmeasured. */
 void ma_node_record(ma_node *n, int has_pred, ma_num pred, int has_meas, ma_num meas);
 /* Fold one MPI assertion (tree.py Node.record_mpi): bytes per message and number of calls must both pass. */

@@ -7,10 +7,16 @@
 #define _GNU_SOURCE
 #include "ma_util.h"
 
+#include "ma_fence.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+__thread unsigned ma_fence_depth;
+__thread uint64_t ma_fence_opened_ns;
+__thread uint64_t ma_fence_spent_ns;
 
 double ma_wall_clock(void)
 {
