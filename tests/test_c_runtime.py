@@ -397,9 +397,9 @@ int main(int argc, char **argv)
 @pytest.mark.mpi
 def test_a_region_reports_the_program_time_not_the_annotations_inside_it(tmp_path: Path) -> None:
     """libma's fence times the runtime's own calls (ma_fence.h) and a region leaves them out of its wall time:
-    the spin is kept, and of what the 100,000 empty regions cost by the program's own clock at most a quarter
-    remains, in the region around them and in their own times alike (docs/c-api.md, "Regions time the
-    program")."""
+    the spin is kept, and of what the 100,000 empty regions cost by the program's own clock at most half remains
+    (the loop around them; a preemption there), in the region around them and in their own times alike, where
+    the runtime's times kept all of it before (docs/c-api.md, "Regions time the program")."""
     source = tmp_path / "selftime.c"
     source.write_text(SELF_TIME)
     program = compile_c(source, tmp_path / "selftime")
@@ -409,9 +409,9 @@ def test_a_region_reports_the_program_time_not_the_annotations_inside_it(tmp_pat
     found = nodes(json.loads((traces / "rank-0.ma.json").read_text()))
     annotations = seen - spun
     assert annotations > 0.01, "100,000 empty regions must cost the runtime something measurable"
-    assert spun <= found["outer"]["wall_ns"] * 1e-9 <= spun + 0.25 * annotations, (spun, found["outer"], seen)
+    assert spun <= found["outer"]["wall_ns"] * 1e-9 <= spun + 0.5 * annotations, (spun, found["outer"], seen)
     assert found["outer/empty"]["calls"] == 100000
-    assert found["outer/empty"]["wall_ns"] * 1e-9 <= 0.25 * annotations, (found["outer/empty"], annotations)
+    assert found["outer/empty"]["wall_ns"] * 1e-9 <= 0.5 * annotations, (found["outer/empty"], annotations)
 
 
 FLUSHING = r'''
