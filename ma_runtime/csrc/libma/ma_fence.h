@@ -29,8 +29,9 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Per thread: the open entries' depth, when the outermost began, and the closed outermost entries' time. libma is
- * linked into the program, never loaded later, so its thread-locals take the static model (no lookup per use). */
+/* Per thread: the open entries' depth, when the outermost began, and the closed outermost entries' time. The static
+ * TLS model (no lookup per use): libma is linked into the program, and a later dlopen (ctypes in the tests) fits
+ * these few bytes in the reserve glibc keeps for it, as libmapmpi's thread-locals do. */
 extern __thread unsigned ma_fence_depth __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t ma_fence_opened_ns __attribute__((tls_model("initial-exec")));
 extern __thread uint64_t ma_fence_spent_ns __attribute__((tls_model("initial-exec")));
