@@ -372,22 +372,34 @@ static double now(void)
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
 
+static void empty_regions(int n)
+{
+    for (int i = 0; i < n; i++) {
+        ma_loadstore_start("empty", "0", 0);
+        ma_loadstore_stop("empty");
+    }
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     int empty = atoi(argv[1]);
+    ma_subroutine_start("sub"); /* a subroutine adds up its CPU time too */
     ma_loop_start("outer", "1", 1);
     double t0 = now(), s0 = now();
     while (now() - s0 < 0.05)
         ;
     double spun = now() - s0;
-    for (int i = 0; i < empty; i++) {
-        ma_loadstore_start("empty", "0", 0);
-        ma_loadstore_stop("empty");
-    }
+    empty_regions(empty);
     double seen = now() - t0;
     ma_loop_end("outer", 1);
-    printf("%.9f %.9f\n", spun, seen);
+    ma_subroutine_end("sub");
+    ma_mpi_barrier("sync", "0", 0, 1); /* an MPI assertion's time runs to its call's end */
+    double t1 = now();
+    empty_regions(empty);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double before_barrier = now() - t1;
+    printf("%.9f %.9f %.9f\n", spun, seen, before_barrier);
     MPI_Finalize();
     return 0;
 }
@@ -396,23 +408,27 @@ int main(int argc, char **argv)
 
 @pytest.mark.mpi
 def test_a_region_reports_the_program_time_not_the_annotations_inside_it(tmp_path: Path) -> None:
-    """libma's fence times the runtime's own calls (ma_fence.h) and a region leaves them out of its wall time:
-    the spin is kept, and of what the 100,000 empty regions cost by the program's own clock at most half remains
-    (the loop around them; a preemption there), in the region around them and in their own times alike, where
-    the runtime's times kept all of it before (docs/c-api.md, "Regions time the program")."""
+    """libma's fence times the runtime's own calls (ma_fence.h) and a region leaves them out of its wall and CPU
+    time: the spin is kept, and of what the 100,000 empty regions cost by the program's own clock at most half
+    remains (the loop around them; a preemption there), in the region around them, in their own times and in an
+    MPI assertion open across them alike, where the runtime's times kept all of it before (docs/c-api.md,
+    "Regions time the program")."""
     source = tmp_path / "selftime.c"
     source.write_text(SELF_TIME)
     program = compile_c(source, tmp_path / "selftime")
     traces = tmp_path / "traces"
     done = run(mpiexec(1, str(program), "100000"), environment(traces), tmp_path)
-    spun, seen = (float(x) for x in done.stdout.split())
+    spun, seen, before_barrier = (float(x) for x in done.stdout.split())
     found = nodes(json.loads((traces / "rank-0.ma.json").read_text()))
     annotations = seen - spun
     assert annotations > 0.01, "100,000 empty regions must cost the runtime something measurable"
-    assert spun <= found["outer"]["wall_ns"] * 1e-9 <= spun + 0.5 * annotations, (spun, found["outer"], seen)
-    assert found["outer/empty"]["calls"] == 100000
-    assert found["outer/empty"]["wall_ns"] * 1e-9 <= 0.5 * annotations, (found["outer/empty"], annotations)
-
+    assert spun <= found["sub/outer"]["wall_ns"] * 1e-9 <= spun + 0.5 * annotations, (spun, found["sub/outer"], seen)
+    assert found["sub"]["cpu_ns"] * 1e-9 <= spun + 0.5 * annotations, (spun, found["sub"], seen)
+    assert found["sub/outer/empty"]["calls"] == 100000
+    assert found["sub/outer/empty"]["wall_ns"] * 1e-9 <= 0.5 * annotations, (found["sub/outer/empty"], annotations)
+    # the barrier's assertion spans the second 100,000 empty regions and the barrier itself
+    assert found["sync"]["pass"] == 1
+    assert found["sync"]["wall_ns"] * 1e-9 <= 0.5 * before_barrier, (found["sync"], before_barrier)
 
 FLUSHING = r'''
 #include <signal.h>
