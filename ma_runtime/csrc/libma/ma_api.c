@@ -128,7 +128,7 @@ void ma_mpi_at(const char *type, const char *id, const char *expr, long long val
                long long count, const char *file, int line)
 {
     MA_FENCE_THIS_CALL();
-    uint64_t t0 = ma_mono_ns();
+    uint64_t t0 = ma_fence_now();
     if (!ma_lifecycle_recording())
         return;
     ma_mpi_assert(type, id, expr, value, count_expr, count, file, line, t0);

@@ -80,7 +80,7 @@ static void watch_hook(int group)
     uint64_t calls, bytes;
     ma_pmpi_read(group, &calls, &bytes);
     if (calls - p->calls0 >= (uint64_t)p->want)
-        close_mpi(group, ma_mono_ns());
+        close_mpi(group, ma_fence_now());
 }
 
 void ma_mpi_assert(const char *type, const char *id, const char *expr, long long value, const char *count_expr,
@@ -119,7 +119,7 @@ void ma_mpi_assert(const char *type, const char *id, const char *expr, long long
     ma_rt->n_pending++;
     if (n->track_cpu)
         p->c0 = ma_cpu_ns();
-    p->t0 = ma_mono_ns();
+    p->t0 = ma_fence_now();
     p->self0 = ma_fence_spent_at(p->t0);
     ma_pmpi_read(group, &p->calls0, &p->bytes0);
     ma_rt->last_mpi_group = group + 1;

@@ -101,7 +101,7 @@ void ma_regions_start(const char *type, const char *id, const char *expr, long l
     ma_rt->current = n;
     if (n->track_cpu)
         f->c0 = ma_cpu_ns();
-    f->t0 = ma_mono_ns();
+    f->t0 = ma_fence_now();
     f->self0 = ma_fence_spent_at(f->t0);
     if (f->kind >= 0 && (f->reader = ma_rt->counters.readers[f->kind])) {
         if (ma_rt->counters.cache_reader && f->kind <= MA_KIND_LOADSTORE)
@@ -131,7 +131,7 @@ void ma_regions_read_end(ma_end_reading *r)
     r->top = recording && ma_rt->depth ? &ma_rt->stack[ma_rt->depth - 1] : NULL;
     r->m1 = r->top && r->top->reader ? r->top->reader() : 0;
     r->has_cache1 = r->top && r->top->has_cache0 && ma_rt->counters.cache_reader(r->cache1) > 0;
-    r->t1 = ma_mono_ns();
+    r->t1 = ma_fence_now();
 }
 
 void ma_regions_end(ma_end_reading *r, const char *type, const char *id, size_t id_len, long long measured,
